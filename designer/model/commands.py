@@ -1,0 +1,290 @@
+"""Edit commands: every change a user makes, as a do/undo pair over a `Topology`.
+
+Commands are plain objects (no Qt); the GUI wraps each in a ``QUndoCommand``.  A
+command records what it needs for undo when it is first done, so ``do`` after ``undo``
+replays exactly, and undoing any sequence restores the exact prior state (see
+``tests/model/test_commands.py``, a hypothesis state machine).
+
+Example
+-------
+>>> from designer.model.topology import Topology, Node
+>>> t = Topology()
+>>> cmd = AddNode(Node("g0", "gpu", "H100", "GPU 0"))
+>>> cmd.do(t); t.has_node("g0")
+True
+>>> cmd.undo(t); t.has_node("g0")
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from designer.model.errors import DesignError
+from designer.model.topology import Group, Link, Node, Topology
+
+
+class Command:
+    """Base class: ``do`` applies the change, ``undo`` reverts it; ``text`` names it."""
+
+    text = "edit"
+
+    def do(self, topo: Topology) -> None:
+        raise NotImplementedError
+
+    def undo(self, topo: Topology) -> None:
+        raise NotImplementedError
+
+
+class AddNode(Command):
+    def __init__(self, node: Node):
+        self.node = node
+        self.text = f"Add {node.name}"
+
+    def do(self, topo: Topology) -> None:
+        topo.add_node(self.node)
+
+    def undo(self, topo: Topology) -> None:
+        topo.remove_node(self.node.id)
+
+
+class RemoveNodes(Command):
+    """Remove nodes and every link at them; undo puts both back with the same ids."""
+
+    def __init__(self, node_ids: Iterable[str]):
+        self.node_ids = list(dict.fromkeys(node_ids))
+        self._nodes: list[Node] = []
+        self._links: dict[str, Link] = {}
+        self.text = f"Delete {len(self.node_ids)} node(s)"
+
+    def do(self, topo: Topology) -> None:
+        self._nodes, self._links = [], {}
+        for nid in self.node_ids:
+            for link in topo.links_of(nid):
+                self._links[link.id] = link
+        for nid in self.node_ids:
+            node, _ = topo.remove_node(nid)
+            self._nodes.append(node)
+
+    def undo(self, topo: Topology) -> None:
+        for node in self._nodes:
+            topo.add_node(node)
+        for link in self._links.values():
+            topo.add_link(link)
+
+
+class MoveNodes(Command):
+    """Move nodes to new positions (one command per drag, however many nodes)."""
+
+    def __init__(self, positions: Mapping[str, tuple[float, float]], text: str = "Move"):
+        self.positions = dict(positions)
+        self._old: dict[str, tuple[float, float]] = {}
+        self.text = text
+
+    def do(self, topo: Topology) -> None:
+        self._old = {}
+        for nid, (x, y) in self.positions.items():
+            n = topo.node(nid)
+            self._old[nid] = (n.x, n.y)
+            topo.update_node(nid, x=float(x), y=float(y))
+
+    def undo(self, topo: Topology) -> None:
+        for nid, (x, y) in self._old.items():
+            topo.update_node(nid, x=x, y=y)
+
+
+class SetNodeProps(Command):
+    """Change properties (name, model, group, plane, failed...) of one or more nodes."""
+
+    def __init__(self, node_ids: Iterable[str], **changes: Any):
+        self.node_ids = list(dict.fromkeys(node_ids))
+        self.changes = changes
+        self._old: dict[str, Node] = {}
+        self.text = "Change " + ", ".join(sorted(changes))
+
+    def do(self, topo: Topology) -> None:
+        # Check every node first so a multi-edit is all-or-nothing.
+        self._old = {nid: topo.node(nid) for nid in self.node_ids}
+        done = []
+        try:
+            for nid in self.node_ids:
+                topo.update_node(nid, **self.changes)
+                done.append(nid)
+        except DesignError:
+            for nid in reversed(done):
+                _restore_node(topo, self._old[nid])
+            raise
+
+    def undo(self, topo: Topology) -> None:
+        for nid in reversed(self.node_ids):
+            _restore_node(topo, self._old[nid])
+
+
+def _restore_node(topo: Topology, old: Node) -> None:
+    fields = {f: getattr(old, f) for f in old.__slots__ if f != "id"}
+    topo.update_node(old.id, **fields)
+
+
+class AddLink(Command):
+    def __init__(self, link: Link):
+        self.link = link
+        self.text = "Add link"
+
+    def do(self, topo: Topology) -> None:
+        topo.add_link(self.link)
+
+    def undo(self, topo: Topology) -> None:
+        topo.remove_link(self.link.id)
+
+
+class RemoveLinks(Command):
+    def __init__(self, link_ids: Iterable[str]):
+        self.link_ids = list(dict.fromkeys(link_ids))
+        self._links: list[Link] = []
+        self.text = f"Delete {len(self.link_ids)} link(s)"
+
+    def do(self, topo: Topology) -> None:
+        self._links = [topo.remove_link(lid) for lid in self.link_ids]
+
+    def undo(self, topo: Topology) -> None:
+        for link in self._links:
+            topo.add_link(link)
+
+
+class SetLinkProps(Command):
+    """Change technology (retype), count, plane or failed state of links."""
+
+    def __init__(self, link_ids: Iterable[str], **changes: Any):
+        self.link_ids = list(dict.fromkeys(link_ids))
+        self.changes = changes
+        self._old: dict[str, Link] = {}
+        self.text = "Change link " + ", ".join(sorted(changes))
+
+    def do(self, topo: Topology) -> None:
+        self._old = {lid: topo.link(lid) for lid in self.link_ids}
+        done = []
+        try:
+            for lid in self.link_ids:
+                topo.update_link(lid, **self.changes)
+                done.append(lid)
+        except DesignError:
+            for lid in reversed(done):
+                _restore_link(topo, self._old[lid])
+            raise
+
+    def undo(self, topo: Topology) -> None:
+        for lid in reversed(self.link_ids):
+            _restore_link(topo, self._old[lid])
+
+
+def _restore_link(topo: Topology, old: Link) -> None:
+    topo.update_link(old.id, tech=old.tech, count=old.count, plane=old.plane, failed=old.failed)
+
+
+def RetypeLink(link_id: str, tech: str) -> SetLinkProps:  # noqa: N802 - reads as a command
+    """Change the technology of one link (a `SetLinkProps`)."""
+    cmd = SetLinkProps([link_id], tech=tech)
+    cmd.text = f"Retype link to {tech}"
+    return cmd
+
+
+class AddGroup(Command):
+    def __init__(self, group: Group):
+        self.group = group
+        self.text = f"Add group {group.name}"
+
+    def do(self, topo: Topology) -> None:
+        topo.add_group(self.group)
+
+    def undo(self, topo: Topology) -> None:
+        topo.remove_group(self.group.id)
+
+
+class SetSetting(Command):
+    def __init__(self, key: str, value: Any):
+        self.key, self.value = key, value
+        self._old: Any = None
+        self.text = f"Set {key}"
+
+    def do(self, topo: Topology) -> None:
+        self._old = topo.set_setting(self.key, self.value)
+
+    def undo(self, topo: Topology) -> None:
+        topo.set_setting(self.key, self._old)
+
+
+class PasteSubgraph(Command):
+    """Add a sub-graph (groups, nodes, links), giving every item a fresh id.
+
+    The ids in the clipboard are remapped to unused ones when the command is first
+    done, and kept on redo, so the pasted items stay the same objects across undo.
+    ``offset`` shifts positions so a paste does not sit on its original.
+    """
+
+    def __init__(self, groups: Sequence[Group], nodes: Sequence[Node], links: Sequence[Link],
+                 offset: tuple[float, float] = (40.0, 40.0)):
+        self.src = (list(groups), list(nodes), list(links))
+        self.offset = offset
+        self.groups: list[Group] = []
+        self.nodes: list[Node] = []
+        self.links: list[Link] = []
+        self.text = f"Paste {len(nodes)} node(s)"
+
+    def _remap(self, topo: Topology) -> None:
+        groups, nodes, links = self.src
+        gmap = {g.id: topo.new_id(g.kind) for g in groups}
+        nmap = {n.id: topo.new_id(n.kind) for n in nodes}
+        dx, dy = self.offset
+        self.groups = [replace(g, id=gmap[g.id], parent=gmap.get(g.parent, g.parent))
+                       for g in groups]
+        self.nodes = [replace(n, id=nmap[n.id], x=n.x + dx, y=n.y + dy,
+                              group=gmap.get(n.group, n.group)) for n in nodes]
+        # Only links with both ends inside the pasted set come along.
+        self.links = [replace(lk, id=topo.new_id("link"), a=nmap[lk.a], b=nmap[lk.b])
+                      for lk in links if lk.a in nmap and lk.b in nmap]
+
+    def do(self, topo: Topology) -> None:
+        if not self.nodes and not self.groups:
+            self._remap(topo)
+        # Groups whose parent is not in the design any more become top-level.
+        groups = [g if g.parent is None or topo.has_group(g.parent)
+                  or any(p.id == g.parent for p in self.groups) else replace(g, parent=None)
+                  for g in self.groups]
+        self.groups = groups
+        self.nodes = [n if n.group is None or topo.has_group(n.group)
+                      or any(g.id == n.group for g in groups) else replace(n, group=None)
+                      for n in self.nodes]
+        topo.extend(self.groups, self.nodes, self.links)
+
+    def undo(self, topo: Topology) -> None:
+        for link in reversed(self.links):
+            topo.remove_link(link.id)
+        for node in reversed(self.nodes):
+            topo.remove_node(node.id)
+        for group in reversed(self.groups):
+            topo.remove_group(group.id)
+
+
+class Macro(Command):
+    """Several commands as one undo step (done in order, undone in reverse)."""
+
+    def __init__(self, commands: Sequence[Command], text: str = "edit"):
+        self.commands = list(commands)
+        self.text = text
+
+    def do(self, topo: Topology) -> None:
+        done = []
+        try:
+            for c in self.commands:
+                c.do(topo)
+                done.append(c)
+        except DesignError:
+            for c in reversed(done):
+                c.undo(topo)
+            raise
+
+    def undo(self, topo: Topology) -> None:
+        for c in reversed(self.commands):
+            c.undo(topo)

@@ -1,0 +1,464 @@
+"""`Topology`: the design itself, stored in a networkx multigraph.
+
+The graph *is* the storage: node attributes hold a `Node`'s fields, edges are keyed by
+link id and hold a `Link`'s fields.  `Node`, `Link` and `Group` are frozen values, so a
+command can keep the old value for undo and an event can carry the new one.
+
+Events (psygnal signals, no Qt) are named after what changed and are not emitted when
+nothing changed: ``node_added``, ``node_removed``, ``node_changed``, ``node_moved``,
+``link_added``, ``link_removed``, ``link_changed``, ``group_added``, ``group_removed``,
+``group_changed``, ``settings_changed``; ``changed`` follows every one of them.
+
+Example
+-------
+>>> t = Topology()
+>>> g = t.add_node(Node("g0", "gpu", "H100", "GPU 0"))
+>>> s = t.add_node(Node("s0", "nvswitch", "NVSwitch-gen3", "NVSwitch 0", x=0, y=-100))
+>>> link = t.add_link(Link("l0", "g0", "s0", "nvlink4", count=5))
+>>> t.graph.number_of_edges()
+1
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import networkx as nx
+from psygnal import Signal
+
+from designer.model.catalog import NODE_KINDS, PLANES, Catalog, default_catalog
+from designer.model.errors import DesignError
+
+GROUP_KINDS: tuple[str, ...] = ("node", "tray", "rack", "pod", "su", "plane", "cluster")
+
+#: Design-wide settings and their defaults (routing mode and so on live here).
+DEFAULT_SETTINGS: Mapping[str, Any] = {"routing": "adaptive"}
+ROUTING_MODES: tuple[str, ...] = ("ecmp", "adaptive", "static")
+
+_ID_RE = re.compile(r"^[A-Za-z0-9_.:/\-]{1,128}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A device placed in the design.
+
+    Parameters
+    ----------
+    id : str
+        Stable identifier (letters, digits, ``_.:/-``).
+    kind : str
+        Role: one of `NODE_KINDS` (gpu, nvswitch, leaf, spine, core, nic, host...).
+    model : str
+        Catalog device key (``H100``, ``QM9700``...).
+    name : str
+        Label shown to the user.
+    x, y : float
+        Canvas position (scene units).
+    group : str or None
+        Id of the innermost `Group` (server node, rack, SU...) it belongs to.
+    plane : str
+        Network plane: compute, storage, frontend or management.
+    failed : bool
+        What-if: the device is down.
+    """
+
+    id: str
+    kind: str
+    model: str
+    name: str
+    x: float = 0.0
+    y: float = 0.0
+    group: str | None = None
+    plane: str = "compute"
+    failed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A bundle of ``count`` identical links between nodes ``a`` and ``b``.
+
+    ``tech`` is a catalog link technology; the bundle is full duplex (rates in the
+    catalog are per direction).  Parallel bundles between the same nodes are allowed.
+    """
+
+    id: str
+    a: str
+    b: str
+    tech: str
+    count: int = 1
+    plane: str = "compute"
+    failed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A container: a server node, tray, rack, pod or scalable unit (SU)."""
+
+    id: str
+    kind: str
+    name: str
+    parent: str | None = None
+
+
+NODE_FIELDS = tuple(f.name for f in fields(Node))
+LINK_FIELDS = tuple(f.name for f in fields(Link))
+GROUP_FIELDS = tuple(f.name for f in fields(Group))
+
+
+class Topology:
+    """Nodes, links and groups of one design, over a networkx ``MultiGraph``.
+
+    Parameters
+    ----------
+    catalog : Catalog, optional
+        Device models and link technologies; the shipped catalog by default.
+    name : str
+        Design name.
+    """
+
+    node_added = Signal(Node)
+    node_removed = Signal(Node)
+    node_changed = Signal(Node, Node)  # old, new (anything but position)
+    node_moved = Signal(Node)
+    link_added = Signal(Link)
+    link_removed = Signal(Link)
+    link_changed = Signal(Link, Link)  # old, new
+    group_added = Signal(Group)
+    group_removed = Signal(Group)
+    group_changed = Signal(Group, Group)
+    settings_changed = Signal(str, object)
+    changed = Signal()
+
+    def __init__(self, catalog: Catalog | None = None, name: str = "untitled"):
+        self.catalog = catalog if catalog is not None else default_catalog()
+        self.name = name
+        self._g = nx.MultiGraph()
+        self._view = self._g.copy(as_view=True)
+        self._groups: dict[str, Group] = {}
+        # link id -> (a, b): networkx finds a keyed edge only with both ends.
+        self._link_ends: dict[str, tuple[str, str]] = {}
+        self._settings: dict[str, Any] = dict(DEFAULT_SETTINGS)
+        # Per-model price/power overrides: {model: {"price_usd": .., "power_w": ..}}.
+        self.overrides: dict[str, dict[str, float]] = {}
+        self._counters: dict[str, itertools.count] = {}
+        self.generation = 0
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def graph(self) -> nx.MultiGraph:
+        """Read-only networkx view of the design (node attrs = `Node` fields, edge key
+        = link id, edge attrs = `Link` fields)."""
+        return self._view
+
+    def __len__(self) -> int:
+        return self._g.number_of_nodes()
+
+    def has_node(self, node_id: str) -> bool:
+        return node_id in self._g
+
+    def has_link(self, link_id: str) -> bool:
+        return link_id in self._link_ends
+
+    def node(self, node_id: str) -> Node:
+        """The node ``node_id``; raises `DesignError` when there is none."""
+        try:
+            return Node(id=node_id, **self._g.nodes[node_id])
+        except KeyError:
+            raise DesignError(f"no node {node_id!r}") from None
+
+    def nodes(self, kind: str | None = None) -> Iterator[Node]:
+        """All nodes (of one kind if given), in insertion order."""
+        for nid, attrs in self._g.nodes(data=True):
+            if kind is None or attrs["kind"] == kind:
+                yield Node(id=nid, **attrs)
+
+    def link(self, link_id: str) -> Link:
+        """The link ``link_id``; raises `DesignError` when there is none."""
+        try:
+            a, b = self._link_ends[link_id]
+        except KeyError:
+            raise DesignError(f"no link {link_id!r}") from None
+        return Link(id=link_id, **self._g.edges[a, b, link_id])
+
+    def links(self) -> Iterator[Link]:
+        """All links, in insertion order."""
+        for link_id, (a, b) in self._link_ends.items():
+            yield Link(id=link_id, **self._g.edges[a, b, link_id])
+
+    def links_of(self, node_id: str) -> list[Link]:
+        """Links with an end at ``node_id``."""
+        if node_id not in self._g:
+            raise DesignError(f"no node {node_id!r}")
+        return [Link(id=k, **d) for _, _, k, d in self._g.edges(node_id, keys=True, data=True)]
+
+    def group(self, group_id: str) -> Group:
+        try:
+            return self._groups[group_id]
+        except KeyError:
+            raise DesignError(f"no group {group_id!r}") from None
+
+    def groups(self) -> Iterator[Group]:
+        return iter(list(self._groups.values()))
+
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self._groups
+
+    def members(self, group_id: str) -> list[str]:
+        """Ids of the nodes inside ``group_id`` or any of its sub-groups."""
+        inside = {group_id}
+        grew = True
+        while grew:
+            more = {g.id for g in self._groups.values() if g.parent in inside} - inside
+            grew = bool(more)
+            inside |= more
+        return [n for n, d in self._g.nodes(data=True) if d["group"] in inside]
+
+    @property
+    def settings(self) -> Mapping[str, Any]:
+        return dict(self._settings)
+
+    def new_id(self, prefix: str) -> str:
+        """A fresh id ``prefix-N`` not used by any node, link or group."""
+        counter = self._counters.setdefault(prefix, itertools.count())
+        while True:
+            candidate = f"{prefix}-{next(counter)}"
+            if not (self.has_node(candidate) or self.has_link(candidate)
+                    or candidate in self._groups):
+                return candidate
+
+    # ------------------------------------------------------------------ checking
+    def _check_node(self, node: Node) -> None:
+        if not isinstance(node.id, str) or not _ID_RE.match(node.id):
+            raise DesignError(f"node id {node.id!r} is not a valid id")
+        if node.kind not in NODE_KINDS:
+            raise DesignError(f"node {node.id!r}: unknown kind {node.kind!r}")
+        model = self.catalog.device(node.model) if node.model in self.catalog.devices else None
+        if model is None:
+            raise DesignError(f"node {node.id!r}: unknown device model {node.model!r}")
+        if node.kind not in model.kinds:
+            raise DesignError(
+                f"node {node.id!r}: a {model.category} ({node.model}) cannot be a {node.kind}"
+            )
+        if node.plane not in PLANES:
+            raise DesignError(f"node {node.id!r}: unknown plane {node.plane!r}")
+        if node.group is not None and node.group not in self._groups:
+            raise DesignError(f"node {node.id!r}: no group {node.group!r}")
+        for coord in (node.x, node.y):
+            if not isinstance(coord, int | float) or coord != coord or abs(coord) > 1e9:
+                raise DesignError(f"node {node.id!r}: position must be finite numbers")
+
+    def _check_link(self, link: Link) -> None:
+        if not isinstance(link.id, str) or not _ID_RE.match(link.id):
+            raise DesignError(f"link id {link.id!r} is not a valid id")
+        for end in (link.a, link.b):
+            if end not in self._g:
+                raise DesignError(f"link {link.id!r}: no node {end!r}")
+        if link.a == link.b:
+            raise DesignError(f"link {link.id!r}: both ends are node {link.a!r}")
+        if link.tech not in self.catalog.techs:
+            raise DesignError(f"link {link.id!r}: unknown link technology {link.tech!r}")
+        if not isinstance(link.count, int) or isinstance(link.count, bool) or link.count < 1:
+            raise DesignError(f"link {link.id!r}: count must be a whole number >= 1")
+        if link.plane not in PLANES:
+            raise DesignError(f"link {link.id!r}: unknown plane {link.plane!r}")
+
+    def _check_group(self, group: Group) -> None:
+        if not isinstance(group.id, str) or not _ID_RE.match(group.id):
+            raise DesignError(f"group id {group.id!r} is not a valid id")
+        if group.kind not in GROUP_KINDS:
+            raise DesignError(f"group {group.id!r}: unknown kind {group.kind!r}")
+        parent = group.parent
+        seen = {group.id}
+        while parent is not None:
+            if parent in seen:
+                raise DesignError(f"group {group.id!r}: parent chain loops")
+            if parent not in self._groups:
+                raise DesignError(f"group {group.id!r}: no parent group {parent!r}")
+            seen.add(parent)
+            parent = self._groups[parent].parent
+
+    # ------------------------------------------------------------------ mutating
+    def _bump(self) -> None:
+        self.generation += 1
+        self.changed.emit()
+
+    def add_node(self, node: Node) -> Node:
+        """Add ``node``; raises `DesignError` if its id is taken or a field is invalid."""
+        if node.id in self._g or node.id in self._link_ends:
+            raise DesignError(f"id {node.id!r} is already used")
+        self._check_node(node)
+        self._g.add_node(node.id, **{f: getattr(node, f) for f in NODE_FIELDS[1:]})
+        self.node_added.emit(node)
+        self._bump()
+        return node
+
+    def remove_node(self, node_id: str) -> tuple[Node, list[Link]]:
+        """Remove a node and the links at it; returns both (for undo)."""
+        node = self.node(node_id)
+        links = self.links_of(node_id)
+        for link in links:
+            self.remove_link(link.id)
+        self._g.remove_node(node_id)
+        self.node_removed.emit(node)
+        self._bump()
+        return node, links
+
+    def update_node(self, node_id: str, **changes: Any) -> Node:
+        """Change fields of a node; emits ``node_moved`` for position-only changes,
+        ``node_changed`` otherwise, and nothing when no field actually changes."""
+        old = self.node(node_id)
+        if "id" in changes and changes["id"] != node_id:
+            raise DesignError(f"node {node_id!r}: the id cannot change")
+        new = replace(old, **changes)
+        if new == old:
+            return old
+        self._check_node(new)
+        self._g.nodes[node_id].update({f: getattr(new, f) for f in NODE_FIELDS[1:]})
+        moved_only = all(getattr(old, f) == getattr(new, f) for f in NODE_FIELDS if f not in "xy")
+        if moved_only:
+            self.node_moved.emit(new)
+        else:
+            self.node_changed.emit(old, new)
+        self._bump()
+        return new
+
+    def add_link(self, link: Link) -> Link:
+        """Add a link bundle; raises `DesignError` naming the problem when impossible."""
+        if link.id in self._link_ends or link.id in self._g:
+            raise DesignError(f"id {link.id!r} is already used")
+        self._check_link(link)
+        self._g.add_edge(link.a, link.b, key=link.id,
+                         **{f: getattr(link, f) for f in LINK_FIELDS[1:]})
+        self._link_ends[link.id] = (link.a, link.b)
+        self.link_added.emit(link)
+        self._bump()
+        return link
+
+    def remove_link(self, link_id: str) -> Link:
+        link = self.link(link_id)
+        self._g.remove_edge(link.a, link.b, key=link_id)
+        del self._link_ends[link_id]
+        self.link_removed.emit(link)
+        self._bump()
+        return link
+
+    def update_link(self, link_id: str, **changes: Any) -> Link:
+        """Change fields of a link (not its id or ends); no event when nothing changes."""
+        old = self.link(link_id)
+        for f in ("id", "a", "b"):
+            if f in changes and changes[f] != getattr(old, f):
+                raise DesignError(f"link {link_id!r}: {f} cannot change (remove and re-add)")
+        new = replace(old, **changes)
+        if new == old:
+            return old
+        self._check_link(new)
+        self._g.edges[old.a, old.b, link_id].update(
+            {f: getattr(new, f) for f in LINK_FIELDS[1:]})
+        self.link_changed.emit(old, new)
+        self._bump()
+        return new
+
+    def add_group(self, group: Group) -> Group:
+        if group.id in self._groups or group.id in self._g or group.id in self._link_ends:
+            raise DesignError(f"id {group.id!r} is already used")
+        self._check_group(group)
+        self._groups[group.id] = group
+        self.group_added.emit(group)
+        self._bump()
+        return group
+
+    def remove_group(self, group_id: str) -> Group:
+        """Remove an empty group (no member nodes, no child groups)."""
+        group = self.group(group_id)
+        if any(g.parent == group_id for g in self._groups.values()):
+            raise DesignError(f"group {group_id!r} still has sub-groups")
+        if any(d["group"] == group_id for _, d in self._g.nodes(data=True)):
+            raise DesignError(f"group {group_id!r} still has nodes")
+        del self._groups[group_id]
+        self.group_removed.emit(group)
+        self._bump()
+        return group
+
+    def update_group(self, group_id: str, **changes: Any) -> Group:
+        old = self.group(group_id)
+        if "id" in changes and changes["id"] != group_id:
+            raise DesignError(f"group {group_id!r}: the id cannot change")
+        new = replace(old, **changes)
+        if new == old:
+            return old
+        self._check_group(new)
+        self._groups[group_id] = new
+        self.group_changed.emit(old, new)
+        self._bump()
+        return new
+
+    def set_setting(self, key: str, value: Any) -> Any:
+        """Set a design-wide setting; returns the previous value."""
+        if key not in DEFAULT_SETTINGS:
+            raise DesignError(f"unknown design setting {key!r}")
+        if key == "routing" and value not in ROUTING_MODES:
+            raise DesignError(f"routing must be one of {', '.join(ROUTING_MODES)}")
+        old = self._settings.get(key)
+        if old != value:
+            self._settings[key] = value
+            self.settings_changed.emit(key, value)
+            self._bump()
+        return old
+
+    # ------------------------------------------------------------------ bulk / state
+    def extend(self, groups: Iterable[Group] = (), nodes: Iterable[Node] = (),
+               links: Iterable[Link] = ()) -> None:
+        """Add groups, then nodes, then links (templates and file loading)."""
+        for g in groups:
+            self.add_group(g)
+        for n in nodes:
+            self.add_node(n)
+        for link in links:
+            self.add_link(link)
+
+    def state(self) -> dict[str, Any]:
+        """A canonical, comparable snapshot of everything the design holds."""
+        return {
+            "name": self.name,
+            "settings": dict(sorted(self._settings.items())),
+            "overrides": {k: dict(sorted(v.items())) for k, v in sorted(self.overrides.items())},
+            "groups": sorted(self._groups.values(), key=lambda g: g.id),
+            "nodes": sorted(self.nodes(), key=lambda n: n.id),
+            "links": sorted(self.links(), key=lambda lk: lk.id),
+        }
+
+    def port_usage(self) -> dict[str, list[tuple[str, float, int]]]:
+        """Ports used per node and port family: ``{node: [(family, used, available)]}``.
+
+        A link bundle of ``count`` links uses ``count`` ports at each end (a fraction of a
+        port when a faster breakout port carries it).  Links whose technology no port
+        group of the device accepts are not counted here; `rules.validate` reports them.
+        """
+        usage: dict[str, dict[int, float]] = {}
+        cat = self.catalog
+        for link in self.links():
+            tech = cat.tech(link.tech)
+            for end in (link.a, link.b):
+                dev = cat.device(self._g.nodes[end]["model"])
+                group = dev.port_group_for(tech)
+                if group is None:
+                    continue
+                idx = dev.ports.index(group)
+                per = usage.setdefault(end, {})
+                per[idx] = per.get(idx, 0.0) + group.ports_used(tech, link.count)
+        out: dict[str, list[tuple[str, float, int]]] = {}
+        for nid, per in usage.items():
+            dev = cat.device(self._g.nodes[nid]["model"])
+            out[nid] = [(dev.ports[i].family, used, dev.ports[i].count)
+                        for i, used in sorted(per.items())]
+        return out
+
+    def over_subscribed_ports(self) -> list[tuple[str, str, float, int]]:
+        """``(node, family, used, available)`` for every port group used beyond its count."""
+        return [(nid, fam, used, avail)
+                for nid, groups in self.port_usage().items()
+                for fam, used, avail in groups if used > avail + 1e-9]
