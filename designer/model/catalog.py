@@ -171,7 +171,7 @@ class LinkTech:
     assumption_note: str = ""
 
     @property
-    def GBps(self) -> float:  # noqa: N802 - the unit is the name
+    def GBps(self) -> float:
         """Per-direction rate of one link in GB/s (10^9 bytes/s)."""
         return self.gbps / 8.0
 
@@ -246,7 +246,7 @@ def _need(entry: Mapping[str, Any], name: str, where: str, typ: type | tuple) ->
     if name not in entry:
         raise CatalogError(f"{where}: missing field {name!r}")
     value = entry[name]
-    if not isinstance(value, typ) or isinstance(value, bool) and typ is not bool:
+    if not isinstance(value, typ) or (isinstance(value, bool) and typ is not bool):
         raise CatalogError(f"{where}: field {name!r} has the wrong type")
     return value
 

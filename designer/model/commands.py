@@ -183,7 +183,7 @@ def _restore_link(topo: Topology, old: Link) -> None:
     topo.update_link(old.id, tech=old.tech, count=old.count, plane=old.plane, failed=old.failed)
 
 
-def RetypeLink(link_id: str, tech: str) -> SetLinkProps:  # noqa: N802 - reads as a command
+def retype_link(link_id: str, tech: str) -> SetLinkProps:
     """Change the technology of one link (a `SetLinkProps`)."""
     cmd = SetLinkProps([link_id], tech=tech)
     cmd.text = f"Retype link to {tech}"
