@@ -85,6 +85,9 @@ class PortGroup:
         a slower link then uses ``link_gbps / gbps`` of a port instead of a whole one.
     generation : int or None
         For NVLink and PCIe, the generation; a link of another generation mismatches.
+    protocols : tuple of str or None
+        Link protocols the port speaks (``efa-srd`` only on an EFA adapter, ``roce``
+        and ``tcp`` but not EFA on a ConnectX); ``None`` accepts any of the family.
     """
 
     family: str
@@ -93,10 +96,13 @@ class PortGroup:
     min_gbps: float
     breakout: bool = False
     generation: int | None = None
+    protocols: tuple[str, ...] | None = None
 
     def accepts(self, tech: LinkTech) -> bool:
         """Whether a link of ``tech`` can plug into this group (family and generation)."""
         if tech.family != self.family:
+            return False
+        if self.protocols is not None and tech.protocol not in self.protocols:
             return False
         # NVLink generations do not interoperate; PCIe negotiates down (speed range).
         if self.family == "nvlink" and self.generation is not None:
@@ -280,6 +286,7 @@ def _parse_device(key: str, entry: Mapping[str, Any], file: str) -> DeviceModel:
                 min_gbps=float(p.get("min_gbps", gbps)),
                 breakout=bool(p.get("breakout", False)),
                 generation=p.get("generation"),
+                protocols=tuple(p["protocols"]) if "protocols" in p else None,
             )
         )
     price, power, note = _assumptions(entry, where)
