@@ -1,0 +1,200 @@
+"""Benchmark of designer.solver.maxmin.max_min_rates on fabric-sized problems.
+
+Run ``python benchmarks/maxmin.py`` (well under a minute).  Each case runs in its own
+process so the peak RSS it prints belongs to that case alone:
+
+a. all-to-all between 1,024 hosts of a non-blocking leaf-spine (1,047,552 flows), equal
+   capacities, one balanced path per flow.  Goal: <= 1 s.
+b. the same traffic sprayed over 1, 2 or 4 spines per flow, with degraded NICs, degraded
+   and dead leaf-spine links (unequal capacities, multipath weights).  Goal: <= 3 s.
+c. a bidirectional ring all-reduce step over 16,384 GPUs on a leaf-spine.  Goal: a few ms.
+
+Times are for ``max_min_rates`` alone (validation included, instance generation not),
+best of a few runs; "first" is the first, cold run.  Rates are checked against the
+max-min certificate (vectorised) after timing.
+"""
+
+import multiprocessing
+import resource
+import sys
+import time
+
+import numpy as np
+
+from designer.solver.maxmin import max_min_rates
+
+GBPS_400 = 50.0  # 400 Gb/s in GB/s
+
+
+def leaf_spine_links(n_leaves, hosts_per_leaf, n_spines):
+    """Link-id helpers: host up [0, N), host down [N, 2N), leaf->spine, spine->leaf."""
+    n_hosts = n_leaves * hosts_per_leaf
+    n_links = 2 * n_hosts + 2 * n_leaves * n_spines
+
+    def leaf_up(leaf, spine):
+        return 2 * n_hosts + leaf * n_spines + spine
+
+    def spine_down(spine, leaf):
+        return 2 * n_hosts + (n_leaves + leaf) * n_spines + spine
+
+    return n_hosts, n_links, leaf_up, spine_down
+
+
+def all_to_all_flows(n_hosts):
+    src = np.repeat(np.arange(n_hosts, dtype=np.int32), n_hosts - 1)
+    offset = np.tile(np.arange(n_hosts - 1, dtype=np.int32), n_hosts)
+    dst = offset + (offset >= src)
+    return src, dst
+
+
+def case_all_to_all_equal(rng):
+    n_leaves, hosts, spines = 32, 32, 32
+    n_hosts, n_links, leaf_up, spine_down = leaf_spine_links(n_leaves, hosts, spines)
+    src, dst = all_to_all_flows(n_hosts)
+    flows = np.arange(src.size, dtype=np.int32)
+    inter = np.flatnonzero(src // hosts != dst // hosts).astype(np.int32)
+    spine = (src[inter] % hosts + dst[inter] % hosts) % spines  # balanced single path
+    pair_flow = np.concatenate([flows, flows, inter, inter])
+    pair_link = np.concatenate(
+        [
+            src,
+            n_hosts + dst,
+            leaf_up(src[inter] // hosts, spine),
+            spine_down(spine, dst[inter] // hosts),
+        ]
+    ).astype(np.int32)
+    capacity = np.full(n_links, GBPS_400)
+    return {"capacity": capacity, "pair_flow": pair_flow, "pair_link": pair_link}
+
+
+def case_all_to_all_degraded(rng):
+    n_leaves, hosts, spines = 32, 32, 32
+    n_hosts, n_links, leaf_up, spine_down = leaf_spine_links(n_leaves, hosts, spines)
+    src, dst = all_to_all_flows(n_hosts)
+    flows = np.arange(src.size, dtype=np.int32)
+    inter = np.flatnonzero(src // hosts != dst // hosts).astype(np.int32)
+    k = rng.choice(np.array([1, 2, 4], np.int32), size=inter.size, p=[0.3, 0.3, 0.4])
+    base = rng.integers(0, spines, inter.size, dtype=np.int32)
+    parts_flow, parts_link, parts_weight = [flows, flows], [src, n_hosts + dst], []
+    parts_weight = [np.ones(flows.size), np.ones(flows.size)]
+    for j in range(4):
+        on = k > j
+        f = inter[on]
+        spine = (base[on] + j * (spines // k[on])) % spines
+        a, b = src[f] // hosts, dst[f] // hosts
+        w = 1.0 / k[on]
+        parts_flow += [f, f]
+        parts_link += [leaf_up(a, spine), spine_down(spine, b)]
+        parts_weight += [w, w]
+    capacity = np.full(n_links, GBPS_400)
+    nics = rng.random(2 * n_hosts) < 0.03  # NICs that trained down to 200G
+    capacity[: 2 * n_hosts][nics] = GBPS_400 / 2
+    fabric = capacity[2 * n_hosts :]
+    worn = rng.random(fabric.size) < 0.05  # degraded optics, lanes down
+    fabric[worn] = rng.uniform(0.25, 0.75, worn.sum()) * GBPS_400
+    fabric[rng.choice(fabric.size, 2, replace=False)] = 0.0  # two dead links
+    return {
+        "capacity": capacity,
+        "pair_flow": np.concatenate(parts_flow),
+        "pair_link": np.concatenate(parts_link).astype(np.int32),
+        "pair_weight": np.concatenate(parts_weight),
+    }
+
+
+def case_ring(rng):
+    n_leaves, hosts, spines = 256, 64, 32  # 16,384 GPUs
+    n_hosts, n_links, leaf_up, spine_down = leaf_spine_links(n_leaves, hosts, spines)
+    gpu = np.arange(n_hosts, dtype=np.int32)
+    src = np.concatenate([gpu, gpu])
+    dst = np.concatenate([(gpu + 1) % n_hosts, (gpu - 1) % n_hosts]).astype(np.int32)
+    flows = np.arange(src.size, dtype=np.int32)
+    inter = np.flatnonzero(src // hosts != dst // hosts).astype(np.int32)
+    spine = (src[inter].astype(np.int64) * 2654435761 % 2**32 % spines).astype(np.int32)  # hash
+    pair_flow = np.concatenate([flows, flows, inter, inter])
+    pair_link = np.concatenate(
+        [
+            src,
+            n_hosts + dst,
+            leaf_up(src[inter] // hosts, spine),
+            spine_down(spine, dst[inter] // hosts),
+        ]
+    ).astype(np.int32)
+    capacity = np.full(n_links, GBPS_400)
+    return {"capacity": capacity, "pair_flow": pair_flow, "pair_link": pair_link}
+
+
+CASES = {
+    "a": ("all-to-all 1024 hosts, equal caps", case_all_to_all_equal, 3, 1.0),
+    "b": ("all-to-all sprayed, degraded links", case_all_to_all_degraded, 2, 3.0),
+    "c": ("ring 16,384 GPUs, bidirectional", case_ring, 20, 0.005),
+}
+
+
+def certificate_violation(problem, result):
+    """Worst relative violation of feasibility or of the bottleneck certificate."""
+    cap = problem["capacity"]
+    pf, pl = problem["pair_flow"], problem["pair_link"]
+    pw = problem.get("pair_weight")
+    pw = np.ones(pf.size) if pw is None else pw
+    rates = result.rates
+    load = np.bincount(pl, weights=pw * rates[pf], minlength=cap.size)
+    scale = cap.max()
+    over = np.max((load - cap) / scale, initial=0.0)
+    top = np.zeros(cap.size)
+    np.maximum.at(top, pl, rates[pf])
+    b = result.bottleneck
+    assert np.all(b >= 0), "no demands in these cases"
+    slack = np.max((cap[b] - load[b]) / scale, initial=0.0)
+    not_top = np.max((top[b] - rates) / scale, initial=0.0)
+    return max(over, slack, not_top)
+
+
+def rss_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # ru_maxrss is KiB
+
+
+def run_case(key):
+    title, build, repeats, goal = CASES[key]
+    problem = build(np.random.default_rng(2024))
+    before = rss_mib()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = max_min_rates(**problem)
+        times.append(time.perf_counter() - start)
+    return {
+        "case": key,
+        "title": title,
+        "flows": result.rates.size,
+        "pairs": problem["pair_flow"].size,
+        "rounds": result.rounds,
+        "first": times[0],
+        "best": min(times),
+        "goal": goal,
+        "rss_input": before,
+        "rss_peak": rss_mib(),
+        "starved": result.starved.size,
+        "violation": certificate_violation(problem, result),
+    }
+
+
+def main(keys):
+    context = multiprocessing.get_context("spawn")
+    print(
+        f"{'case':<40} {'flows':>10} {'pairs':>11} {'rounds':>6} {'first s':>8} "
+        f"{'best s':>8} {'goal s':>6} {'RSS in':>7} {'RSS pk':>7} {'cert':>8}"
+    )
+    for key in keys:
+        with context.Pool(1) as pool:
+            row = pool.apply(run_case, (key,))
+        print(
+            f"{row['case'] + '. ' + row['title']:<40} {row['flows']:>10,} {row['pairs']:>11,} "
+            f"{row['rounds']:>6} {row['first']:>8.4f} {row['best']:>8.4f} {row['goal']:>6} "
+            f"{row['rss_input']:>6.0f}M {row['rss_peak']:>6.0f}M {row['violation']:>8.1e}"
+        )
+    print("RSS in: peak before the solve (instance built); RSS pk: peak after it.")
+    print("cert: worst violation of capacity / bottleneck certificate, relative to max cap.")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or list(CASES))

@@ -1,0 +1,670 @@
+"""NCCL-grade time model for one collective: latency, protocols, channels, auto choice.
+
+The flow solver routes an algorithm's traffic over the design and hands this module a
+**bandwidth ceiling**: the bus bandwidth (nccl-tests ``busbw`` units) the algorithm
+reaches at very large sizes on that topology, with the link efficiencies of the catalog
+already applied.  This module owns everything that makes a real NCCL run differ from
+``bytes / ceiling``:
+
+* the three NCCL protocols (LL, LL128, Simple): a bandwidth fraction and a latency each;
+* a launch cost (eager kernel launch or CUDA graph), a base latency per algorithm and
+  protocol, and a per-step latency for NVLink, PCIe and network steps (the structure and
+  the constants of NCCL's own tuner, ``src/graph/tuning.cc``, v2.30);
+* the channel ramp: NCCL gives a collective one channel (one thread block) per
+  ``threshold`` bytes, so a small message runs on few channels and cannot fill the links;
+* per-algorithm large-size efficiencies (tree, NVLS, PAT);
+* the automatic choice: the algorithm and protocol with the lowest predicted time, as
+  NCCL's tuner picks them.
+
+The time of one protocol is::
+
+    t = launch + base + n_intra * step_intra + n_inter * (step_net + net_latency_us)
+        + bus_factor * nbytes / min(ceiling * eff * fraction, channels(nbytes) * rate)
+
+Ceilings, in bus-bandwidth units, for a per-GPU per-direction rate ``B`` (what the
+calibration uses; the flow solve generalises them): ring over one NVSwitch plane ``B``;
+NCCL's intra-node tree (a chain, ``2S`` per direction per GPU) ``B (n-1)/n``; NVLS
+`nvls_bus_ceiling`; across nodes, a ring or hierarchical scheme with every rail busy
+reaches the node's whole NIC rate ``N``, a double binary tree ``N/2 * 2(n-1)/n``.
+
+Every figure lives in ``resources/solver/nccl_model.toml`` with its source; the fitted
+ones come from ``benchmarks/calibrate_nccl.py``.  Time is in seconds, bandwidths in GB/s
+(10^9 bytes/s), latency constants in microseconds.
+
+Example
+-------
+>>> shape = CollectiveShape("allreduce", "ring", n_ranks=8, n_nodes=1,
+...                         ceiling_GBps=370.8, nvlink_hops=1, net_hops=0)
+>>> p = predict(shape, 4 << 30)
+>>> 350 < float(p.busbw_GBps[0]) < 371
+True
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from designer.model.catalog import resources_dir
+from designer.model.errors import DesignError
+
+COLLECTIVES: tuple[str, ...] = (
+    "allreduce",
+    "allgather",
+    "reducescatter",
+    "broadcast",
+    "reduce",
+    "alltoall",
+    "sendrecv",
+)
+ALGORITHMS: tuple[str, ...] = (
+    "ring",
+    "tree",
+    "nvls",
+    "nvlstree",
+    "collnet",
+    "hierarchical",
+    "pat",
+    "p2p",
+)
+PROTOCOLS: tuple[str, ...] = ("LL", "LL128", "Simple")
+LAUNCH_MODES: tuple[str, ...] = ("eager", "graph")
+
+#: Which algorithms run which collective (NCCL's matrix, plus "hierarchical" for the
+#: flow solver's reduce-inside-the-node scheme; all-to-all and send/recv are NCCL
+#: point-to-point, "ring" is accepted there as a synonym of "p2p").
+VALID_ALGORITHMS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "allreduce": frozenset({"ring", "tree", "nvls", "nvlstree", "collnet", "hierarchical"}),
+        "allgather": frozenset({"ring", "nvls", "collnet", "pat", "hierarchical"}),
+        "reducescatter": frozenset({"ring", "nvls", "collnet", "pat", "hierarchical"}),
+        "broadcast": frozenset({"ring"}),
+        "reduce": frozenset({"ring"}),
+        "alltoall": frozenset({"p2p", "ring"}),
+        "sendrecv": frozenset({"p2p", "ring"}),
+    }
+)
+
+#: Protocols each algorithm can use (NVLS, CollNet and PAT are Simple-only in NCCL;
+#: point-to-point has no LL128 path).
+_ALGO_PROTOCOLS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "ring": PROTOCOLS,
+        "tree": PROTOCOLS,
+        "hierarchical": PROTOCOLS,
+        "nvls": ("Simple",),
+        "nvlstree": ("Simple",),
+        "collnet": ("Simple",),
+        "pat": ("Simple",),
+        "p2p": ("LL", "Simple"),
+    }
+)
+
+#: Algorithms whose channel count NCCL fixes (no ramp with the message size).
+_FIXED_CHANNELS = frozenset({"nvls", "nvlstree", "collnet"})
+
+#: Default parameter file (bundled with the package or at the top of a checkout).
+DEFAULT_PARAMS_PATH = resources_dir() / "solver" / "nccl_model.toml"
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+@dataclass(frozen=True)
+class CollectiveShape:
+    """One collective on one topology, as the flow solver sees it.
+
+    Parameters
+    ----------
+    collective : str
+        One of `COLLECTIVES`.
+    algorithm : str
+        One of `VALID_ALGORITHMS` [collective].
+    n_ranks : int
+        GPUs taking part.
+    n_nodes : int
+        NVLink domains spanned (1 = every rank in one NVLink domain).
+    ceiling_GBps : float
+        Bus bandwidth (nccl-tests busbw units) the algorithm reaches at very large sizes
+        on this topology, link efficiencies included.  For NVLS see `nvls_bus_ceiling`.
+    nvlink_hops : int
+        NVLink paths a step's data crosses in series: 1 for peers on one NVSwitch plane
+        (GPU -> switch -> GPU, as on HGX boards and NVL72) or directly linked; 2 when it
+        is relayed through an intermediate GPU or a second NVLink switch tier; 0 when
+        the ranks of a node share no NVLink (PCIe steps).  NCCL's per-step NVLink
+        constant is charged once per path.
+    net_hops : int
+        Switches crossed by an inter-node step (1 on the same leaf or rail, 3 through a
+        spine...); must be >= 1 when ``n_nodes > 1`` and 0 otherwise.  Its physical cost
+        comes in through ``net_latency_us``; NCCL's per-step network constant is charged
+        once per step.
+    net_latency_us : float
+        Extra per-step fabric latency from the topology (switch latencies x hops, cable
+        delay), added to NCCL's per-step network constant on every inter-node step.
+    """
+
+    collective: str
+    algorithm: str
+    n_ranks: int
+    n_nodes: int
+    ceiling_GBps: float
+    nvlink_hops: int
+    net_hops: int
+    net_latency_us: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.collective not in VALID_ALGORITHMS:
+            raise DesignError(f"unknown collective {self.collective!r}")
+        if self.algorithm not in VALID_ALGORITHMS[self.collective]:
+            raise DesignError(
+                f"algorithm {self.algorithm!r} does not run {self.collective!r}"
+                f" (one of {sorted(VALID_ALGORITHMS[self.collective])})"
+            )
+        if self.n_ranks < 1 or self.n_nodes < 1 or self.n_nodes > self.n_ranks:
+            raise DesignError(
+                f"{self.collective}: need 1 <= n_nodes <= n_ranks"
+                f" (n_ranks={self.n_ranks}, n_nodes={self.n_nodes})"
+            )
+        if not self.ceiling_GBps > 0.0:
+            raise DesignError(f"{self.collective}/{self.algorithm}: ceiling_GBps must be > 0")
+        if self.nvlink_hops < 0 or self.net_hops < 0 or self.net_latency_us < 0:
+            raise DesignError(f"{self.collective}: hop counts and net_latency_us must be >= 0")
+        if (self.n_nodes > 1) != (self.net_hops > 0):
+            raise DesignError(
+                f"{self.collective}: net_hops={self.net_hops} does not fit"
+                f" n_nodes={self.n_nodes} (>= 1 across nodes, 0 within one)"
+            )
+        if self.algorithm == "pat" and self.n_nodes != self.n_ranks:
+            raise DesignError("pat: NCCL runs PAT with one GPU per node only")
+
+    @property
+    def ranks_per_node(self) -> int:
+        """GPUs per NVLink domain (rounded up when the split is uneven)."""
+        return -(-self.n_ranks // self.n_nodes)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted timing of one collective over a range of message sizes.
+
+    ``protocol`` holds, per size, the NCCL protocol with the lowest time; ``steps`` is
+    the number of latency-bearing steps (see `steps`).
+    """
+
+    nbytes: np.ndarray
+    time_s: np.ndarray
+    algbw_GBps: np.ndarray
+    busbw_GBps: np.ndarray
+    protocol: np.ndarray
+    steps: int
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """The shared parameters of the model (see ``resources/solver/nccl_model.toml``).
+
+    The top-level floats are the fitted ones (`FITTED`); the mappings hold NCCL facts.
+    Mappings are keyed ``[protocol]``, ``[family][protocol]`` or
+    ``[hw][family][protocol]`` with hw in ``nvlink``, ``pcie``, ``net``.
+    """
+
+    launch_eager_us: float
+    ll_fraction: float
+    ll128_fraction: float
+    simple_efficiency: float
+    nvls_efficiency: float
+    nvls_step_us: float
+    channel_GBps: float
+    launch_graph_us: float
+    efficiency: Mapping[str, float]
+    thread_threshold: Mapping[str, int]
+    max_threads: Mapping[str, int]
+    threshold_per_rank: Mapping[str, bool]
+    base_us: Mapping[str, Mapping[str, float]]
+    step_us: Mapping[str, Mapping[str, Mapping[str, float]]]
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def fraction(self, protocol: str) -> float:
+        """Bandwidth fraction of a protocol relative to Simple."""
+        return {"LL": self.ll_fraction, "LL128": self.ll128_fraction, "Simple": 1.0}[protocol]
+
+
+#: Fitted fields -> (TOML table path, key); `benchmarks/calibrate_nccl.py` writes these.
+FITTED: Mapping[str, tuple[tuple[str, ...], str]] = MappingProxyType(
+    {
+        "launch_eager_us": (("launch_us",), "eager"),
+        "ll_fraction": (("protocol", "LL"), "fraction"),
+        "ll128_fraction": (("protocol", "LL128"), "fraction"),
+        "simple_efficiency": (("efficiency",), "simple"),
+        "nvls_efficiency": (("efficiency",), "nvls"),
+        "nvls_step_us": (("nvls",), "step_us"),
+        "channel_GBps": (("channels",), "per_channel_GBps"),
+    }
+)
+
+
+def _table(data: Mapping[str, Any], path: Sequence[str], where: str) -> Mapping[str, Any]:
+    node: Any = data
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            raise DesignError(f"{where}: missing table [{'.'.join(path)}]")
+        node = node[key]
+    return node
+
+
+def _number(table: Mapping[str, Any], key: str, where: str) -> float:
+    value = table.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DesignError(f"{where}: missing or non-numeric {key!r}")
+    return float(value)
+
+
+def _by_protocol(table: Mapping[str, Any], where: str) -> Mapping[str, float]:
+    return MappingProxyType({p: _number(table, p, where) for p in PROTOCOLS})
+
+
+def load_params(path: str | Path | None = None) -> ModelParams:
+    """Load the model parameters from TOML (default: ``resources/solver/nccl_model.toml``).
+
+    Raises
+    ------
+    DesignError
+        When the file is unreadable or a table or figure is missing (names the file).
+
+    Examples
+    --------
+    >>> load_params().fraction("Simple")
+    1.0
+    """
+    path = Path(path) if path is not None else DEFAULT_PARAMS_PATH
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise DesignError(f"{path}: {exc}") from None
+    where = path.name
+    fitted = {
+        name: _number(_table(data, tpath, where), key, f"{where} [{'.'.join(tpath)}]")
+        for name, (tpath, key) in FITTED.items()
+    }
+    proto = _table(data, ("protocol",), where)
+    families = ("ring", "tree", "nvls", "nvlstree", "collnet", "pat")
+    base = _table(data, ("base_latency_us",), where)
+    step = _table(data, ("step_latency_us",), where)
+    sources = {}
+    for key, value in data.get("sources", {}).items():
+        sources[key] = str(value)
+    return ModelParams(
+        **fitted,
+        launch_graph_us=_number(_table(data, ("launch_us",), where), "graph", where),
+        efficiency=MappingProxyType(
+            {
+                k: _number(_table(data, ("efficiency",), where), k, f"{where} [efficiency]")
+                for k in ("tree", "pat", "collnet")
+            }
+        ),
+        thread_threshold=MappingProxyType(
+            {p: int(_number(proto[p], "thread_threshold_bytes", where)) for p in PROTOCOLS}
+        ),
+        max_threads=MappingProxyType(
+            {p: int(_number(proto[p], "max_threads", where)) for p in PROTOCOLS}
+        ),
+        threshold_per_rank=MappingProxyType(
+            {p: bool(proto[p].get("threshold_per_rank", False)) for p in PROTOCOLS}
+        ),
+        base_us=MappingProxyType(
+            {
+                f: _by_protocol(_table(base, (f,), where), f"{where} [base_latency_us.{f}]")
+                for f in families
+            }
+        ),
+        step_us=MappingProxyType(
+            {
+                hw: MappingProxyType(
+                    {
+                        f: _by_protocol(
+                            _table(step, (hw, f), where), f"{where} [step_latency_us.{hw}.{f}]"
+                        )
+                        for f in families
+                    }
+                )
+                for hw in ("nvlink", "pcie", "net")
+            }
+        ),
+        sources=MappingProxyType(sources),
+    )
+
+
+@cache
+def _default_params() -> ModelParams:
+    """The shipped parameters, loaded once (the file is data shipped with the program)."""
+    return load_params()
+
+
+# --------------------------------------------------------------------------- counting
+
+
+def bus_factor(collective: str, n_ranks: int) -> float:
+    """The nccl-tests factor from algorithm bandwidth to bus bandwidth.
+
+    ``2(n-1)/n`` for all-reduce, ``(n-1)/n`` for all-gather, reduce-scatter and
+    all-to-all, 1 for broadcast, reduce and send/recv.
+
+    Examples
+    --------
+    >>> bus_factor("allreduce", 8)
+    1.75
+    """
+    if collective not in VALID_ALGORITHMS:
+        raise DesignError(f"unknown collective {collective!r}")
+    n = max(int(n_ranks), 1)
+    if collective == "allreduce":
+        return 2.0 * (n - 1) / n
+    if collective in ("allgather", "reducescatter", "alltoall"):
+        return (n - 1) / n
+    return 1.0
+
+
+def _log2_ceil(n: int) -> int:
+    return max(0, math.ceil(math.log2(n))) if n > 1 else 0
+
+
+def _step_split(collective: str, algorithm: str, n_ranks: int, n_nodes: int) -> tuple[int, int]:
+    """(intra-node steps, inter-node steps) on the latency critical path."""
+    n, nodes = int(n_ranks), int(n_nodes)
+    ppn = -(-n // nodes)
+    if n <= 1:
+        return 0, 0
+    two = 2 if collective == "allreduce" else 1  # all-reduce = reduce-scatter + all-gather
+    if algorithm in ("p2p", "ring") and collective in ("alltoall", "sendrecv"):
+        if collective == "sendrecv":
+            return (0, 1) if nodes > 1 else (1, 0)
+        return ppn - 1, n - ppn  # one exchange per peer; remote peers cost a network step
+    if algorithm == "ring":
+        total = two * (n - 1)
+        inter = two * (nodes - 1)
+        return total - inter, inter
+    if algorithm == "hierarchical":
+        # reduce-scatter inside the node, ring across nodes on each rail, all-gather back
+        return two * (ppn - 1), two * (nodes - 1)
+    if algorithm == "tree":
+        # NCCL: a chain inside each node, a double binary tree across nodes, up and down
+        return 2 * (ppn - 1), 2 * _log2_ceil(nodes)
+    if algorithm == "nvls":
+        # NCCL's NVLS scatters each buffer to every local head and gathers the reduced
+        # shards back, one Simple-style handshake per peer each way; the in-switch
+        # reduction itself adds no step.  Across nodes, one trip through the network.
+        return 2 * (ppn - 1), (1 if nodes > 1 else 0)
+    if algorithm == "nvlstree":
+        return 2 * (ppn - 1), 2 * _log2_ceil(nodes)
+    if algorithm == "collnet":
+        # gather to the node's NIC heads, one trip through the switch reduction tree, back
+        return (2 if ppn > 1 else 0), 1
+    if algorithm == "pat":
+        return 0, _log2_ceil(n)
+    raise DesignError(f"algorithm {algorithm!r} does not run {collective!r}")
+
+
+def steps(collective: str, algorithm: str, n_ranks: int, n_nodes: int) -> int:
+    """Number of latency-bearing steps of one collective.
+
+    Ring all-reduce ``2(n-1)``; ring all-gather, reduce-scatter, broadcast, reduce
+    ``n-1``; tree all-reduce ``2((n/nodes - 1) + ceil(log2 nodes))`` (a chain inside the
+    node, a binary tree across nodes, as NCCL builds it); NVLS ``2(n/nodes - 1)``
+    handshakes with the local heads (+1 network step across nodes); NVLS-tree
+    ``2(n/nodes - 1) + 2 ceil(log2 nodes)``; CollNet 2 + 1; hierarchical
+    ``2(n/nodes - 1) + 2(nodes - 1)``; PAT ``ceil(log2 n)``; all-to-all ``n-1``
+    exchanges; send/recv 1.
+
+    Examples
+    --------
+    >>> steps("allreduce", "ring", 8, 1), steps("allgather", "ring", 8, 1)
+    (14, 7)
+    >>> steps("allreduce", "tree", 64, 8)
+    20
+    """
+    if collective not in VALID_ALGORITHMS:
+        raise DesignError(f"unknown collective {collective!r}")
+    if algorithm not in VALID_ALGORITHMS[collective]:
+        raise DesignError(f"algorithm {algorithm!r} does not run {collective!r}")
+    intra, inter = _step_split(collective, algorithm, n_ranks, n_nodes)
+    return intra + inter
+
+
+def nvls_bus_ceiling(per_gpu_GBps: float, n_ranks: int) -> float:
+    """Bus-bandwidth ceiling of an NVLS (in-switch) all-reduce inside one NVLink domain.
+
+    With in-switch reduction each GPU pushes every byte of its buffer to the switch once
+    (the switch reads each shard from every GPU: ``S`` up) and pushes its reduced shard
+    back for multicast (``S/n`` up); downstream it receives its reduced shard (``S/n``)
+    and every multicast shard (``S``).  So each direction of a GPU's NVLink carries
+    ``S (1 + 1/n)``: the algorithm bandwidth is ``B / (1 + 1/n)`` for a per-GPU,
+    per-direction NVLink rate ``B``, and the bus bandwidth (factor ``2(n-1)/n``)
+    is ``B * 2(n-1)/(n+1)``: 1.556 B for 8 GPUs (a ring reaches B).  NCCL's measured
+    NVLS figures sit a constant fraction below this (``nvls_efficiency``).
+
+    Examples
+    --------
+    >>> round(nvls_bus_ceiling(18 * 25 * 0.824, 8), 1)
+    576.8
+    """
+    n = int(n_ranks)
+    if n < 2:
+        return float(per_gpu_GBps)
+    return float(per_gpu_GBps) * 2.0 * (n - 1) / (n + 1)
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def _family(algorithm: str) -> str:
+    """The NCCL constant family an algorithm is costed with."""
+    return {"hierarchical": "ring", "p2p": "ring"}.get(algorithm, algorithm)
+
+
+def _efficiency(algorithm: str, params: ModelParams) -> float:
+    if algorithm == "nvls" or algorithm == "nvlstree":
+        return params.nvls_efficiency
+    eff = params.simple_efficiency
+    if algorithm in ("tree", "pat", "collnet"):
+        eff *= params.efficiency[algorithm]
+    return eff
+
+
+def _launch_us(params: ModelParams, launch: str, gpus_per_thread: int) -> float:
+    if launch not in LAUNCH_MODES:
+        raise DesignError(f"launch must be one of {LAUNCH_MODES}, not {launch!r}")
+    if gpus_per_thread < 1:
+        raise DesignError(f"gpus_per_thread must be >= 1, not {gpus_per_thread}")
+    if launch == "graph":
+        return params.launch_graph_us
+    # one host thread launches one kernel per GPU it drives, one after the other, and
+    # the collective cannot finish before the last kernel has started
+    return params.launch_eager_us * gpus_per_thread
+
+
+def _latency_us(
+    shape: CollectiveShape, protocol: str, params: ModelParams, launch_us: float
+) -> float:
+    algo = "p2p" if shape.collective in ("alltoall", "sendrecv") else shape.algorithm
+    fam = _family(algo)
+    intra, inter = _step_split(shape.collective, algo, shape.n_ranks, shape.n_nodes)
+    lat = launch_us + params.base_us[fam][protocol]
+    if fam in ("nvls", "nvlstree"):
+        step_intra = params.nvls_step_us
+    elif shape.nvlink_hops > 0:
+        step_intra = params.step_us["nvlink"][fam][protocol] * shape.nvlink_hops
+    else:
+        step_intra = params.step_us["pcie"][fam][protocol]
+    # NCCL charges a ring that has a single GPU per node with the tree's network step
+    # (no intra-node stage left to hide the network behind).
+    net_fam = "tree" if fam == "ring" and shape.ranks_per_node == 1 else fam
+    step_inter = params.step_us["net"][net_fam][protocol] + shape.net_latency_us
+    return lat + intra * step_intra + inter * step_inter
+
+
+def _bandwidth_GBps(
+    shape: CollectiveShape, protocol: str, nbytes: np.ndarray, params: ModelParams
+) -> np.ndarray:
+    """Bus bandwidth of one protocol at each size: the ceiling, or the channel ramp."""
+    algo = "p2p" if shape.collective in ("alltoall", "sendrecv") else shape.algorithm
+    frac = params.fraction(protocol)
+    full = shape.ceiling_GBps * _efficiency(algo, params) * frac
+    if algo in _FIXED_CHANNELS:
+        return np.full(nbytes.shape, full)
+    # NCCL drops channels while nbytes < channels * threads * threshold; each channel
+    # (one thread block) moves at most `channel_GBps` (bus units).  Below one channel
+    # NCCL also sheds threads, but each thread then has a line or two per step and the
+    # step latency, already counted, is what it waits for: the floor is one channel.
+    per_thread = params.thread_threshold[protocol]
+    if params.threshold_per_rank[protocol] and algo in ("ring", "hierarchical"):
+        per_thread *= shape.n_ranks  # a ring step moves nbytes / n_ranks per channel
+    per_channel_bytes = per_thread * params.max_threads[protocol]
+    channels = np.maximum(nbytes / per_channel_bytes, 1.0)
+    return np.minimum(full, channels * params.channel_GBps * frac)
+
+
+def _as_sizes(nbytes: Any) -> np.ndarray:
+    sizes = np.atleast_1d(np.asarray(nbytes, dtype=float))
+    if sizes.ndim != 1 or np.any(~np.isfinite(sizes)) or np.any(sizes <= 0):
+        raise DesignError("nbytes: message sizes must be positive and finite")
+    return sizes
+
+
+def protocol_times(
+    shape: CollectiveShape,
+    nbytes: Any,
+    params: ModelParams | None = None,
+    *,
+    launch: str = "eager",
+    gpus_per_thread: int = 1,
+) -> dict[str, np.ndarray]:
+    """Predicted time (s) of each protocol the algorithm can use, per size.
+
+    Examples
+    --------
+    >>> shape = CollectiveShape("allreduce", "nvls", 8, 1, 480.0, 1, 0)
+    >>> list(protocol_times(shape, 1 << 20))
+    ['Simple']
+    """
+    params = params or _default_params()
+    launch_us = _launch_us(params, launch, gpus_per_thread)
+    sizes = _as_sizes(nbytes)
+    algo = "p2p" if shape.collective in ("alltoall", "sendrecv") else shape.algorithm
+    factor = bus_factor(shape.collective, shape.n_ranks)
+    out = {}
+    for proto in _ALGO_PROTOCOLS[algo]:
+        bw = _bandwidth_GBps(shape, proto, sizes, params)
+        lat_us = _latency_us(shape, proto, params, launch_us)
+        # one rank: bus factor 0, nothing crosses a link, only the launch remains
+        out[proto] = lat_us * 1e-6 + factor * sizes / (bw * 1e9)
+    return out
+
+
+def predict(
+    shape: CollectiveShape,
+    nbytes: Any,
+    params: ModelParams | None = None,
+    *,
+    launch: str = "eager",
+    gpus_per_thread: int = 1,
+) -> Prediction:
+    """Predict the time and bandwidths of a collective at each message size.
+
+    Parameters
+    ----------
+    shape : CollectiveShape
+        The collective, its algorithm and the topology figures from the flow solve.
+    nbytes : int or array of int
+        Message sizes in bytes (the nccl-tests "size").
+    params : ModelParams, optional
+        Model parameters; default: `load_params` ().
+    launch : {"eager", "graph"}
+        How the kernel is launched: a host launch per call (nccl-tests' default) or
+        a captured CUDA graph (``-G``), which hides the host cost.
+    gpus_per_thread : int
+        GPUs one host thread drives (nccl-tests ``-g``); eager launches are serial, so
+        each adds a launch.  1 for the usual one process per GPU.
+
+    Returns
+    -------
+    Prediction
+        Per size: time, algbw, busbw and the fastest protocol.
+
+    Examples
+    --------
+    >>> s = CollectiveShape("allreduce", "ring", 8, 1, 240.0, 1, 0)
+    >>> p = predict(s, [32 << 10, 16 << 30])
+    >>> bool(p.time_s[0] < p.time_s[1]), str(p.protocol[0]), str(p.protocol[1])
+    (True, 'LL', 'Simple')
+    """
+    times = protocol_times(shape, nbytes, params, launch=launch, gpus_per_thread=gpus_per_thread)
+    sizes = _as_sizes(nbytes)
+    names = list(times)
+    stack = np.vstack([times[p] for p in names])
+    best = np.argmin(stack, axis=0)
+    time_s = stack[best, np.arange(sizes.size)]
+    algbw = sizes / time_s / 1e9
+    return Prediction(
+        nbytes=sizes,
+        time_s=time_s,
+        algbw_GBps=algbw,
+        busbw_GBps=algbw * bus_factor(shape.collective, shape.n_ranks),
+        protocol=np.asarray(names, dtype=str)[best],
+        steps=steps(shape.collective, shape.algorithm, shape.n_ranks, shape.n_nodes),
+    )
+
+
+def choose(
+    shapes: Sequence[CollectiveShape],
+    nbytes: Any,
+    params: ModelParams | None = None,
+    *,
+    launch: str = "eager",
+    gpus_per_thread: int = 1,
+) -> tuple[np.ndarray, list[Prediction]]:
+    """NCCL's "auto": for each size, the shape (algorithm) with the lowest predicted time.
+
+    Parameters
+    ----------
+    shapes : sequence of CollectiveShape
+        The candidate algorithms of one collective (the caller decides which are valid
+        on the design, e.g. NVLS only where the switches reduce).
+    nbytes, params, launch, gpus_per_thread
+        As for `predict`.
+
+    Returns
+    -------
+    best : ndarray of int
+        Index into ``shapes`` of the fastest candidate at each size.
+    predictions : list of Prediction
+        One per shape, in order.
+
+    Examples
+    --------
+    >>> ring = CollectiveShape("allreduce", "ring", 8, 1, 370.8, 1, 0)
+    >>> nvls = CollectiveShape("allreduce", "nvls", 8, 1, nvls_bus_ceiling(370.8, 8), 1, 0)
+    >>> best, _ = choose([ring, nvls], [1 << 10, 1 << 32])
+    >>> best.tolist()
+    [0, 1]
+    """
+    if not shapes:
+        raise DesignError("choose: no candidate algorithms")
+    collectives = {s.collective for s in shapes}
+    if len(collectives) > 1:
+        raise DesignError(f"choose: candidates mix collectives {sorted(collectives)}")
+    preds = [
+        predict(s, nbytes, params, launch=launch, gpus_per_thread=gpus_per_thread) for s in shapes
+    ]
+    best = np.argmin(np.vstack([p.time_s for p in preds]), axis=0)
+    return best, preds

@@ -1,0 +1,240 @@
+"""From flows to time: solve each phase's max-min rates, derive the algorithm's bandwidth
+ceiling, and let the NCCL-grade model turn it into time per message size.
+
+``solve_collective`` is the one entry point the CLI and the GUI runner call: snapshot in,
+plain result out (tagged with the snapshot's generation so stale results can be dropped).
+
+Example
+-------
+>>> from designer.model.templates import build_template
+>>> from designer.solver.snapshot import take_snapshot
+>>> res = solve_collective(take_snapshot(build_template("hgx")), sizes=[8 << 30])
+>>> 300 < res.busbw_GBps[0] < 450
+True
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from designer.solver import nccl_model
+from designer.solver.collectives import Plan, candidate_plans
+from designer.solver.errors import SolverError
+from designer.solver.maxmin import max_min_rates
+from designer.solver.routing import Router
+from designer.solver.snapshot import Snapshot
+
+SWEEP = tuple(1 << k for k in range(15, 35))  # 32 KiB .. 16 GiB, as nccl-tests
+
+
+@dataclass(frozen=True, eq=False)
+class PhaseSolution:
+    """One phase's rates and the arcs it loads (at its bandwidth-bound pace)."""
+
+    name: str
+    steps: int
+    seconds_per_byte: float
+    rates_GBps: np.ndarray
+    arc_load_GBps: np.ndarray
+    bottleneck_arc: int
+    bottleneck_flow: str
+
+
+@dataclass(frozen=True, eq=False)
+class TimelineBar:
+    phase: str
+    group: str
+    start_s: float
+    end_s: float
+    steps: int
+    bottleneck: str
+
+
+@dataclass(frozen=True, eq=False)
+class CollectiveResult:
+    """Everything one solve produces (see ``fabric-designer solve --json``)."""
+
+    generation: int
+    collective: str
+    algorithm: str
+    routing: str
+    n_ranks: int
+    n_nodes: int
+    sizes: np.ndarray
+    time_s: np.ndarray
+    algbw_GBps: np.ndarray
+    busbw_GBps: np.ndarray
+    protocol: np.ndarray
+    algorithm_by_size: tuple[str, ...]
+    ceiling_busbw_GBps: float
+    arc_util: np.ndarray
+    arc_load_GBps: np.ndarray
+    phases: tuple[PhaseSolution, ...]
+    timeline: tuple[TimelineBar, ...]
+    timing_ms: dict[str, float] = field(default_factory=dict)
+
+    def bottlenecks(self, snap: Snapshot, top: int = 10) -> list[tuple[str, float]]:
+        """The most utilised arcs as ``(arc name, utilisation)``, busiest first."""
+        order = np.argsort(-self.arc_util, kind="stable")[:top]
+        return [(snap.arc_name(int(a)), float(self.arc_util[a])) for a in order
+                if self.arc_util[a] > 0]
+
+
+def solve_phase(snap: Snapshot, phase) -> PhaseSolution:
+    """Exact max-min rates of a phase's flows; its time per message byte."""
+    if phase.n_flows == 0:
+        return PhaseSolution(phase.name, phase.steps, 0.0, np.zeros(0), np.zeros(snap.n_arcs),
+                             -1, "")
+    mm = max_min_rates(snap.arc_cap, phase.pair_flow, phase.pair_arc, phase.pair_weight,
+                       n_flows=phase.n_flows)
+    rates = mm.rates
+    dead = np.flatnonzero(rates <= 0)
+    if dead.size:
+        arc = int(mm.bottleneck[dead[0]])
+        where = snap.arc_name(arc) if arc >= 0 else "a link"
+        raise SolverError(f"zero-capacity path: {phase.flow_label[dead[0]]} crosses {where}")
+    per_byte = phase.flow_bytes / (rates * 1e9)
+    slowest = int(np.argmax(per_byte))
+    t = float(per_byte[slowest])
+    # Flows of a synchronous phase progress at the pace of the slowest one.
+    pace = phase.flow_bytes / t / 1e9
+    load = np.bincount(phase.pair_arc, weights=phase.pair_weight * pace[phase.pair_flow],
+                       minlength=snap.n_arcs)
+    return PhaseSolution(phase.name, phase.steps, t, rates, load,
+                         int(mm.bottleneck[slowest]), phase.flow_label[slowest])
+
+
+def _shape(plan: Plan, snap: Snapshot,
+           phases: Sequence[PhaseSolution]) -> nccl_model.CollectiveShape:
+    n = len(plan.ranks)
+    per_byte = [p.seconds_per_byte for p in phases]
+    total = max(per_byte) if plan.pipelined else sum(per_byte)
+    ceiling = nccl_model.bus_factor(plan.collective, n) / total / 1e9
+    if plan.algorithm == "tree":
+        # NCCL's tuner rates a double binary tree at half the node's NIC bandwidth (each
+        # node interior in one tree sends ~2S); for few nodes the real trees send less,
+        # but NCCL does not exploit it, and we model what NCCL does.
+        ceiling = min(ceiling, _node_nic_GBps(snap, plan.ranks) * (n - 1) / n)
+    # Fabric latency beyond NCCL's per-step network constant: switch tiers past the first.
+    arc_hops = max(ph.net_hops for ph in plan.phases)
+    net = snap.arc_family > 1
+    switch_lat = float(np.median(snap.arc_latency_s[net])) if arc_hops and net.any() else 0.0
+    algorithm = "p2p" if plan.algorithm == "direct" else plan.algorithm
+    return nccl_model.CollectiveShape(
+        collective=plan.collective, algorithm=algorithm, n_ranks=n, n_nodes=plan.n_nodes,
+        ceiling_GBps=ceiling,
+        nvlink_hops=max(ph.nvlink_hops for ph in plan.phases),
+        net_hops=arc_hops if plan.n_nodes > 1 else 0,
+        net_latency_us=switch_lat * max(arc_hops - 2, 0) * 1e6)
+
+
+def _node_nic_GBps(snap: Snapshot, ranks: np.ndarray) -> float:
+    """The smallest per-domain sum of the ranks' NIC uplink capacities."""
+    per_domain: dict[int, float] = {}
+    for r in ranks.tolist():
+        nic = int(snap.gpu_nic[r])
+        if nic < 0:
+            continue
+        cap = snap.arc_cap[snap.arc_src == nic]
+        cap = cap[snap.arc_family[snap.arc_src == nic] > 1]
+        dom = int(snap.gpu_domain[r])
+        per_domain[dom] = per_domain.get(dom, 0.0) + float(cap.max() if cap.size else 0.0)
+    return min(per_domain.values()) if per_domain else float("inf")
+
+
+def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
+                     sizes: Sequence[int] = SWEEP, algorithm: str = "auto",
+                     ranks: Sequence[int] | None = None,
+                     cancelled: Callable[[], bool] | None = None) -> CollectiveResult:
+    """Route, rate and time a collective on a snapshot.
+
+    Parameters
+    ----------
+    snap : Snapshot
+    collective : str
+        allreduce, allgather, reducescatter, broadcast, reduce, alltoall or sendrecv.
+    sizes : sequence of int
+        Message sizes in bytes (the nccl-tests "size").
+    algorithm : str
+        ``auto`` (lowest predicted time per size, like NCCL's tuner) or a forced one.
+    ranks : sequence of int, optional
+        Ranks (indices into ``snap.gpus``); all GPUs by default.
+    cancelled : callable, optional
+        Polled between stages; when it returns True the solve raises `SolverError`.
+
+    Returns
+    -------
+    CollectiveResult
+    """
+    t0 = time.perf_counter()
+    check = cancelled or (lambda: False)
+    rank_arr = np.arange(snap.n_gpus) if ranks is None else np.asarray(ranks, dtype=np.int64)
+    if rank_arr.size and (rank_arr.min() < 0 or rank_arr.max() >= snap.n_gpus):
+        raise SolverError(f"ranks must be between 0 and {snap.n_gpus - 1}")
+    if len(set(rank_arr.tolist())) != len(rank_arr):
+        raise SolverError("ranks must not repeat")
+    router = Router(snap)
+    plans = candidate_plans(router, rank_arr, collective, algorithm)
+    t_route = time.perf_counter()
+    if check():
+        raise SolverError("cancelled")
+    solved = []
+    for plan in plans:
+        phases = tuple(solve_phase(snap, ph) for ph in plan.phases)
+        solved.append((plan, phases, _shape(plan, snap, phases)))
+        if check():
+            raise SolverError("cancelled")
+    t_rates = time.perf_counter()
+    sizes_arr = np.asarray(sizes, dtype=np.int64)
+    best, preds = nccl_model.choose([s for _, _, s in solved], sizes_arr)
+    best = np.asarray(best)
+    # The result's links and phases come from the plan chosen at the largest size.
+    top = int(best[-1])
+    plan, phases, shape = solved[top]
+    time_s = np.array([preds[b].time_s[i] for i, b in enumerate(best)])
+    algbw = sizes_arr / time_s / 1e9
+    busbw = algbw * nccl_model.bus_factor(collective, len(rank_arr))
+    protocol = np.array([preds[b].protocol[i] for i, b in enumerate(best)])
+    load = np.max([p.arc_load_GBps for p in phases], axis=0) if phases else np.zeros(snap.n_arcs)
+    util = np.divide(load, snap.arc_cap, out=np.zeros_like(load), where=snap.arc_cap > 0)
+    timeline = _timeline(plan, phases, float(preds[top].time_s[-1]), snap)
+    t_end = time.perf_counter()
+    return CollectiveResult(
+        generation=snap.generation, collective=collective, algorithm=shape.algorithm,
+        routing=snap.routing, n_ranks=len(rank_arr), n_nodes=plan.n_nodes,
+        sizes=sizes_arr, time_s=time_s, algbw_GBps=algbw, busbw_GBps=busbw,
+        protocol=protocol, algorithm_by_size=tuple(solved[b][2].algorithm for b in best),
+        ceiling_busbw_GBps=shape.ceiling_GBps, arc_util=util, arc_load_GBps=load,
+        phases=phases, timeline=timeline,
+        timing_ms={"route": (t_route - t0) * 1e3, "rates": (t_rates - t_route) * 1e3,
+                   "time": (t_end - t_rates) * 1e3, "total": (t_end - t0) * 1e3},
+    )
+
+
+def _timeline(plan: Plan, phases: Sequence[PhaseSolution], total_s: float,
+              snap: Snapshot) -> tuple[TimelineBar, ...]:
+    """Phase/step bars for the largest size: sequential phases share the total time in
+    proportion to their bandwidth time; a ring all-reduce shows its reduce-scatter and
+    all-gather halves."""
+    bars: list[TimelineBar] = []
+    weights = [p.seconds_per_byte for p in phases]
+    norm = (max(weights) if plan.pipelined else sum(weights)) or 1.0
+    start = 0.0
+    for p in phases:
+        dur = total_s * (p.seconds_per_byte / norm if not plan.pipelined else 1.0)
+        bottleneck = snap.arc_name(p.bottleneck_arc) if p.bottleneck_arc >= 0 else ""
+        if plan.algorithm == "ring" and plan.collective == "allreduce":
+            half = dur / 2
+            bars.append(TimelineBar("reduce-scatter", "all ranks", start, start + half,
+                                    p.steps // 2, bottleneck))
+            bars.append(TimelineBar("all-gather", "all ranks", start + half, start + dur,
+                                    p.steps // 2, bottleneck))
+        else:
+            bars.append(TimelineBar(p.name, "all ranks", start, start + dur, p.steps, bottleneck))
+        if not plan.pipelined:
+            start += dur
+    return tuple(bars)
