@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -138,6 +140,116 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_size(text: str) -> int:
+    """``8GiB``, ``32KiB``, ``1MB`` or a plain integer -> bytes."""
+    units = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+             "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "k": 1 << 10,
+             "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower()
+    num = t.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = t[len(num):]
+    try:
+        value = float(num)
+    except ValueError:
+        raise UsageError(f"not a size: {text!r} (use e.g. 1048576, 32KiB, 8GiB)") from None
+    if unit not in units or value <= 0:
+        raise UsageError(f"not a size: {text!r} (use e.g. 1048576, 32KiB, 8GiB)")
+    return int(value * units[unit])
+
+
+def _parse_ranks(text: str, n_gpus: int) -> list[int] | None:
+    if text == "all":
+        return None
+    if text.isdigit():
+        n = int(text)
+        if not 2 <= n <= n_gpus:
+            raise UsageError(f"--ranks {n}: the design has {n_gpus} GPUs")
+        return list(range(n))
+    return text.split(",")  # ids; resolved against the snapshot
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from designer.solver.snapshot import take_snapshot
+    from designer.solver.timing import solve_collective
+
+    t0 = time.perf_counter()
+    topo = _load(args.file)
+    if args.routing:
+        topo.set_setting("routing", args.routing)
+    t_load = time.perf_counter()
+    snap = take_snapshot(topo)
+    t_snap = time.perf_counter()
+    if args.sweep:
+        lo, sep, hi = args.sweep.partition(":")
+        if not sep:
+            raise UsageError("--sweep takes LOW:HIGH, e.g. 32KiB:16GiB")
+        lo_b, hi_b = parse_size(lo), parse_size(hi)
+        sizes, s = [], lo_b
+        while s <= hi_b:
+            sizes.append(s)
+            s *= 2
+    else:
+        sizes = [parse_size(args.bytes)]
+    ranks = _parse_ranks(args.ranks, snap.n_gpus)
+    if ranks and isinstance(ranks[0], str):
+        index = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
+        missing = [x for x in ranks if x not in index]
+        if missing:
+            raise UsageError(f"--ranks: no GPU {missing[0]!r} in the design")
+        ranks = [index[x] for x in ranks]
+    res = solve_collective(snap, args.collective, sizes=sizes, algorithm=args.algorithm,
+                           ranks=ranks, launch=args.launch,
+                           gpus_per_thread=args.gpus_per_thread)
+    timing = {"load": (t_load - t0) * 1e3, "snapshot": (t_snap - t_load) * 1e3,
+              "route": res.timing_ms["route"], "rates": res.timing_ms["rates"],
+              "total": (time.perf_counter() - t_load) * 1e3}
+    bottlenecks = res.bottlenecks(snap, top=10)
+    if args.json:
+        out = {
+            "collective": res.collective, "algorithm": res.algorithm, "ranks": res.n_ranks,
+            "nodes": res.n_nodes, "routing": res.routing,
+            "ceiling_busbw_GBps": round(res.ceiling_busbw_GBps, 3),
+            "results": [{"bytes": int(b), "time_s": float(t), "algbw_GBps": float(a),
+                         "busbw_GBps": float(bb), "protocol": str(p), "algorithm": alg}
+                        for b, t, a, bb, p, alg in zip(res.sizes, res.time_s, res.algbw_GBps,
+                                                       res.busbw_GBps, res.protocol,
+                                                       res.algorithm_by_size, strict=True)],
+            "bottlenecks": [{"link": name, "utilization": round(u, 4)}
+                            for name, u in bottlenecks],
+            "links": [{"id": snap.link_ids[k],
+                       "utilization": round(float(max(res.arc_util[2 * k],
+                                                      res.arc_util[2 * k + 1])), 4),
+                       "load_GBps": round(float(max(res.arc_load_GBps[2 * k],
+                                                    res.arc_load_GBps[2 * k + 1])), 3)}
+                      for k in range(len(snap.link_ids))],
+            "timeline": [{"phase": b.phase, "group": b.group, "start_s": b.start_s,
+                          "end_s": b.end_s, "steps": b.steps, "bottleneck": b.bottleneck}
+                         for b in res.timeline],
+            "timing_ms": {k: round(v, 2) for k, v in timing.items()},
+        }
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{res.collective} on {res.n_ranks} GPUs in {res.n_nodes} NVLink domain(s), "
+          f"routing {res.routing}; bandwidth ceiling {res.ceiling_busbw_GBps:.1f} GB/s busbw")
+    print(f"{'size':>10} {'time (us)':>12} {'algbw GB/s':>11} {'busbw GB/s':>11}  algorithm/proto")
+    for b, t, a, bb, p, alg in zip(res.sizes, res.time_s, res.algbw_GBps, res.busbw_GBps,
+                                   res.protocol, res.algorithm_by_size, strict=True):
+        print(f"{_fmt_size(int(b)):>10} {t * 1e6:12.1f} {a:11.2f} {bb:11.2f}  {alg}/{p}")
+    if bottlenecks:
+        print("busiest links:")
+        for name, u in bottlenecks[:5]:
+            print(f"  {u * 100:6.1f}%  {name}")
+    print("timing (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
+    return 0
+
+
+def _fmt_size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return f"{n}B"
+
+
 def cmd_gui(file: str | None) -> int:
     # The editor lands with issue 4; until then say so clearly instead of failing.
     try:
@@ -193,10 +305,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s.add_argument("-o", "--output", required=True, help="OUT.graphml | OUT.json")
     s.set_defaults(func=cmd_export)
+
+    s = sub.add_parser("solve", help="route a collective, compute max-min rates and timing")
+    s.add_argument("file")
+    s.add_argument("--collective", default="allreduce",
+                   choices=["allreduce", "allgather", "reducescatter", "broadcast", "reduce",
+                            "alltoall", "sendrecv"])
+    size = s.add_mutually_exclusive_group()
+    size.add_argument("--bytes", default="8GiB", help="message size: 1048576, 32KiB, 8GiB")
+    size.add_argument("--sweep", metavar="LOW:HIGH", help="powers of two, e.g. 32KiB:16GiB")
+    s.add_argument("--algorithm", default="auto",
+                   choices=["auto", "ring", "tree", "nvls", "hierarchical", "collnet"])
+    s.add_argument("--ranks", default="all", help="all | N (first N GPUs) | id,id,...")
+    s.add_argument("--routing", choices=["ecmp", "adaptive", "static"],
+                   help="override the design's routing mode")
+    s.add_argument("--launch", choices=["eager", "graph"], default="eager",
+                   help="kernel launches: eager (default) or CUDA graphs")
+    s.add_argument("--gpus-per-thread", type=int, default=1, metavar="G",
+                   help="GPUs per process thread, like nccl-tests -g (eager launch cost)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_solve)
     return p
 
 
-COMMANDS: tuple[str, ...] = ("templates", "new", "validate", "info", "bom", "export")
+COMMANDS: tuple[str, ...] = ("templates", "new", "validate", "info", "bom", "export", "solve")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -225,6 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into `head`: not an error
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        return 0
     except Exception as exc:  # a bug: one line unless --verbose
         if verbose:
             raise

@@ -205,16 +205,26 @@ def btree(n: int, mirror: bool) -> list[int]:
 
 
 def plan_tree(router: Router, ranks: np.ndarray, collective: str) -> Plan:
-    """Double binary tree over domains (a pair of trees per rail channel), chains inside."""
+    """Double binary tree over domains (a pair of trees per rail channel), chains inside;
+    a single chain when all ranks share one domain."""
     if collective != "allreduce":
         raise SolverError("tree is an all-reduce algorithm")
     snap = router.snap
     groups = _by_domain(snap, ranks)
     nodes = len(groups)
-    if nodes < 2:
-        raise SolverError("tree needs ranks in more than one NVLink domain")
     c_count = _channels(groups)
     fb = _FlowBuilder(router)
+    if nodes == 1:
+        # Inside one domain NCCL's tree is a chain: up (reduce) and down (broadcast), so
+        # each GPU sends about 2S per direction.
+        for c in range(c_count):
+            flow = fb.new_flow(1.0 / c_count, f"chain ch{c}")
+            local = np.roll(groups[0], -c)
+            for i in range(len(local) - 1):
+                fb.transfer(flow, int(local[i + 1]), int(local[i]), key=0)
+                fb.transfer(flow, int(local[i]), int(local[i + 1]), key=0)
+        phase = fb.phase("chain all-reduce", 2 * (len(ranks) - 1))
+        return Plan(collective, "tree", ranks, 1, (phase,), True)
     for c in range(c_count):
         heads = [g[c % len(g)] for g in groups]
         for t in range(2):  # the two complementary trees each carry half the data
@@ -244,8 +254,6 @@ def plan_nvls(router: Router, ranks: np.ndarray, collective: str) -> Plan:
         raise SolverError("nvls runs inside one NVLink domain (use hierarchical across domains)")
     if not snap.domain_nvls[snap.gpu_domain[ranks[0]]]:
         raise SolverError("this NVLink domain's switches or GPUs cannot reduce in-switch (NVLS)")
-    if len(ranks) <= 4:
-        raise SolverError("NCCL uses NVLS only above 4 GPUs")
     fb = _FlowBuilder(router)
     nv = snap.arc_family == NVLINK
     for r in ranks.tolist():
@@ -366,6 +374,8 @@ def candidate_plans(router: Router, ranks: np.ndarray, collective: str,
         return [builders[algorithm](router, ranks, collective)]
     plans = []
     for name in ALGORITHMS:
+        if name == "nvls" and len(ranks) <= 4:
+            continue  # NCCL's tuner enables NVLS only above 4 GPUs (force it to see it)
         try:
             plans.append(builders[name](router, ranks, collective))
         except SolverError:

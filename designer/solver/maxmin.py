@@ -204,6 +204,7 @@ class _Filling:
         self.pairs = (flow, link, weight)
         self.share = None  # per link, kept up to date by global steps only
         self.indexes = None  # (flow_ptr, flow_link, flow_weight, link_ptr, link_flow)
+        self.stamp = None  # scratch per flow, deduplicates flows in global steps
         self.demand_queue = None  # (flow ids by demand, sorted demands, cursor)
 
     # ------------------------------------------------------------------ common state
@@ -221,6 +222,7 @@ class _Filling:
         """Account for the pairs (links, weights) of flows just frozen at ``rates``.
 
         ``weights`` is None for unit weights; ``rates`` is per pair or one common level.
+        Returns the number of pairs frozen on each link.
         """
         n_links = self.cap.size
         frozen_weight = np.bincount(links, weights=weights, minlength=n_links)
@@ -230,7 +232,9 @@ class _Filling:
             weighted = rates if weights is None else weights * rates
             self.load += np.bincount(links, weights=weighted, minlength=n_links)
         self.unfrozen_weight -= frozen_weight
-        self.unfrozen_pairs -= np.bincount(links, minlength=n_links)
+        frozen_pairs = np.bincount(links, minlength=n_links)
+        self.unfrozen_pairs -= frozen_pairs
+        return frozen_pairs
 
     # ------------------------------------------------------------------ local rounds
 
@@ -307,6 +311,7 @@ class _Filling:
         link_ptr = np.zeros(self.cap.size + 1, np.int64)
         np.cumsum(np.bincount(link, minlength=self.cap.size), out=link_ptr[1:])
         self.indexes = (flow_ptr, link, weight, link_ptr, link_flow)
+        self.stamp = np.empty(self.n_flows, np.int64)
         if self.dem is not None:
             finite = np.flatnonzero(np.isfinite(self.dem) & ~self.frozen)
             by_demand = finite[np.argsort(self.dem[finite], kind="stable")]
@@ -339,26 +344,31 @@ class _Filling:
 
         links = np.flatnonzero(self.share <= tie).astype(np.int32)
         candidates = link_flow[_ranges(link_ptr[links], link_ptr[links + 1])]
-        candidate_link = np.repeat(links, np.diff(link_ptr)[links])
+        candidate_link = np.repeat(links, link_ptr[links + 1] - link_ptr[links])
         unfrozen = ~self.frozen[candidates]
-        flows, first = np.unique(candidates[unfrozen], return_index=True)
-        self.bottleneck[flows] = candidate_link[unfrozen][first]
-        if self.demand_queue is not None:
+        candidates, candidate_link = candidates[unfrozen], candidate_link[unfrozen]
+        # Deduplicate without sorting: the last write to each flow's stamp wins.
+        position = np.arange(candidates.size)
+        self.stamp[candidates] = position
+        winner = self.stamp[candidates] == position
+        flows = candidates[winner]
+        self.bottleneck[flows] = candidate_link[winner]
+        self.frozen[flows] = True
+        if self.demand_queue is not None:  # capped flows keep bottleneck -1
             queue, values, cursor = self.demand_queue
             end = int(np.searchsorted(values, tie, side="right"))
             capped = queue[cursor:end]
             capped = capped[~self.frozen[capped]]
-            flows = np.union1d(flows, capped).astype(np.int32)  # capped keep bottleneck -1
+            self.frozen[capped] = True
+            flows = np.concatenate([flows, capped])
 
         self.rates[flows] = level
-        self.frozen[flows] = True
         self.n_active -= flows.size
         pairs = _ranges(flow_ptr[flows], flow_ptr[flows + 1])
-        pair_link = flow_link[pairs]
-        self._freeze_link_state(
-            pair_link, None if flow_weight is None else flow_weight[pairs], level
+        frozen_pairs = self._freeze_link_state(
+            flow_link[pairs], None if flow_weight is None else flow_weight[pairs], level
         )
-        touched = np.unique(np.concatenate([pair_link, links]))
+        touched = np.flatnonzero(frozen_pairs)
         self.share[touched] = self._shares_of(touched)
 
 

@@ -149,6 +149,7 @@ def _node_nic_GBps(snap: Snapshot, ranks: np.ndarray) -> float:
 def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
                      sizes: Sequence[int] = SWEEP, algorithm: str = "auto",
                      ranks: Sequence[int] | None = None,
+                     launch: str = "eager", gpus_per_thread: int = 1,
                      cancelled: Callable[[], bool] | None = None) -> CollectiveResult:
     """Route, rate and time a collective on a snapshot.
 
@@ -163,6 +164,10 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
         ``auto`` (lowest predicted time per size, like NCCL's tuner) or a forced one.
     ranks : sequence of int, optional
         Ranks (indices into ``snap.gpus``); all GPUs by default.
+    launch : {"eager", "graph"}
+        Kernel launch mode (CUDA graphs launch faster).
+    gpus_per_thread : int
+        GPUs driven by one thread (nccl-tests ``-g``): eager launches serialise.
     cancelled : callable, optional
         Polled between stages; when it returns True the solve raises `SolverError`.
 
@@ -190,7 +195,8 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
             raise SolverError("cancelled")
     t_rates = time.perf_counter()
     sizes_arr = np.asarray(sizes, dtype=np.int64)
-    best, preds = nccl_model.choose([s for _, _, s in solved], sizes_arr)
+    best, preds = nccl_model.choose([s for _, _, s in solved], sizes_arr, launch=launch,
+                                    gpus_per_thread=gpus_per_thread)
     best = np.asarray(best)
     # The result's links and phases come from the plan chosen at the largest size.
     top = int(best[-1])
