@@ -1,0 +1,437 @@
+"""Design summary: counts, NVLink domains, oversubscription per tier, bisection bandwidth.
+
+`info` returns a plain, JSON-serialisable dict (the CLI prints it with `format_info` or as
+JSON; the GUI shows it in a panel).  What counts as what:
+
+- ``counts`` describe what is built, failed parts included.
+- Every performance figure (NVLink domains, oversubscription, bisection) uses only
+  working parts: failed nodes and links are left out, so a what-if failure shows up.
+- Oversubscription and bisection are figures of the compute fabric: only compute-plane
+  links count (storage, front-end and management networks do not carry collectives).
+
+Bandwidths are GB/s per direction (10^9 bytes/s): a bundle of ``count`` links of a
+technology with rate ``gbps`` carries ``count * gbps / 8`` GB/s each way.
+
+Example
+-------
+>>> from designer.model.topology import Topology, Node
+>>> t = Topology(name="empty")
+>>> info(t)["gpus"]
+0
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Hashable, Iterator
+from typing import Any
+
+import networkx as nx
+
+from designer.model.catalog import NODE_KINDS
+from designer.model.topology import Topology
+
+#: Switch tiers whose oversubscription is reported, bottom up, with their rank.
+TIERS: dict[str, int] = {"leaf": 1, "spine": 2, "core": 3}
+
+#: Node kinds that make up an NVLink (scale-up) domain.
+NVLINK_KINDS: frozenset[str] = frozenset({"gpu", "nvswitch", "nvlink-switch-tray"})
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple:
+    """Sort key that orders digit runs by value: ``g2`` before ``g10``.
+
+    Examples
+    --------
+    >>> sorted(["g10", "g2", "g1"], key=natural_key)
+    ['g1', 'g2', 'g10']
+    """
+    return tuple(
+        (0, int(part), "") if part.isdigit() else (1, 0, part)
+        for part in _DIGITS.split(text)
+        if part
+    )
+
+
+# --------------------------------------------------------------------------- info
+
+
+def info(topology: Topology) -> dict[str, Any]:
+    """Summarise a design.
+
+    Parameters
+    ----------
+    topology : Topology
+        The design.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable, with keys ``name``; ``counts`` (nodes per kind, every kind
+        of `NODE_KINDS` present, plus ``links`` = bundles and ``cables`` = physical
+        links); ``gpus``; ``nvlink_domains`` (GPUs per NVLink domain, largest first; a GPU
+        with no NVLink is a domain of one) and ``nvlink_summary`` (``domains``,
+        ``largest``, ``smallest``); ``oversubscription`` (per tier of `TIERS`: ``switches``,
+        ``down_GBps``, ``up_GBps``, ``ratio`` = down / up over the tier, ``worst`` and
+        ``worst_switch`` = the highest single-switch ratio, ``ratio`` None without
+        uplinks); ``bisection_GBps``, ``bisection_per_gpu_GBps`` (per GPU of the first
+        half) and ``bisection_split`` (see `bisection`).
+
+    Examples
+    --------
+    >>> from designer.model.topology import Topology, Node, Link
+    >>> t = Topology(name="pair")
+    >>> _ = t.add_node(Node("g0", "gpu", "H100", "GPU 0"))
+    >>> _ = t.add_node(Node("g1", "gpu", "H100", "GPU 1"))
+    >>> _ = t.add_link(Link("l0", "g0", "g1", "nvlink4", count=18))
+    >>> d = info(t)
+    >>> d["nvlink_domains"], d["bisection_GBps"]
+    ([2], 450.0)
+    """
+    design = _Design(topology)
+    counts: dict[str, int] = dict.fromkeys(NODE_KINDS, 0)
+    for d in design.nodes.values():
+        counts[d["kind"]] += 1
+    counts["links"] = len(design.edges)
+    counts["cables"] = sum(d["count"] for _, _, d in design.edges)
+    domains = _nvlink_domains(design)
+    split = _bisection(design)
+    return {
+        "name": topology.name,
+        "counts": counts,
+        "gpus": counts["gpu"],
+        "nvlink_domains": domains,
+        "nvlink_summary": {
+            "domains": len(domains),
+            "largest": domains[0] if domains else 0,
+            "smallest": domains[-1] if domains else 0,
+        },
+        "oversubscription": _oversubscription(design),
+        "bisection_GBps": split["GBps"],
+        "bisection_per_gpu_GBps": split["per_gpu_GBps"],
+        "bisection_split": {k: v for k, v in split.items() if k not in ("GBps", "per_gpu_GBps")},
+    }
+
+
+class _Design:
+    """A design read once into plain dicts: the figures below loop over the links several
+    times, and going through networkx views each time costs seconds on a SuperPOD."""
+
+    def __init__(self, topology: Topology):
+        self.techs = topology.catalog.techs
+        self.nodes: dict[str, dict] = dict(topology.graph.nodes(data=True))
+        # A comprehension, not list(): list() first asks the view for its length, which
+        # walks every edge once more.
+        self.edges: list[tuple[str, str, dict]] = [e for e in topology.graph.edges(data=True)]
+
+    def bundle_GBps(self, data: dict) -> float:
+        """Per-direction bandwidth of a link bundle, GB/s."""
+        return data["count"] * self.techs[data["tech"]].gbps / 8.0
+
+    def live_edges(self, plane: str | None = None) -> Iterator[tuple[str, str, dict]]:
+        """``(a, b, data)`` of working links between working nodes; only links of
+        ``plane`` (and not at a management-plane node) if given."""
+        nodes = self.nodes
+        for a, b, d in self.edges:
+            na, nb = nodes[a], nodes[b]
+            if d["failed"] or na["failed"] or nb["failed"]:
+                continue
+            if plane is not None and (
+                d["plane"] != plane or na["plane"] == "management" or nb["plane"] == "management"
+            ):
+                continue
+            yield a, b, d
+
+
+def nvlink_domains(topology: Topology) -> list[int]:
+    """GPUs per NVLink domain, largest first.
+
+    A domain is a connected component over working NVLink-family links among GPUs,
+    NVSwitches and NVLink switch trays; a working GPU without NVLink is a domain of one.
+    Failed GPUs belong to no domain.
+
+    Examples
+    --------
+    >>> from designer.model.topology import Topology, Node
+    >>> t = Topology()
+    >>> _ = t.add_node(Node("g0", "gpu", "H100", "GPU 0"))
+    >>> nvlink_domains(t)
+    [1]
+    """
+    return _nvlink_domains(_Design(topology))
+
+
+def _nvlink_domains(design: _Design) -> list[int]:
+    nodes = design.nodes
+    g = nx.Graph()
+    g.add_nodes_from(n for n, d in nodes.items() if d["kind"] == "gpu" and not d["failed"])
+    g.add_edges_from(
+        (a, b)
+        for a, b, d in design.live_edges()
+        if design.techs[d["tech"]].family == "nvlink"
+        and nodes[a]["kind"] in NVLINK_KINDS
+        and nodes[b]["kind"] in NVLINK_KINDS
+    )
+    sizes = []
+    for part in nx.connected_components(g):
+        n_gpus = sum(1 for n in part if nodes[n]["kind"] == "gpu")
+        if n_gpus:
+            sizes.append(n_gpus)
+    return sorted(sizes, reverse=True)
+
+
+def oversubscription(topology: Topology, plane: str = "compute") -> dict[str, dict[str, Any]]:
+    """Downlink over uplink bandwidth per switch tier (leaf, spine, core) of one plane.
+
+    Only working links of ``plane`` count, and only switches placed in that plane or with
+    such links (the compute fabric by default: a storage or front-end network on its own
+    leaves is not part of it).  For a switch of tier *t*, links to nodes of a higher tier
+    are uplinks and links to nodes that are not of a higher or equal tier (GPUs, NICs,
+    hosts, lower switches) are downlinks; links within the tier count as neither.  A
+    tier's ``ratio`` is its summed downlink over summed uplink bandwidth (None when it has
+    no uplinks, as the top tier); ``worst`` is the highest ratio of a single switch with
+    uplinks.  2.0 means 2:1.
+
+    Examples
+    --------
+    >>> from designer.model.topology import Topology
+    >>> oversubscription(Topology())["leaf"]["ratio"] is None
+    True
+    """
+    return _oversubscription(_Design(topology), plane)
+
+
+def _oversubscription(design: _Design, plane: str = "compute") -> dict[str, dict[str, Any]]:
+    nodes = design.nodes
+    down: dict[str, float] = {}
+    up: dict[str, float] = {}
+    for n, d in nodes.items():
+        if d["kind"] in TIERS and not d["failed"] and d["plane"] == plane:
+            down[n] = up[n] = 0.0
+    for a, b, d in design.live_edges(plane):
+        ra, rb = TIERS.get(nodes[a]["kind"], 0), TIERS.get(nodes[b]["kind"], 0)
+        if ra == rb:
+            continue
+        bw = design.bundle_GBps(d)
+        low, high = (a, b) if ra < rb else (b, a)
+        if ra and rb:
+            up[low] = up.get(low, 0.0) + bw
+            down.setdefault(low, 0.0)
+        down[high] = down.get(high, 0.0) + bw
+        up.setdefault(high, 0.0)
+    out: dict[str, dict[str, Any]] = {}
+    for tier in TIERS:
+        members = [n for n in down if nodes[n]["kind"] == tier]
+        d_sum = sum(down[n] for n in members)
+        u_sum = sum(up[n] for n in members)
+        ratios = [(down[n] / up[n], n) for n in members if up[n] > 0]
+        worst = None
+        if ratios:
+            top = max(r for r, _ in ratios)
+            worst = (top, min((n for r, n in ratios if r == top), key=natural_key))
+        out[tier] = {
+            "switches": len(members),
+            "down_GBps": round(d_sum, 6),
+            "up_GBps": round(u_sum, 6),
+            "ratio": round(d_sum / u_sum, 6) if u_sum > 0 else None,
+            "worst": round(worst[0], 6) if worst else None,
+            "worst_switch": worst[1] if worst else None,
+        }
+    return out
+
+
+# --------------------------------------------------------------------------- bisection
+
+_SOURCE = ("bisection", "source")
+_SINK = ("bisection", "sink")
+
+
+def bisection(
+    topology: Topology,
+    flow_func: Callable | None = None,
+    reduce: bool = True,
+    plane: str = "compute",
+) -> dict[str, Any]:
+    """Bisection bandwidth: the max flow from one half of the GPUs to the other.
+
+    The working GPUs are sorted by id in natural order (``g2`` before ``g10``); the first
+    ``n // 2`` form half A, the rest half B.  Every working link bundle of ``plane`` is
+    an undirected edge of capacity ``count * gbps / 8`` GB/s each way; a super source feeds
+    half A and a super sink drains half B (equivalently, each half is merged into one
+    terminal node).
+
+    Parameters
+    ----------
+    topology : Topology
+        The design.
+    flow_func : callable, optional
+        A networkx max-flow function (``nx.algorithms.flow.boykov_kolmogorov``...); the
+        networkx default (preflow-push) if None.
+    reduce : bool
+        Shrink the network first with the exact reductions described in
+        `_reduce_network` (same answer, faster on big designs).
+    plane : str
+        The network whose links count: the compute fabric by default (storage and
+        front-end networks do not carry the collectives).
+
+    Returns
+    -------
+    dict
+        ``GBps`` (None with fewer than two GPUs), ``per_gpu_GBps`` (per GPU of half A),
+        ``method``, ``a`` and ``b`` (each ``count``, ``first``, ``last`` GPU id).
+
+    Examples
+    --------
+    >>> from designer.model.topology import Topology, Node, Link
+    >>> t = Topology()
+    >>> for i in range(3):
+    ...     _ = t.add_node(Node(f"g{i}", "gpu", "H100", f"GPU {i}"))
+    >>> _ = t.add_link(Link("l0", "g0", "g1", "nvlink4", count=2))
+    >>> _ = t.add_link(Link("l1", "g1", "g2", "nvlink4", count=4))
+    >>> bisection(t)["GBps"]   # A = {g0}, B = {g1, g2}: 2 x 25 GB/s
+    50.0
+    """
+    return _bisection(_Design(topology), flow_func, reduce, plane)
+
+
+def _bisection(
+    design: _Design, flow_func: Callable | None = None, reduce: bool = True, plane: str = "compute"
+) -> dict[str, Any]:
+    gpus = sorted(
+        (
+            n
+            for n, d in design.nodes.items()
+            if d["kind"] == "gpu" and not d["failed"] and d["plane"] != "management"
+        ),
+        key=natural_key,
+    )
+    half = len(gpus) // 2
+    side_a, side_b = gpus[:half], gpus[half:]
+    out: dict[str, Any] = {
+        "method": "GPUs in natural id order, first half vs second half",
+        "a": _half_summary(side_a),
+        "b": _half_summary(side_b),
+    }
+    if half == 0:
+        out["GBps"] = out["per_gpu_GBps"] = None
+        return out
+    rep = dict.fromkeys(side_a, _SOURCE) | dict.fromkeys(side_b, _SINK)
+    adj: dict[Hashable, dict[Hashable, float]] = {_SOURCE: {}, _SINK: {}}
+    for a, b, d in design.live_edges(plane):
+        u, w = rep.get(a, a), rep.get(b, b)
+        if u == w:
+            continue  # inside one half: never crosses the cut
+        cap = design.bundle_GBps(d)
+        nu = adj.setdefault(u, {})
+        nw = adj.setdefault(w, {})
+        nu[w] = nu.get(w, 0.0) + cap
+        nw[u] = nw.get(u, 0.0) + cap
+    if reduce:
+        _reduce_network(adj, {_SOURCE, _SINK})
+    net = nx.DiGraph()
+    net.add_edges_from(
+        (u, w, {"capacity": cap}) for u, nbrs in adj.items() for w, cap in nbrs.items()
+    )
+    if _SOURCE in net and _SINK in net:
+        value = nx.maximum_flow_value(net, _SOURCE, _SINK, flow_func=flow_func)
+    else:
+        value = 0.0
+    value = round(float(value), 6)
+    out["GBps"] = value
+    out["per_gpu_GBps"] = round(value / half, 6)
+    return out
+
+
+def _half_summary(ids: list[str]) -> dict[str, Any]:
+    return {"count": len(ids), "first": ids[0] if ids else None, "last": ids[-1] if ids else None}
+
+
+def _reduce_network(adj: dict[Hashable, dict[Hashable, float]], terminals: set) -> None:
+    """Shrink a symmetric capacity network in place without changing its s-t max flow.
+
+    Each step is exact for undirected max flow between the terminals:
+
+    - a non-terminal with no neighbour, or only one (a dead end), carries no s-t flow
+      (whatever enters must leave the way it came): drop it;
+    - a non-terminal with exactly two neighbours u and w (a NIC between its GPU and its
+      leaf) passes at most min(c_uv, c_vw) each way, and any such amount: replace it by
+      an edge u-w of that capacity (series reduction);
+    - parallel edges add up (done as edges are merged into ``adj``).
+
+    With the two GPU halves already merged into the terminals, every NVSwitch and host
+    whose GPUs sit in one half is left with no edge, and every NIC is a series element,
+    so a SuperPOD shrinks to its switch fabric (about 30x fewer nodes).
+    """
+    queue = [v for v in adj if v not in terminals]
+    while queue:
+        v = queue.pop()
+        nbrs = adj.get(v)
+        if nbrs is None or v in terminals or len(nbrs) > 2:
+            continue
+        del adj[v]
+        for u in nbrs:
+            del adj[u][v]
+        if len(nbrs) == 2:
+            (u, cu), (w, cw) = nbrs.items()
+            cap = min(cu, cw)
+            adj[u][w] = adj[u].get(w, 0.0) + cap
+            adj[w][u] = adj[w].get(u, 0.0) + cap
+        queue.extend(u for u in nbrs if u not in terminals)
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def format_info(data: dict[str, Any]) -> str:
+    """A short human-readable text table of an `info` dict (for the CLI).
+
+    Examples
+    --------
+    >>> from designer.model.topology import Topology
+    >>> print(format_info(info(Topology(name="empty"))).splitlines()[0])
+    Design: empty
+    """
+    counts = data["counts"]
+    lines = [f"Design: {data['name']}"]
+    kinds = ", ".join(f"{k} {counts[k]:,}" for k in NODE_KINDS if counts.get(k))
+    lines.append(f"Nodes: {kinds or 'none'}")
+    lines.append(f"Links: {counts['links']:,} bundles, {counts['cables']:,} cables")
+    summary = data["nvlink_summary"]
+    lines.append(
+        f"GPUs: {data['gpus']:,} in {summary['domains']:,} NVLink domain(s), "
+        f"largest {summary['largest']:,}"
+    )
+    tiers = [(t, v) for t, v in data["oversubscription"].items() if v["switches"]]
+    if tiers:
+        lines.append("Oversubscription (downlink : uplink bandwidth, GB/s):")
+        lines.append(
+            f"  {'tier':<6}{'switches':>9}{'down':>13}{'up':>13}{'ratio':>8}"
+            f"{'worst':>8}  worst switch"
+        )
+        for tier, v in tiers:
+            ratio = "-" if v["ratio"] is None else f"{v['ratio']:.2f}"
+            worst = "-" if v["worst"] is None else f"{v['worst']:.2f}"
+            lines.append(
+                f"  {tier:<6}{v['switches']:>9,}{_num(v['down_GBps']):>13}"
+                f"{_num(v['up_GBps']):>13}{ratio:>8}{worst:>8}  "
+                f"{v['worst_switch'] or '-'}"
+            )
+    if data["bisection_GBps"] is None:
+        lines.append("Bisection: - (fewer than two working GPUs)")
+    else:
+        split = data["bisection_split"]
+        lines.append(
+            f"Bisection: {_num(data['bisection_GBps'])} GB/s "
+            f"({_num(data['bisection_per_gpu_GBps'])} GB/s per GPU); "
+            f"GPUs {split['a']['first']}..{split['a']['last']} vs "
+            f"{split['b']['first']}..{split['b']['last']}"
+        )
+    return "\n".join(lines)
