@@ -440,16 +440,22 @@ class Topology:
         """
         usage: dict[str, dict[int, float]] = {}
         cat = self.catalog
-        for link in self.links():
-            tech = cat.tech(link.tech)
-            for end in (link.a, link.b):
-                dev = cat.device(self._g.nodes[end]["model"])
-                group = dev.port_group_for(tech)
-                if group is None:
+        nodes = self._g.nodes
+        # (model, tech) -> (port group index, ports per link); a design has few of each.
+        slot: dict[tuple[str, str], tuple | None] = {}
+        for a, b, d in self._g.edges(data=True):
+            for end in (a, b):
+                key = (nodes[end]["model"], d["tech"])
+                if key not in slot:
+                    dev, tech = cat.device(key[0]), cat.tech(key[1])
+                    group = dev.port_group_for(tech)
+                    slot[key] = None if group is None else (dev.ports.index(group), group, tech)
+                hit = slot[key]
+                if hit is None:
                     continue
-                idx = dev.ports.index(group)
+                idx, group, tech = hit
                 per = usage.setdefault(end, {})
-                per[idx] = per.get(idx, 0.0) + group.ports_used(tech, link.count)
+                per[idx] = per.get(idx, 0.0) + group.ports_used(tech, d["count"])
         out: dict[str, list[tuple[str, float, int]]] = {}
         for nid, per in usage.items():
             dev = cat.device(self._g.nodes[nid]["model"])
