@@ -1,0 +1,252 @@
+"""Parametrised templates: whole designs from a few numbers.
+
+`TEMPLATES` maps a name to a `Template` (help text, `Param` list, builder); the CLI
+(``fabric-designer new <template> --set k=v``) and the GUI's "New from template" dialog
+list and fill them.  `build_template` coerces string values ("8", "true") by each
+parameter's default type and reports a bad name or value in one line.
+
+Example
+-------
+>>> t = build_template("superpod", gpu="B200", sus="4")
+>>> [sum(1 for _ in t.nodes(kind)) for kind in ("gpu", "leaf", "spine", "core")]
+[1024, 32, 16, 0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from designer.model.errors import DesignError
+from designer.model.templates.clos import CORE_CHOICES, build_fat_tree, build_leaf_spine
+from designer.model.templates.example import build_example
+from designer.model.templates.hgx import ALL_GPUS, HGX_GPUS, build_hgx
+from designer.model.templates.lookup import FABRIC_PROTOCOLS
+from designer.model.templates.nvl72 import build_nvl72
+from designer.model.templates.rail import SUPERPOD_REFERENCE, build_rail_cluster, build_superpod
+from designer.model.templates.torus import build_torus3d
+from designer.model.topology import Topology
+
+
+@dataclass(frozen=True)
+class Param:
+    """A template parameter; its type is the type of ``default`` (int, float, str, bool)."""
+
+    name: str
+    default: Any
+    help: str
+    choices: tuple | None = None
+
+
+@dataclass(frozen=True)
+class Template:
+    """A named design generator."""
+
+    name: str
+    help: str
+    params: tuple[Param, ...]
+    build: Callable[..., Topology]
+
+
+_FABRICS = tuple(FABRIC_PROTOCOLS)
+_PLANES = (
+    Param("storage", False, "add a storage plane: NVMe servers on their own switches"),
+    Param("frontend", False, "add a front-end Ethernet plane"),
+    Param("management", False, "add an out-of-band 1G management plane"),
+)
+_NETWORK = (
+    Param("fabric", "infiniband", "scale-out fabric", _FABRICS),
+    Param("nic_gbps", 400, "NIC and link rate, Gb/s (picks NIC, switch and link)"),
+)
+
+TEMPLATES: dict[str, Template] = {
+    t.name: t
+    for t in (
+        Template(
+            "hgx",
+            "one HGX server: GPUs on NVSwitches, a NIC per GPU",
+            (
+                Param("gpu", "H100", "GPU model", HGX_GPUS),
+                Param("gpus", 8, "GPUs on the board (1-8)"),
+            ),
+            build_hgx,
+        ),
+        Template(
+            "nvl72",
+            "GB200 NVL72 rack: 72 GPUs in one NVLink domain",
+            (Param("gpus", 72, "GPUs in the partition (multiple of 4, 4-72)"),),
+            build_nvl72,
+        ),
+        Template(
+            "rail-cluster",
+            "HGX servers on rail-optimised leaves and spines",
+            (
+                Param("nodes", 4, "servers"),
+                Param("gpu", "H100", "GPU model", HGX_GPUS),
+                Param("gpus_per_node", 8, "GPUs per server (1-8)"),
+                Param(
+                    "nics_per_node",
+                    0,
+                    "scale-out NICs per server (0: one per GPU); NIC i is rail i",
+                ),
+                Param("nic_gbps", 400, "NIC and link rate, Gb/s (picks NIC, switch and link)"),
+                Param("fabric", "infiniband", "scale-out fabric", _FABRICS),
+                Param("leaf_radix", 64, "ports used per switch (at most the model has)"),
+                Param("oversubscription", 1.0, "leaf downlink / uplink bandwidth"),
+                Param("core", "auto", "core tier: when needed, always or never", CORE_CHOICES),
+                *_PLANES,
+            ),
+            build_rail_cluster,
+        ),
+        Template(
+            "superpod",
+            "NVIDIA DGX SuperPOD reference: 32-node SUs, rail-aligned NDR",
+            (
+                Param("gpu", "H100", "GPU model", tuple(SUPERPOD_REFERENCE)),
+                Param("sus", 4, "scalable units (32 nodes each)"),
+                *_PLANES,
+            ),
+            build_superpod,
+        ),
+        Template(
+            "fat-tree",
+            "k-ary fat-tree of one-GPU hosts (k^3/4 hosts)",
+            (
+                Param("k", 4, "switch radix used: even, k pods"),
+                Param("gpu", "H100", "GPU model", ALL_GPUS),
+                *_NETWORK,
+                *_PLANES,
+            ),
+            build_fat_tree,
+        ),
+        Template(
+            "leaf-spine",
+            "two-tier leaf-spine of one-GPU hosts",
+            (
+                Param("leaves", 4, "leaf switches (one rack each)"),
+                Param("spines", 2, "spine switches"),
+                Param("hosts_per_leaf", 4, "hosts under each leaf"),
+                Param("uplinks", 1, "links from each leaf to each spine"),
+                Param("gpu", "H100", "GPU model", ALL_GPUS),
+                *_NETWORK,
+                *_PLANES,
+            ),
+            build_leaf_spine,
+        ),
+        Template(
+            "torus3d",
+            "3D torus of GPUs, 6 neighbours each, wrap-around",
+            (
+                Param("x", 4, "GPUs along x"),
+                Param("y", 4, "GPUs along y"),
+                Param("z", 4, "GPUs along z"),
+                Param("gpu", "H100", "GPU model", ALL_GPUS),
+                *_PLANES,
+            ),
+            build_torus3d,
+        ),
+        Template(
+            "example",
+            "the example design: 4 HGX H100 nodes, rail leaves, 2 spines, storage",
+            (),
+            build_example,
+        ),
+    )
+}
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def template_names() -> list[str]:
+    """Names of the templates, in menu order."""
+    return list(TEMPLATES)
+
+
+def _coerce(template: str, p: Param, value: Any) -> Any:
+    """``value`` as ``p``'s type, or a `DesignError` naming the parameter."""
+    kind = type(p.default)
+    bad = DesignError(f"{template}: {p.name} must be {kind.__name__}, got {value!r}")
+    if kind is bool:
+        if isinstance(value, bool):
+            out: Any = value
+        elif isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+            out = value.strip().lower() in _TRUE
+        elif isinstance(value, int) and value in (0, 1):
+            out = bool(value)
+        else:
+            raise bad
+    elif kind is int:
+        if isinstance(value, bool):
+            raise bad
+        if isinstance(value, int):
+            out = value
+        elif isinstance(value, float) and value.is_integer():
+            out = int(value)
+        elif isinstance(value, str):
+            try:
+                out = int(value.strip())
+            except ValueError:
+                raise bad from None
+        else:
+            raise bad
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise bad
+        try:
+            out = float(value)
+        except ValueError:
+            raise bad from None
+        if out != out or out in (float("inf"), float("-inf")):
+            raise bad
+    else:
+        if not isinstance(value, str):
+            raise bad
+        out = value.strip()
+    if p.choices is not None and out not in p.choices:
+        folded = {str(c).lower(): c for c in p.choices}
+        if isinstance(out, str) and out.lower() in folded:
+            return folded[out.lower()]
+        raise DesignError(
+            f"{template}: {p.name} must be one of {', '.join(map(str, p.choices))}, got {value!r}"
+        )
+    return out
+
+
+def build_template(name: str, **params: Any) -> Topology:
+    """Build template ``name`` with ``params`` (strings are coerced by each parameter's
+    default type; missing ones take their default).
+
+    Raises
+    ------
+    DesignError
+        Unknown template, unknown parameter, or a value of the wrong type, out of range
+        or not among the choices; the message names it.
+
+    Examples
+    --------
+    >>> build_template("hgx", gpu="B200", gpus="4").name
+    'HGX B200 (4 GPUs)'
+    >>> build_template("hgx", gpus="eight")
+    Traceback (most recent call last):
+    ...
+    designer.model.errors.DesignError: hgx: gpus must be int, got 'eight'
+    """
+    if name not in TEMPLATES:
+        raise DesignError(f"unknown template {name!r}; choose one of {', '.join(TEMPLATES)}")
+    t = TEMPLATES[name]
+    known = {p.name: p for p in t.params}
+    for key in params:
+        if key not in known:
+            raise DesignError(
+                f"{name}: no parameter {key!r}; it takes {', '.join(known) or 'none'}"
+            )
+    values = {
+        p.name: _coerce(name, p, params[p.name]) if p.name in params else p.default
+        for p in t.params
+    }
+    return t.build(**values)
+
+
+__all__ = ["TEMPLATES", "Param", "Template", "build_template", "template_names"]
