@@ -288,7 +288,7 @@ class Topology:
 
     def add_node(self, node: Node) -> Node:
         """Add ``node``; raises `DesignError` if its id is taken or a field is invalid."""
-        if node.id in self._g or node.id in self._link_ends:
+        if node.id in self._g or node.id in self._link_ends or node.id in self._groups:
             raise DesignError(f"id {node.id!r} is already used")
         self._check_node(node)
         self._g.add_node(node.id, **{f: getattr(node, f) for f in NODE_FIELDS[1:]})
@@ -328,7 +328,7 @@ class Topology:
 
     def add_link(self, link: Link) -> Link:
         """Add a link bundle; raises `DesignError` naming the problem when impossible."""
-        if link.id in self._link_ends or link.id in self._g:
+        if link.id in self._link_ends or link.id in self._g or link.id in self._groups:
             raise DesignError(f"id {link.id!r} is already used")
         self._check_link(link)
         self._g.add_edge(link.a, link.b, key=link.id,

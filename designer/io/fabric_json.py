@@ -1,0 +1,589 @@
+"""The native design file, ``*.fabric.json`` (format version 1).
+
+The file is JSON meant to live in version control: top-level keys in a fixed order, one
+group, node or link per line (keys in dataclass field order), items sorted by id with a
+natural sort (``gpu-2`` before ``gpu-10``), UTF-8 with a trailing newline.  Moving one
+node therefore changes one line of the file.  Floats are written with ``repr`` so the
+round trip is exact::
+
+    {
+      "format": "fabric-designer",
+      "version": 1,
+      "name": "DGX H100 SU",
+      "settings": {"routing": "adaptive"},
+      "overrides": {
+        "H100": {"price_usd": 25000.0}
+      },
+      "groups": [
+        {"id": "n0", "kind": "node", "name": "DGX 0", "parent": null}
+      ],
+      "nodes": [
+        {"id": "n0-gpu0", "kind": "gpu", "model": "H100", "name": "GPU 0", ...}
+      ],
+      "links": [
+        {"id": "l0", "a": "n0-gpu0", "b": "n0-sw0", "tech": "nvlink4", "count": 5, ...}
+      ]
+    }
+
+Loading trusts nothing: every failure (unreadable file, bad UTF-8, bad JSON, wrong
+types, unknown or duplicate keys, dangling ids, a model the catalog lacks) becomes a
+`FileFormatError` whose one-line message names the file, the place and the problem.
+
+Example
+-------
+>>> from designer.model.topology import Topology, Node
+>>> t = Topology(name="tiny")
+>>> _ = t.add_node(Node("g0", "gpu", "H100", "GPU 0", x=1.5))
+>>> loads(dumps(t)).state() == t.state()
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, fields
+from typing import Any
+
+from designer.io.atomic import atomic_write_bytes
+from designer.model.catalog import Catalog
+from designer.model.errors import DesignError
+from designer.model.topology import (
+    GROUP_FIELDS,
+    LINK_FIELDS,
+    NODE_FIELDS,
+    Group,
+    Link,
+    Node,
+    Topology,
+)
+
+__all__ = [
+    "FORMAT",
+    "MAX_FILE_BYTES",
+    "VERSION",
+    "FileFormatError",
+    "dumps",
+    "from_dict",
+    "load",
+    "loads",
+    "natural_key",
+    "save",
+    "to_dict",
+]
+
+FORMAT = "fabric-designer"
+VERSION = 1
+
+#: Files larger than this are refused before being read (a design of 100k GPUs and
+#: their links is a few tens of MiB).
+MAX_FILE_BYTES = 256 * 1024 * 1024
+MAX_LINK_COUNT = 1_000_000
+#: Cluster > plane > SU > pod > rack > tray > node is 7; the model checks a group's whole
+#: parent chain on every add, so a hostile file of deep chains would take quadratic time.
+MAX_GROUP_DEPTH = 64
+#: Price and power overrides above this are surely typos (and keep floats exact).
+MAX_OVERRIDE = 1e15
+OVERRIDE_FIELDS: tuple[str, ...] = ("price_usd", "power_w")
+
+_TOP_KEYS = ("format", "version", "name", "settings", "overrides", "groups", "nodes", "links")
+_REQUIRED_TOP: tuple[str, ...] = ("format", "version", "nodes", "links")
+
+
+class FileFormatError(DesignError):
+    """A design file cannot be read or written; the message is
+    ``"<file>: <where>: <what>"``, e.g.
+    ``"x.fabric.json: nodes[3] (id 'n0-gpu1'): unknown device model 'H900'"``."""
+
+
+# --------------------------------------------------------------------------- writing
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[tuple[Any, ...], str]:
+    """Sort key putting ``gpu-2`` before ``gpu-10``.
+
+    Examples
+    --------
+    >>> sorted(["gpu-10", "gpu-2", "gpu-1"], key=natural_key)
+    ['gpu-1', 'gpu-2', 'gpu-10']
+    """
+    # re.split puts text at even and numbers at odd positions, so the parts always
+    # compare str with str and int with int; the raw text breaks ties ("02" vs "2").
+    parts = _DIGITS.split(text)
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), text
+
+
+def _by_id(items: Iterable[Any]) -> list[Any]:
+    return sorted(items, key=lambda item: natural_key(item.id))
+
+
+def _check_overrides(topology: Topology) -> dict[str, dict[str, float]]:
+    """Overrides are a public mutable dict on the topology; refuse to write junk that
+    `load` would refuse to read back (better a clear error now than a lost design later)."""
+    overrides, catalog = topology.overrides, topology.catalog
+    out: dict[str, dict[str, float]] = {}
+    for model in overrides:
+        if not isinstance(model, str) or (
+            model not in catalog.devices and model not in catalog.techs
+        ):
+            raise DesignError(f"overrides: unknown device model or link technology {model!r}")
+    for model in sorted(overrides, key=natural_key):
+        values = overrides[model]
+        where = f"overrides[{model!r}]"
+        if not isinstance(values, Mapping):
+            raise DesignError(f"{where}: expected a mapping of {', '.join(OVERRIDE_FIELDS)}")
+        for field in values:
+            if field not in OVERRIDE_FIELDS:
+                raise DesignError(f"{where}: unknown field {field!r}")
+        # Fixed field order, whatever the order the dict was filled in.
+        out[model] = {
+            f: _override_value(values[f], where, f) for f in OVERRIDE_FIELDS if f in values
+        }
+    return out
+
+
+def _override_value(value: Any, where: str, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DesignError(f"{where}: {field!r} must be a number")
+    if not math.isfinite(value) or not 0 <= value <= MAX_OVERRIDE:
+        raise DesignError(f"{where}: {field!r} must be a finite number >= 0")
+    return float(value)
+
+
+def to_dict(topology: Topology) -> dict[str, Any]:
+    """The design as plain JSON values, keys and items in file order.
+
+    Examples
+    --------
+    >>> list(to_dict(Topology()))
+    ['format', 'version', 'name', 'settings', 'overrides', 'groups', 'nodes', 'links']
+    """
+    nodes = []
+    for node in _by_id(topology.nodes()):
+        item = {f: getattr(node, f) for f in NODE_FIELDS}
+        # Positions are floats in the model; write 0 as 0.0 so every line looks alike.
+        item["x"], item["y"] = float(node.x), float(node.y)
+        nodes.append(item)
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "name": topology.name,
+        "settings": dict(sorted(topology.settings.items())),
+        "overrides": _check_overrides(topology),
+        "groups": [{f: getattr(g, f) for f in GROUP_FIELDS} for g in _by_id(topology.groups())],
+        "nodes": nodes,
+        "links": [{f: getattr(lk, f) for f in LINK_FIELDS} for lk in _by_id(topology.links())],
+    }
+
+
+def _one_line(value: Any) -> str:
+    # ensure_ascii=False keeps names readable; allow_nan=False refuses to write a file
+    # that the strict reader would reject.
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+
+
+def dumps(topology: Topology) -> str:
+    """The design as the text of a ``.fabric.json`` file (ends with a newline).
+
+    Raises
+    ------
+    DesignError
+        The topology holds a value that cannot be written (an override that is not a
+        finite number).
+    """
+    data = to_dict(topology)
+    lines = ["{"]
+    for key, value in data.items():
+        if key in ("groups", "nodes", "links") and value:
+            body = ",\n".join(f"    {_one_line(item)}" for item in value)
+            text = f"[\n{body}\n  ]"
+        elif key == "overrides" and value:
+            body = ",\n".join(f"    {_one_line(k)}: {_one_line(v)}" for k, v in value.items())
+            text = f"{{\n{body}\n  }}"
+        else:
+            text = _one_line(value)
+        lines.append(f"  {_one_line(key)}: {text},")
+    lines[-1] = lines[-1].removesuffix(",")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _encode(text: str) -> bytes:
+    # A str may hold a lone surrogate (pasted from a broken source) that UTF-8 cannot
+    # encode.  It can only sit inside a JSON string, where backslashreplace writes it as
+    # the JSON escape \udXXX, which json.loads reads back to the same character.
+    return text.encode("utf-8", errors="backslashreplace")
+
+
+def save(topology: Topology, path: str | os.PathLike[str], *, backup: bool = True) -> None:
+    """Write the design to ``path`` atomically.
+
+    The new content goes to a temporary file in the same folder, is fsynced and renamed
+    over ``path``; with ``backup`` the previous file is kept as ``<path>.bak``.
+
+    Raises
+    ------
+    FileFormatError
+        Naming the path and the reason (read-only folder, disk full, a value that cannot
+        be written); the previous file is then intact.
+    """
+    try:
+        data = _encode(dumps(topology))
+    except DesignError as err:
+        raise FileFormatError(f"{os.fspath(path)}: cannot save: {err}") from err
+    try:
+        atomic_write_bytes(path, data, backup=backup)
+    except OSError as err:
+        raise FileFormatError(f"{os.fspath(path)}: cannot save: {err.strerror or err}") from err
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class _Invalid(Exception):
+    """A problem at ``where``; turned into `FileFormatError` with the file name."""
+
+    def __init__(self, where: str, what: str):
+        super().__init__(where, what)
+        self.where, self.what = where, what
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):  # before int: True is an int to Python, not to JSON
+        return "a boolean"
+    for types, name in _JSON_TYPE_NAMES:
+        if isinstance(value, types):
+            return name
+    return type(value).__name__  # from_dict called with non-JSON values
+
+
+_JSON_TYPE_NAMES = (
+    (type(None), "null"),
+    (int | float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "an object"),
+)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_LINK_COUNT
+
+
+# What each field accepts: (test, what it must be).
+_Spec = dict[str, tuple[Callable[[Any], bool], str]]
+_STR = (lambda v: isinstance(v, str), "a string")
+_OPT_STR = (lambda v: v is None or isinstance(v, str), "a string or null")
+_BOOL = (lambda v: isinstance(v, bool), "true or false")
+_NUMBER = (_is_number, "a finite number")
+_COUNT = (_is_count, f"a whole number from 1 to {MAX_LINK_COUNT:_}")
+_NODE_SPEC: _Spec = {
+    "id": _STR, "kind": _STR, "model": _STR, "name": _STR, "x": _NUMBER, "y": _NUMBER,
+    "group": _OPT_STR, "plane": _STR, "failed": _BOOL,
+}  # fmt: skip
+_LINK_SPEC: _Spec = {
+    "id": _STR, "a": _STR, "b": _STR, "tech": _STR, "count": _COUNT, "plane": _STR,
+    "failed": _BOOL,
+}  # fmt: skip
+_GROUP_SPEC: _Spec = {"id": _STR, "kind": _STR, "name": _STR, "parent": _OPT_STR}
+#: Fields without a default must be in the file; the others fall back to the default.
+_REQUIRED = {
+    cls: tuple(f.name for f in fields(cls) if f.default is MISSING) for cls in (Node, Link, Group)
+}
+
+
+def _item_where(section: str, index: int, item: Any) -> str:
+    if isinstance(item, dict) and isinstance(item.get("id"), str):
+        return f"{section}[{index}] (id {item['id']!r})"
+    return f"{section}[{index}]"
+
+
+def _parse_items(
+    data: Mapping[str, Any], section: str, cls: type, spec: _Spec, seen: dict[str, str]
+) -> list[Any]:
+    """Check the list ``data[section]`` and build one ``cls`` per entry.
+
+    ``seen`` maps the ids met so far (in any section) to their place: ids are unique
+    across groups, nodes and links.
+    """
+    raw = data.get(section, [])
+    if not isinstance(raw, list):
+        raise _Invalid(section, f"expected a list, got {_type_name(raw)}")
+    out = []
+    for index, item in enumerate(raw):
+        where = _item_where(section, index, item)
+        if not isinstance(item, dict):
+            raise _Invalid(where, f"expected an object, got {_type_name(item)}")
+        for key in item:
+            if key not in spec:
+                raise _Invalid(where, f"unknown field {key!r}")
+        for key in _REQUIRED[cls]:
+            if key not in item:
+                raise _Invalid(where, f"missing field {key!r}")
+        for key, value in item.items():
+            accepts, must_be = spec[key]
+            if not accepts(value):
+                raise _Invalid(where, f"field {key!r} must be {must_be}, got {_type_name(value)}")
+        if item["id"] in seen:
+            raise _Invalid(where, f"duplicate id (also {seen[item['id']]})")
+        seen[item["id"]] = f"{section}[{index}]"
+        values = dict(item)
+        if cls is Node:  # the model holds floats; JSON may say 3 for 3.0
+            for key in ("x", "y"):
+                if key in values:
+                    values[key] = float(values[key])
+        out.append((where, cls(**values)))
+    return out
+
+
+def _parse_overrides(raw: Any, catalog: Catalog) -> dict[str, dict[str, float]]:
+    if not isinstance(raw, dict):
+        raise _Invalid("overrides", f"expected an object, got {_type_name(raw)}")
+    out: dict[str, dict[str, float]] = {}
+    for model, values in raw.items():
+        where = f"overrides[{model!r}]"
+        if model not in catalog.devices and model not in catalog.techs:
+            raise _Invalid(where, f"unknown device model or link technology {model!r}")
+        if not isinstance(values, dict):
+            raise _Invalid(where, f"expected an object, got {_type_name(values)}")
+        out[model] = {}
+        for field, value in values.items():
+            if field not in OVERRIDE_FIELDS:
+                raise _Invalid(where, f"unknown field {field!r}")
+            try:
+                out[model][field] = _override_value(value, where, field)
+            except DesignError:
+                raise _Invalid(
+                    where, f"field {field!r} must be a finite number from 0 to {MAX_OVERRIDE:g}"
+                ) from None
+    return out
+
+
+def _check_header(data: Any) -> None:
+    """Format and version first: a newer file may well have keys this version lacks."""
+    if not isinstance(data, dict):
+        raise _Invalid("top level", f"expected a JSON object, got {_type_name(data)}")
+    if "format" not in data:
+        raise _Invalid("top level", "missing 'format' (not a Fabric Designer file)")
+    if data["format"] != FORMAT:
+        raise _Invalid("format", f"expected {FORMAT!r}, not a Fabric Designer file")
+    if "version" not in data:
+        raise _Invalid("top level", "missing 'version'")
+    version = data["version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _Invalid("version", f"expected a whole number >= 1, got {version!r:.40}")
+    if version > VERSION:
+        raise _Invalid(
+            "version",
+            f"written by a newer Fabric Designer (format version {version}); "
+            f"this version reads up to {VERSION}",
+        )
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise _Invalid("top level", f"unknown key {key!r}")
+    for key in _REQUIRED_TOP:
+        if key not in data:
+            raise _Invalid("top level", f"missing {key!r}")
+
+
+def _strip_subject(message: str, subject: str) -> str:
+    """``"node 'g0': unknown kind 'x'"`` -> ``"unknown kind 'x'"`` (the where says it)."""
+    return message.removeprefix(subject + ": ")
+
+
+def _order_groups(groups: list[tuple[str, Group]]) -> list[tuple[str, Group]]:
+    """Parents before children (the file sorts by id; a child may come first).
+
+    Linear time: each group's chain of not-yet-placed ancestors is walked once.
+    """
+    by_id = {g.id: (w, g) for w, g in groups}
+    placed: set[str] = set()
+    depth: dict[str, int] = {}
+    ordered: list[tuple[str, Group]] = []
+    for _, group in groups:
+        chain: list[tuple[str, Group]] = []
+        on_chain: set[str] = set()
+        current: str | None = group.id
+        while current is not None and current not in placed:
+            if current in on_chain:
+                raise _Invalid(by_id[current][0], "parent chain loops")
+            if current not in by_id:
+                raise _Invalid(chain[-1][0], f"no parent group {current!r}")
+            on_chain.add(current)
+            chain.append(by_id[current])
+            current = by_id[current][1].parent
+        for item in reversed(chain):
+            parent = item[1].parent
+            depth[item[1].id] = 1 + (depth[parent] if parent is not None else 0)
+            if depth[item[1].id] > MAX_GROUP_DEPTH:
+                raise _Invalid(item[0], f"groups nested more than {MAX_GROUP_DEPTH} deep")
+            ordered.append(item)
+            placed.add(item[1].id)
+    return ordered
+
+
+def _build(data: Any, catalog: Catalog | None) -> Topology:
+    _check_header(data)
+    name = data.get("name", "untitled")
+    if not isinstance(name, str):
+        raise _Invalid("name", f"expected a string, got {_type_name(name)}")
+    topology = Topology(catalog=catalog, name=name)
+
+    settings = data.get("settings", {})
+    if not isinstance(settings, dict):
+        raise _Invalid("settings", f"expected an object, got {_type_name(settings)}")
+    for key, value in settings.items():
+        try:
+            topology.set_setting(key, value)
+        except DesignError as err:
+            raise _Invalid(f"settings[{key!r}]", str(err)) from None
+    topology.overrides = _parse_overrides(data.get("overrides", {}), topology.catalog)
+
+    seen: dict[str, str] = {}
+    groups = _order_groups(_parse_items(data, "groups", Group, _GROUP_SPEC, seen))
+    nodes = _parse_items(data, "nodes", Node, _NODE_SPEC, seen)
+    links = _parse_items(data, "links", Link, _LINK_SPEC, seen)
+    for items, adder, noun in (
+        (groups, topology.add_group, "group"),
+        (nodes, topology.add_node, "node"),
+        (links, topology.add_link, "link"),
+    ):
+        for where, item in items:
+            try:
+                adder(item)
+            except DesignError as err:
+                raise _Invalid(where, _strip_subject(str(err), f"{noun} {item.id!r}")) from None
+    return topology
+
+
+def from_dict(data: Any, *, source: str = "<memory>", catalog: Catalog | None = None) -> Topology:
+    """Build a `Topology` from parsed JSON values (as `to_dict` makes them).
+
+    Parameters
+    ----------
+    data : object
+        Whatever ``json.load`` returned; every part is checked.
+    source : str
+        File name used in error messages.
+    catalog : Catalog, optional
+        Catalog the design's models must exist in; the shipped one by default.
+
+    Raises
+    ------
+    FileFormatError
+        ``"<source>: <where>: <what>"`` for the first problem found.
+    """
+    try:
+        return _build(data, catalog)
+    except _Invalid as err:
+        raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
+    except RecursionError:
+        raise FileFormatError(f"{source}: nested too deeply") from None
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Invalid("JSON", f"duplicate key {key!r:.60} in an object")
+        out[key] = value
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise _Invalid("JSON", f"{name} is not a number JSON allows")
+
+
+def _parse_json(text: str | bytes) -> Any:
+    if isinstance(text, bytes | bytearray):
+        try:
+            # utf-8-sig: a byte-order mark (some Windows editors add one) is harmless.
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise _Invalid(f"byte {err.start}", "not UTF-8 text") from None
+    try:
+        return json.loads(
+            text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
+        )
+    except json.JSONDecodeError as err:
+        raise _Invalid(
+            f"line {err.lineno} column {err.colno}", f"not valid JSON ({err.msg})"
+        ) from None
+    except RecursionError:
+        raise _Invalid("JSON", "nested too deeply") from None
+    except ValueError as err:  # e.g. an integer of more than 4300 digits
+        raise _Invalid("JSON", f"unreadable value ({str(err)[:80]})") from None
+
+
+def loads(
+    text: str | bytes, *, source: str = "<memory>", catalog: Catalog | None = None
+) -> Topology:
+    """Read a design from the text of a ``.fabric.json`` file (str, or UTF-8 bytes).
+
+    Raises
+    ------
+    FileFormatError
+        Anything wrong with the text, named ``"<source>: <where>: <what>"``.
+
+    Examples
+    --------
+    >>> loads('{"format": "fabric-designer", "version": 9, "nodes": [], "links": []}')
+    Traceback (most recent call last):
+    ...
+    designer.io.fabric_json.FileFormatError: <memory>: version: written by a newer \
+Fabric Designer (format version 9); this version reads up to 1
+    """
+    try:
+        data = _parse_json(text)
+    except _Invalid as err:
+        raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
+    try:
+        return from_dict(data, source=source, catalog=catalog)
+    except FileFormatError:
+        raise
+    except Exception as err:
+        # A safety net: the GUI promises the user a message, never a traceback.  The
+        # fuzz tests fail on this text, so a bug that reaches it does not hide.
+        raise FileFormatError(
+            f"{source}: could not be read (internal error: {type(err).__name__}: {err})"
+        ) from err
+
+
+def load(path: str | os.PathLike[str], *, catalog: Catalog | None = None) -> Topology:
+    """Read the design file ``path``.
+
+    Raises
+    ------
+    FileFormatError
+        For any failure: missing or unreadable file, larger than `MAX_FILE_BYTES`, not
+        UTF-8, not JSON, or not a valid design; the message names the file, the field
+        and the node or link at fault.
+    """
+    source = os.fspath(path)
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):  # a folder, or a pipe that would block forever
+            raise FileFormatError(f"{source}: cannot read: not a regular file")
+        size = info.st_size
+        if size > MAX_FILE_BYTES:
+            raise FileFormatError(
+                f"{source}: too big ({size:_} bytes; the limit is {MAX_FILE_BYTES:_})"
+            )
+        with open(path, "rb") as f:
+            # Read one byte past the limit: the file may have grown since the stat.
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as err:
+        raise FileFormatError(f"{source}: cannot read: {err.strerror or err}") from err
+    if len(data) > MAX_FILE_BYTES:
+        raise FileFormatError(f"{source}: too big (the limit is {MAX_FILE_BYTES:_} bytes)")
+    return loads(data, source=source, catalog=catalog)

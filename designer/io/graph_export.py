@@ -1,0 +1,164 @@
+"""Exports for other graph tools: GraphML (yEd, Gephi, networkx) and node-link JSON.
+
+Both are one-way: the native ``.fabric.json`` is the file to reopen.  Nodes and links are
+written in natural id order so two exports of one design are identical.  Every node
+carries ``kind, model, name, label, x, y, group, plane, failed``; every edge is keyed by
+its link id and carries ``tech, count, plane, failed, gbps_per_direction`` (the bundle's
+rate: ``count`` x the technology's per-direction Gb/s).
+
+Example
+-------
+>>> import pathlib, tempfile, networkx as nx
+>>> from designer.model.topology import Topology, Node, Link
+>>> t = Topology()
+>>> _ = t.add_node(Node("g0", "gpu", "H100", "GPU 0"))
+>>> _ = t.add_node(Node("s0", "nvswitch", "NVSwitch-gen3", "NVSwitch 0"))
+>>> _ = t.add_link(Link("l0", "g0", "s0", "nvlink4", count=5))
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "design.graphml"
+>>> export(t, path)
+>>> g = nx.read_graphml(path, force_multigraph=True)
+>>> g.edges["g0", "s0", "l0"]["gbps_per_direction"]
+1000.0
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from designer.io import fabric_json
+from designer.io.atomic import atomic_write_bytes
+from designer.io.fabric_json import FileFormatError, natural_key
+from designer.model.topology import Topology
+
+__all__ = ["export", "export_graph", "export_graphml", "export_node_link_json"]
+
+
+def export_graph(topology: Topology, *, none: Any = None) -> nx.MultiGraph:
+    """A plain networkx copy of the design with export attributes (see module doc).
+
+    Parameters
+    ----------
+    topology : Topology
+        The design.
+    none : object
+        What to write for a missing value (a node outside any group): GraphML has no
+        null, so its export passes ``""``.
+    """
+    graph = nx.MultiGraph(name=topology.name)
+    for node in sorted(topology.nodes(), key=lambda n: natural_key(n.id)):
+        graph.add_node(
+            node.id,
+            kind=node.kind,
+            model=node.model,
+            name=node.name,
+            label=node.name,  # yEd and Gephi look for a "label"
+            x=float(node.x),
+            y=float(node.y),
+            group=none if node.group is None else node.group,
+            plane=node.plane,
+            failed=node.failed,
+        )
+    for link in sorted(topology.links(), key=lambda lk: natural_key(lk.id)):
+        tech = topology.catalog.tech(link.tech)
+        graph.add_edge(
+            link.a,
+            link.b,
+            key=link.id,
+            tech=link.tech,
+            count=link.count,
+            plane=link.plane,
+            failed=link.failed,
+            gbps_per_direction=float(link.count * tech.gbps),
+        )
+    return graph
+
+
+def _write(path: str | os.PathLike[str], write: Any, data: Any) -> None:
+    try:
+        write(path, data)
+    except OSError as err:
+        raise FileFormatError(f"{os.fspath(path)}: cannot save: {err.strerror or err}") from err
+
+
+_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_safe(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def export_graphml(topology: Topology, path: str | os.PathLike[str]) -> None:
+    """Write the design as GraphML (readable by ``networkx.read_graphml``, yEd, Gephi).
+
+    Raises
+    ------
+    FileFormatError
+        The file cannot be written (naming the path and the reason).
+    """
+    graph = export_graph(topology, none="")
+    # XML 1.0 cannot hold control characters or lone surrogates at all, escaped or not.
+    graph.graph["name"] = _xml_safe(graph.graph["name"])
+    for _, attrs in graph.nodes(data=True):
+        attrs["name"] = attrs["label"] = _xml_safe(attrs["name"])
+    buffer = io.BytesIO()
+    nx.write_graphml(graph, buffer, encoding="utf-8")
+    _write(path, atomic_write_bytes, buffer.getvalue())
+
+
+def node_link_data(graph: nx.Graph) -> dict[str, Any]:
+    """``networkx.node_link_data`` with edges under ``"links"`` on every networkx version."""
+    try:
+        # networkx >= 3.4 warns unless the edges key is named; older ones lack the option
+        # and always say "links".
+        return nx.node_link_data(graph, edges="links")
+    except TypeError:  # pragma: no cover - networkx < 3.4
+        return nx.node_link_data(graph)
+
+
+def export_node_link_json(topology: Topology, path: str | os.PathLike[str]) -> None:
+    """Write the design as networkx node-link JSON (``nx.node_link_graph`` reads it back
+    with ``edges="links"``).
+
+    Raises
+    ------
+    FileFormatError
+        The file cannot be written (naming the path and the reason).
+    """
+    data = node_link_data(export_graph(topology))
+    text = json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+    # A lone surrogate can only sit inside a JSON string, where backslashreplace writes
+    # the valid JSON escape for it.
+    _write(path, atomic_write_bytes, text.encode("utf-8", errors="backslashreplace"))
+
+
+def export(topology: Topology, path: str | os.PathLike[str]) -> None:
+    """Write the design in the format its file name asks for.
+
+    ``*.fabric.json`` is the native format (`fabric_json.save`), ``*.graphml`` GraphML
+    and any other ``*.json`` networkx node-link JSON.
+
+    Raises
+    ------
+    FileFormatError
+        Unknown suffix, or the file cannot be written.
+    """
+    name = Path(path).name.lower()
+    if name.endswith(".fabric.json"):
+        fabric_json.save(topology, path)
+    elif name.endswith(".graphml"):
+        export_graphml(topology, path)
+    elif name.endswith(".json"):
+        export_node_link_json(topology, path)
+    else:
+        suffix = Path(path).suffix or "(none)"
+        raise FileFormatError(
+            f"{os.fspath(path)}: unknown export format {suffix!r} "
+            "(use .fabric.json, .graphml or .json)"
+        )
