@@ -243,6 +243,52 @@ def cmd_solve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from designer.solver.snapshot import take_snapshot
+    from designer.solver.training import TrainingWorkload
+    from designer.solver.workload import training_report
+
+    topo = _load(args.file)
+    if args.routing:
+        topo.set_setting("routing", args.routing)
+    snap = take_snapshot(topo)
+    workload = TrainingWorkload(
+        params=args.params, grad_dtype=args.dtype, dp_size=args.dp or snap.n_gpus,
+        compute_s=args.compute_s, model_flops_per_step=args.flops, gpu_tflops=args.tflops,
+        mfu=args.mfu, overlap=args.overlap)
+    rep = training_report(snap, workload, algorithm=args.algorithm, n_steps=args.steps,
+                          seed=args.seed)
+    est, dist = rep.estimate, rep.distribution
+    out = {
+        "gradient_bytes": est.gradient_bytes, "dp_size": workload.dp_size,
+        "allreduce": {"algorithm": rep.allreduce.algorithm_by_size[0],
+                      "time_s": float(rep.allreduce.time_s[0]),
+                      "busbw_GBps": float(rep.allreduce.busbw_GBps[0])},
+        "compute_s": est.compute_s, "comm_s": est.comm_s, "exposed_comm_s": est.exposed_comm_s,
+        "step_s": est.step_s, "comm_share": est.comm_share,
+        "idle_gpu_s_per_step": est.idle_gpu_s_per_step,
+        "jitter": {"p50_s": dist.p50_s, "p99_s": dist.p99_s, "mean_s": dist.mean_s,
+                   "ideal_s": dist.ideal_s, "hop_jitter_s": rep.hop_jitter_s,
+                   "comm_steps": rep.comm_steps,
+                   "straggler_gpu_s_per_step": dist.straggler_gpu_s_per_step},
+    }
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"gradients: {est.gradient_bytes / 1e9:.2f} GB ({workload.grad_dtype}), "
+          f"data-parallel over {workload.dp_size} GPUs")
+    print(f"all-reduce: {out['allreduce']['algorithm']}, {est.comm_s * 1e3:.2f} ms "
+          f"({out['allreduce']['busbw_GBps']:.1f} GB/s busbw)")
+    print(f"step: compute {est.compute_s * 1e3:.2f} ms + exposed comm "
+          f"{est.exposed_comm_s * 1e3:.2f} ms = {est.step_s * 1e3:.2f} ms; "
+          f"communication share {est.comm_share * 100:.1f}%")
+    print(f"idle GPU cost: {est.idle_gpu_s_per_step:.3f} GPU-s per step")
+    print(f"with jitter ({args.steps} steps): p50 {dist.p50_s * 1e3:.2f} ms, "
+          f"p99 {dist.p99_s * 1e3:.2f} ms; stragglers cost "
+          f"{dist.straggler_gpu_s_per_step:.3f} GPU-s per step")
+    return 0
+
+
 def _fmt_size(n: int) -> str:
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if n >= 1 << shift and n % (1 << shift) == 0:
@@ -325,10 +371,31 @@ def build_parser() -> argparse.ArgumentParser:
                    help="GPUs per process thread, like nccl-tests -g (eager launch cost)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_solve)
+
+    s = sub.add_parser("train", help="training-step estimate: gradient all-reduce, overlap, "
+                                     "jitter and stragglers")
+    s.add_argument("file")
+    s.add_argument("--params", type=float, required=True, help="model parameters, e.g. 70e9")
+    s.add_argument("--dtype", default="bf16", choices=["fp32", "bf16", "fp16", "fp8"],
+                   help="gradient dtype")
+    s.add_argument("--dp", type=int, help="data-parallel size (default: every GPU)")
+    s.add_argument("--compute-s", type=float, help="compute time per step, seconds")
+    s.add_argument("--flops", type=float, help="model FLOPs per GPU per step")
+    s.add_argument("--tflops", type=float, help="GPU dense TFLOP/s (with --flops)")
+    s.add_argument("--mfu", type=float, default=0.4, help="model FLOPs utilisation")
+    s.add_argument("--overlap", type=float, default=0.0, help="fraction of comm hidden")
+    s.add_argument("--algorithm", default="auto",
+                   choices=["auto", "ring", "tree", "nvls", "hierarchical", "collnet"])
+    s.add_argument("--routing", choices=["ecmp", "adaptive", "static"])
+    s.add_argument("--steps", type=int, default=1000, help="Monte Carlo steps")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_train)
     return p
 
 
-COMMANDS: tuple[str, ...] = ("templates", "new", "validate", "info", "bom", "export", "solve")
+COMMANDS: tuple[str, ...] = (
+    "templates", "new", "validate", "info", "bom", "export", "solve", "train")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,53 @@
+"""Training workload on a design: the all-reduce from the flow solver feeds the estimate."""
+
+import json
+
+import pytest
+
+from designer.cli import main
+from designer.model.templates import build_template
+from designer.solver.errors import SolverError
+from designer.solver.snapshot import take_snapshot
+from designer.solver.training import TrainingWorkload, gradient_bytes
+from designer.solver.workload import training_report
+
+
+@pytest.fixture(scope="module")
+def snap():
+    return take_snapshot(build_template("example"))
+
+
+def test_report_uses_the_solved_allreduce(snap):
+    wl = TrainingWorkload(params=7e9, grad_dtype="bf16", dp_size=16, compute_s=0.3)
+    rep = training_report(snap, wl, n_steps=200)
+    assert rep.allreduce.sizes[0] == int(gradient_bytes(7e9, "bf16"))
+    assert rep.estimate.comm_s == pytest.approx(float(rep.allreduce.time_s[0]))
+    # No overlap: the step is compute plus the whole all-reduce.
+    assert rep.estimate.step_s == pytest.approx(0.3 + rep.estimate.comm_s)
+    assert rep.distribution.p99_s >= rep.distribution.p50_s >= rep.distribution.ideal_s * 0.99
+    assert rep.hop_jitter_s > 0 and rep.comm_steps > 0
+
+
+def test_more_overlap_less_exposed_comm(snap):
+    base = TrainingWorkload(params=7e9, dp_size=16, compute_s=0.3)
+    hidden = TrainingWorkload(params=7e9, dp_size=16, compute_s=0.3, overlap=0.8)
+    a = training_report(snap, base, n_steps=100).estimate
+    b = training_report(snap, hidden, n_steps=100).estimate
+    assert b.exposed_comm_s < a.exposed_comm_s and b.comm_share < a.comm_share
+
+
+def test_dp_group_larger_than_design_is_refused(snap):
+    with pytest.raises(SolverError, match="exceeds"):
+        training_report(snap, TrainingWorkload(params=1e9, dp_size=1000, compute_s=1.0))
+
+
+def test_train_cli_json(tmp_path, capsys):
+    f = tmp_path / "h.fabric.json"
+    assert main(["new", "hgx", "-o", str(f)]) == 0
+    capsys.readouterr()
+    assert main(["train", str(f), "--params", "70e9", "--dtype", "fp16", "--compute-s", "1",
+                 "--steps", "100", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["gradient_bytes"] == 140e9
+    assert out["dp_size"] == 8
+    assert out["step_s"] == pytest.approx(out["compute_s"] + out["exposed_comm_s"])
