@@ -219,7 +219,9 @@ def plan_tree(router: Router, ranks: np.ndarray, collective: str) -> Plan:
         # each GPU sends about 2S per direction.
         for c in range(c_count):
             flow = fb.new_flow(1.0 / c_count, f"chain ch{c}")
-            local = np.roll(groups[0], -c)
+            # Not rotated per channel: the middle GPUs of a chain send 2S each way and
+            # the ends less, which is what caps NCCL's chain at B (n-1)/n.
+            local = groups[0]
             for i in range(len(local) - 1):
                 fb.transfer(flow, int(local[i + 1]), int(local[i]), key=0)
                 fb.transfer(flow, int(local[i]), int(local[i + 1]), key=0)
@@ -284,6 +286,8 @@ def plan_hierarchical(router: Router, ranks: np.ndarray, collective: str,
     g = min(len(x) for x in groups)
     if any(len(x) != g for x in groups):
         raise SolverError("hierarchical needs the same number of ranks in every domain")
+    if g < 2:
+        raise SolverError("hierarchical needs at least 2 ranks per domain (use ring)")
     rs = _merge([_ring_phase(router, x, "reducescatter", "intra reduce-scatter")
                  for x in groups], "intra-domain reduce-scatter")
     if inter == "collnet":

@@ -118,6 +118,8 @@ class Router:
         """Spray from node ``a`` to node ``b`` over all shortest NVLink paths, each hop
         split in proportion to arc capacity."""
         key = (a, b)
+        if a == b:
+            return _EMPTY
         if key in self._nv:
             return self._nv[key]
         g = self.nvlink
