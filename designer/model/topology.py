@@ -463,6 +463,21 @@ class Topology:
                         for i, used in sorted(per.items())]
         return out
 
+    def ports_free(self, node_id: str, tech_key: str) -> float:
+        """Free ports at ``node_id`` for a link of ``tech_key`` (0 if none accepts it)."""
+        cat = self.catalog
+        dev = cat.device(self.node(node_id).model)
+        tech = cat.tech(tech_key)
+        group = dev.port_group_for(tech)
+        if group is None:
+            return 0.0
+        used = 0.0
+        for link in self.links_of(node_id):
+            other = cat.tech(link.tech)
+            if dev.port_group_for(other) is group:
+                used += group.ports_used(other, link.count)
+        return group.count - used
+
     def over_subscribed_ports(self) -> list[tuple[str, str, float, int]]:
         """``(node, family, used, available)`` for every port group used beyond its count."""
         return [(nid, fam, used, avail)

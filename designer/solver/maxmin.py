@@ -7,12 +7,14 @@ split over several paths with fixed fractions (ECMP, adaptive routing, packet sp
 so a flow puts ``weight * rate`` on each link it crosses.
 
 The classic algorithm is progressive filling: all unfrozen flows rise together; when a
-link saturates, every flow crossing it freezes.  Done one link at a time that needs one
-pass over the flows per link, far too slow for a million flows.  :func:`max_min_rates`
+link saturates, every flow crossing it freezes.  Done one link at a time with a pass over
+all flows each time, that is far too slow for a million flows.  :func:`max_min_rates`
 instead freezes, in each round, every link whose fair share is a local minimum among the
 links it shares flows with.  Symmetric traffic (rings, all-to-all on a symmetric fabric)
 finishes in one or two rounds; each round is a handful of vectorised passes over the
-flow-link pairs that are still unfrozen.
+flow-link pairs that are still unfrozen.  Where traffic couples everything to everything
+and capacities differ, few links are local minima at once; there it switches to cheap
+global-minimum steps that touch only the pairs they freeze (see ``_Filling``).
 """
 
 from dataclasses import dataclass
@@ -142,19 +144,16 @@ def max_min_rates(
     n_flows = _flow_count(n_flows, flow, demand)
     flow = _check_range(flow, n_flows, "pair_flow", "flow")
     dem = _demand_array(demand, n_flows)
-    if dem is None or not np.isfinite(dem).all():
-        unbounded = np.bincount(flow, minlength=n_flows) == 0
-        if dem is not None:
-            unbounded &= np.isinf(dem)
-        if unbounded.any():
-            raise SolverError(
-                f"flow {np.argmax(unbounded)} crosses no link and has no finite demand: "
-                "its rate is unbounded"
-            )
+    linkless = np.flatnonzero(np.bincount(flow, minlength=n_flows) == 0)
+    if linkless.size and (dem is None or np.isinf(dem[linkless]).any()):
+        i = linkless[0] if dem is None else linkless[np.argmax(np.isinf(dem[linkless]))]
+        raise SolverError(
+            f"flow {i} crosses no link and has no finite demand: its rate is unbounded"
+        )
     dead = cap == 0
     starved = np.unique(flow[dead[link]]) if dead.any() else flow[:0].copy()
     rates, load, bottleneck, rounds = _solve(
-        cap, flow, link, weight, n_flows, dem, tie_rtol, strategy
+        cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless
     )
     return MaxMinResult(rates, load, bottleneck, rounds, starved)
 
@@ -186,8 +185,8 @@ class _Filling:
     global steps for that price before it tries a local round again.
     """
 
-    def __init__(self, cap, flow, link, weight, n_flows, dem, tie_rtol):
-        self.cap, self.flow, self.link, self.weight, self.dem = cap, flow, link, weight, dem
+    def __init__(self, cap, flow, link, weight, n_flows, dem, tie_rtol, linkless):
+        self.cap, self.dem = cap, dem
         self.n_flows = n_flows
         self.slack = 1.0 + tie_rtol
         n_links = cap.size
@@ -202,10 +201,24 @@ class _Filling:
         self.unfrozen_pairs = np.bincount(link, minlength=n_links)
         # Unfrozen pairs for local rounds; compacted lazily at the next local round.
         self.pairs = (flow, link, weight)
+        self.pairs_stale = False
+        # Scratch per flow, so that a round costs O(its pairs), not O(F).
+        self.flow_min = np.empty(n_flows)
+        self.stamp = np.empty(n_flows, np.int64)
         self.share = None  # per link, kept up to date by global steps only
         self.indexes = None  # (flow_ptr, flow_link, flow_weight, link_ptr, link_flow)
-        self.stamp = None  # scratch per flow, deduplicates flows in global steps
         self.demand_queue = None  # (flow ids by demand, sorted demands, cursor)
+        # A flow crossing no link only has its demand: it needs no filling.
+        if linkless.size:
+            self.rates[linkless] = dem[linkless]
+            self.frozen[linkless] = True
+            self.n_active -= linkless.size
+
+    def _distinct(self, flows):
+        """``flows`` without repeats, in no particular order; O(len), no sort."""
+        position = np.arange(flows.size)
+        self.stamp[flows] = position
+        return flows[self.stamp[flows] == position]
 
     # ------------------------------------------------------------------ common state
 
@@ -218,13 +231,18 @@ class _Filling:
         )
         return share
 
-    def _freeze_link_state(self, links, weights, rates):
+    def _freeze_link_state(self, links, weights, rates, last=False):
         """Account for the pairs (links, weights) of flows just frozen at ``rates``.
 
         ``weights`` is None for unit weights; ``rates`` is per pair or one common level.
-        Returns the number of pairs frozen on each link.
+        Returns the number of pairs frozen on each link (None if ``last``: nothing is
+        left to fill, so only the load matters).
         """
         n_links = self.cap.size
+        if last and np.ndim(rates):
+            weighted = rates if weights is None else weights * rates
+            self.load += np.bincount(links, weights=weighted, minlength=n_links)
+            return None
         frozen_weight = np.bincount(links, weights=weights, minlength=n_links)
         if np.ndim(rates) == 0:
             self.load += rates * frozen_weight
@@ -241,17 +259,21 @@ class _Filling:
     def local_round(self) -> int:
         """Freeze every local-minimum link; return how many links (and caps) froze."""
         flow, link, weight = self.pairs
-        if flow.size and self.frozen.any():
+        if self.pairs_stale:
             keep = ~self.frozen[flow]
             flow, link = flow[keep], link[keep]
             weight = None if weight is None else weight[keep]
-            self.pairs = (flow, link, weight)
+            self.pairs, self.pairs_stale = (flow, link, weight), False
         crossed = self.unfrozen_pairs > 0
         share = self._shares_of(slice(None))
 
         # The lowest share each flow sees (its demand counts as one more link) ...
         pair_share = share[link]
-        flow_min = self.dem.copy() if self.dem is not None else np.full(self.n_flows, np.inf)
+        flow_min = self.flow_min
+        if flow.size >= self.n_flows:  # resetting all flows is cheaper than a scatter
+            flow_min[:] = np.inf if self.dem is None else self.dem
+        else:
+            flow_min[flow] = np.inf if self.dem is None else self.dem[flow]
         np.minimum.at(flow_min, flow, pair_share)
         pair_min = flow_min[flow]
         # ... and a link is a local minimum unless one of its flows sees a lower share
@@ -261,57 +283,56 @@ class _Filling:
         blocked[link[pair_min * self.slack < pair_share]] = True
         local_min = crossed & ~blocked
 
-        frozen = np.zeros(self.n_flows, bool)
-        n_capped = 0
-        if self.dem is not None:
-            capped = ~self.frozen & (self.dem <= flow_min * self.slack)
-            frozen |= capped
-            n_capped = int(np.count_nonzero(capped))
         by_link = local_min[link]
         frozen_by_link = flow[by_link]
-        frozen[frozen_by_link] = True
-        # A flow held both by its demand and by a saturated link reports the link.
         self.bottleneck[frozen_by_link] = link[by_link]
-        # Each flow freezes at the lowest share it sees: s_l in exact arithmetic, and
-        # never above any of its links' shares, so ties within tie_rtol cannot overload.
-        n_frozen = int(np.count_nonzero(frozen))
+        self.frozen[frozen_by_link] = True
+        del frozen_by_link
+        n_capped = 0
+        if self.dem is not None:  # capped flows keep bottleneck -1 unless a link froze them
+            capped = flow[self.dem[flow] <= pair_min * self.slack]
+            self.frozen[capped] = True
+            n_capped = capped.size
+        n_frozen = int(np.count_nonzero(self.frozen)) - (self.n_flows - self.n_active)
         if n_frozen == 0:  # impossible (the global minimum qualifies); guard the loop
             raise RuntimeError("max-min rounds stalled; please report this input")
-        self.rates[frozen] = flow_min[frozen]
-        self.frozen |= frozen
         self.n_active -= n_frozen
-        pair_frozen = frozen[flow]
+        # Each flow freezes at the lowest share it sees: s_l in exact arithmetic, and
+        # never above any of its links' shares, so ties within tie_rtol cannot overload.
+        if self.n_active == 0:  # common for symmetric traffic: skip the subsetting
+            self.rates[flow] = pair_min
+            self._freeze_link_state(link, weight, pair_min, last=True)
+            return int(np.count_nonzero(local_min)) + n_capped
+        pair_frozen = self.frozen[flow]
+        frozen_min = pair_min[pair_frozen]
+        self.rates[flow[pair_frozen]] = frozen_min
         self._freeze_link_state(
-            link[pair_frozen],
-            None if weight is None else weight[pair_frozen],
-            pair_min[pair_frozen],
+            link[pair_frozen], None if weight is None else weight[pair_frozen], frozen_min
         )
         self.share = None
+        self.pairs_stale = True
         return int(np.count_nonzero(local_min)) + n_capped
 
     # ------------------------------------------------------------------ global steps
 
     def _build_indexes(self):
-        flow, link, weight = self.flow, self.link, self.weight
-        if flow.size > 1 and not np.all(flow[1:] >= flow[:-1]):
-            order = np.argsort(flow, kind="stable")
-            link = link[order]
+        """Index the pairs still unfrozen by flow and by link (CSR: pointers + values)."""
+        flow, link, weight = self.pairs
+        n_descents = int(np.count_nonzero(flow[1:] < flow[:-1]))
+        if n_descents:
+            # Pairs listed in a few flow-sorted runs (one run per hop, say) merge fast with
+            # timsort; otherwise quicksort (order within a flow is irrelevant).
+            kind = "stable" if n_descents < flow.size // 64 else "quicksort"
+            order = np.argsort(flow, kind=kind)
+            flow, link = flow[order], link[order]
             weight = None if weight is None else weight[order]
-            flow_sorted = flow[order]
             del order
-        else:
-            flow_sorted = flow
         flow_ptr = np.zeros(self.n_flows + 1, np.int64)
-        np.cumsum(np.bincount(flow_sorted, minlength=self.n_flows), out=flow_ptr[1:])
-        # Stable sort by link; uint16 keys get numpy's radix sort.
-        key = link.astype(np.uint16) if self.cap.size <= 1 << 16 else link
-        order = np.argsort(key, kind="stable")
-        link_flow = flow_sorted[order]
-        del order, key
+        np.cumsum(np.bincount(flow, minlength=self.n_flows), out=flow_ptr[1:])
+        link_flow = flow[np.argsort(link)]
         link_ptr = np.zeros(self.cap.size + 1, np.int64)
         np.cumsum(np.bincount(link, minlength=self.cap.size), out=link_ptr[1:])
         self.indexes = (flow_ptr, link, weight, link_ptr, link_flow)
-        self.stamp = np.empty(self.n_flows, np.int64)
         if self.dem is not None:
             finite = np.flatnonzero(np.isfinite(self.dem) & ~self.frozen)
             by_demand = finite[np.argsort(self.dem[finite], kind="stable")]
@@ -347,12 +368,8 @@ class _Filling:
         candidate_link = np.repeat(links, link_ptr[links + 1] - link_ptr[links])
         unfrozen = ~self.frozen[candidates]
         candidates, candidate_link = candidates[unfrozen], candidate_link[unfrozen]
-        # Deduplicate without sorting: the last write to each flow's stamp wins.
-        position = np.arange(candidates.size)
-        self.stamp[candidates] = position
-        winner = self.stamp[candidates] == position
-        flows = candidates[winner]
-        self.bottleneck[flows] = candidate_link[winner]
+        self.bottleneck[candidates] = candidate_link
+        flows = self._distinct(candidates)
         self.frozen[flows] = True
         if self.demand_queue is not None:  # capped flows keep bottleneck -1
             queue, values, cursor = self.demand_queue
@@ -387,11 +404,17 @@ _GLOBAL_NS = 80_000.0  # fixed cost of a global step (a few dozen numpy calls)
 _GLOBAL_NS_PER_LINK = 10.0  # its scans over the links
 
 
-def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy):
-    filling = _Filling(cap, flow, link, weight, n_flows, dem, tie_rtol)
+def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless):
+    """Run the filling; ``auto`` alternates strategies like a ski-rental with backoff.
+
+    After a local round that froze fewer links than global steps could have for its
+    price, run global steps for that price times ``backoff`` and double ``backoff``, so
+    unproductive local rounds cost at most about as much as the global steps around them.
+    """
+    filling = _Filling(cap, flow, link, weight, n_flows, dem, tie_rtol, linkless)
     step_ns = _GLOBAL_NS + _GLOBAL_NS_PER_LINK * cap.size
     use_local = strategy != "global"
-    budget_ns = 0.0
+    budget_ns, backoff = 0.0, 1.0
     rounds = 0
     while filling.n_active:
         rounds += 1
@@ -399,7 +422,10 @@ def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy):
             round_ns = _LOCAL_NS_PER_PAIR * float(filling.unfrozen_pairs.sum())
             n_frozen_links = filling.local_round()
             if strategy == "auto" and n_frozen_links * step_ns < round_ns:
-                use_local, budget_ns = False, round_ns
+                use_local, budget_ns = False, round_ns * backoff
+                backoff *= 2.0
+            else:
+                backoff = 1.0
         else:
             filling.global_step()
             budget_ns -= step_ns

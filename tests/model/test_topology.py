@@ -103,3 +103,10 @@ def test_settings_validated(topo):
     assert topo.set_setting("routing", "ecmp") == "adaptive"
     with pytest.raises(DesignError, match="routing"):
         topo.set_setting("routing", "magic")
+
+
+def test_ports_free_counts_links_in_the_same_port_group(topo):
+    assert topo.ports_free("g0", "nvlink4") == 18
+    topo.add_link(Link("l0", "g0", "s0", "nvlink4", count=5))
+    assert topo.ports_free("g0", "nvlink4") == 13
+    assert topo.ports_free("g0", "ib-ndr") == 0  # no InfiniBand port on a GPU

@@ -13,6 +13,7 @@ from designer.solver.errors import SolverError
 from designer.solver.maxmin import MaxMinResult, max_min_rates
 
 RTOL = 1e-9
+STRATEGIES = ("auto", "local", "global")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -56,27 +57,32 @@ def assert_max_min_certificate(capacity, pair_flow, pair_link, pair_weight, dema
         assert top_rate[b] <= rates[f] * (1 + RTOL) + atol, f"flow {f} is not the top on {b}"
 
 
-def assert_matches_reference(
-    capacity, pair_flow, pair_link, pair_weight, demand, n_flows, strategy="auto"
-):
-    fast = max_min_rates(
-        capacity,
-        pair_flow,
-        pair_link,
-        pair_weight,
-        n_flows=n_flows,
-        demand=demand,
-        strategy=strategy,
-    )
+def assert_matches_reference(capacity, pair_flow, pair_link, pair_weight, demand, n_flows):
+    """Every strategy agrees with exact progressive filling and passes the certificate."""
     exact, _ = reference_max_min_rates(
         capacity, pair_flow, pair_link, pair_weight, n_flows=n_flows, demand=demand
     )
     finite_demand = [d for d in (demand or []) if math.isfinite(d)]
     scale = max([1.0, *capacity, *finite_demand])
-    # atol: a residual that is exactly 0 in Fractions may be one ulp in floats.
-    np.testing.assert_allclose(fast.rates, [float(r) for r in exact], rtol=RTOL, atol=1e-12 * scale)
-    assert_max_min_certificate(capacity, pair_flow, pair_link, pair_weight, demand, fast)
-    return fast
+    for strategy in STRATEGIES:
+        fast = max_min_rates(
+            capacity,
+            pair_flow,
+            pair_link,
+            pair_weight,
+            n_flows=n_flows,
+            demand=demand,
+            strategy=strategy,
+        )
+        # atol: a residual that is exactly 0 in Fractions may be one ulp in floats.
+        np.testing.assert_allclose(
+            fast.rates,
+            [float(r) for r in exact],
+            rtol=RTOL,
+            atol=1e-12 * scale,
+            err_msg=f"strategy={strategy}",
+        )
+        assert_max_min_certificate(capacity, pair_flow, pair_link, pair_weight, demand, fast)
 
 
 @st.composite
@@ -140,11 +146,9 @@ def leaf_spine_all_to_all(n_leaves, hosts_per_leaf, n_spines, host_cap, spine_ca
 # --------------------------------------------------------------------------- properties
 
 
-@pytest.mark.parametrize("strategy", ["auto", "local", "global"])
-@given(case=networks())
-def test_random_networks_match_exact_progressive_filling(case, strategy):
-    capacity, pf, pl, pw, demand, n_flows = case
-    assert_matches_reference(capacity, pf, pl, pw, demand, n_flows, strategy)
+@given(networks())
+def test_random_networks_match_exact_progressive_filling(case):
+    assert_matches_reference(*case)
 
 
 @given(networks())
@@ -159,9 +163,9 @@ def test_pair_order_and_duplicate_splitting_do_not_change_rates(case):
     np.testing.assert_allclose(split.rates, base.rates, rtol=RTOL, atol=1e-12 * max(capacity))
 
 
-def test_large_random_fabric_satisfies_certificate():
-    rng = np.random.default_rng(7)
-    n_links, n_flows = 300, 5000
+def degraded_fabric(seed, n_links=300, n_flows=5000):
+    """Random 3-hop flows sprayed over 1-4 paths, unequal caps, dead links, some demands."""
+    rng = np.random.default_rng(seed)
     capacity = rng.uniform(10.0, 100.0, n_links)
     capacity[rng.choice(n_links, 3, replace=False)] = 0.0
     k = rng.integers(1, 5, n_flows)  # paths per flow
@@ -169,20 +173,52 @@ def test_large_random_fabric_satisfies_certificate():
     pair_flow = np.repeat(np.arange(n_flows), k * hops)
     pair_link = rng.integers(0, n_links, pair_flow.size)
     pair_weight = 1.0 / np.repeat(k, k * hops)
+    order = rng.permutation(pair_flow.size)  # pairs need not be grouped by flow
     demand = np.where(rng.random(n_flows) < 0.2, rng.uniform(0.0, 2.0, n_flows), np.inf)
-    result = max_min_rates(capacity, pair_flow, pair_link, pair_weight, demand=demand)
+    return capacity, pair_flow[order], pair_link[order], pair_weight[order], demand
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_large_random_fabric_satisfies_certificate(strategy):
+    capacity, pair_flow, pair_link, pair_weight, demand = degraded_fabric(7)
+    result = max_min_rates(
+        capacity, pair_flow, pair_link, pair_weight, demand=demand, strategy=strategy
+    )
     assert_max_min_certificate(capacity, pair_flow, pair_link, pair_weight, demand, result)
     dead_flows = np.unique(pair_flow[capacity[pair_link] == 0])
     np.testing.assert_array_equal(result.starved, dead_flows)
     assert np.all(result.rates[dead_flows] == 0)
-    assert result.rounds < n_flows
+    assert 1 < result.rounds < demand.size
+
+
+def test_strategies_agree_on_a_coupled_all_to_all_with_degraded_links():
+    # All-to-all couples every host link to every other: few local minima per round,
+    # so "auto" switches to global steps part of the way.
+    capacity, pf, pl, pw = leaf_spine_all_to_all(6, 6, 3, 1.0, 1.0)
+    rng = np.random.default_rng(3)
+    capacity = np.asarray(capacity) * rng.uniform(0.5, 1.5, len(capacity))
+    results = {
+        strategy: max_min_rates(capacity, pf, pl, pw, strategy=strategy) for strategy in STRATEGIES
+    }
+    for strategy, result in results.items():
+        np.testing.assert_allclose(
+            result.rates, results["local"].rates, rtol=RTOL, err_msg=strategy
+        )
+        assert_max_min_certificate(capacity, pf, pl, pw, None, result)
+    assert results["local"].rounds > 10  # really coupled
 
 
 # --------------------------------------------------------------------------- hand cases
+# Every strategy takes as many steps as the hand cases have distinct levels.
 
 
-def test_single_link_shared_by_three_flows():
-    r = max_min_rates([9.0], [0, 1, 2], [0, 0, 0])
+@pytest.fixture(params=STRATEGIES)
+def strategy(request):
+    return request.param
+
+
+def test_single_link_shared_by_three_flows(strategy):
+    r = max_min_rates([9.0], [0, 1, 2], [0, 0, 0], strategy=strategy)
     np.testing.assert_allclose(r.rates, [3.0, 3.0, 3.0])
     np.testing.assert_array_equal(r.bottleneck, [0, 0, 0])
     np.testing.assert_allclose(r.link_load, [9.0])
@@ -190,26 +226,26 @@ def test_single_link_shared_by_three_flows():
     assert isinstance(r, MaxMinResult)
 
 
-def test_demand_cap_leaves_room_for_the_others():
-    r = max_min_rates([9.0], [0, 1, 2], [0, 0, 0], demand=[1.0, np.inf, 100.0])
+def test_demand_cap_leaves_room_for_the_others(strategy):
+    r = max_min_rates([9.0], [0, 1, 2], [0, 0, 0], demand=[1.0, np.inf, 100.0], strategy=strategy)
     np.testing.assert_allclose(r.rates, [1.0, 4.0, 4.0])
     np.testing.assert_array_equal(r.bottleneck, [-1, 0, 0])
     assert r.rounds == 2
 
 
 @pytest.mark.parametrize("n_links", [1, 2, 5, 40])
-def test_uniform_parking_lot_splits_every_link_in_half(n_links):
+def test_uniform_parking_lot_splits_every_link_in_half(n_links, strategy):
     long_flow = [0] * n_links
     pf = long_flow + list(range(1, n_links + 1))
     pl = list(range(n_links)) * 2
-    r = max_min_rates([10.0] * n_links, pf, pl)
+    r = max_min_rates([10.0] * n_links, pf, pl, strategy=strategy)
     np.testing.assert_allclose(r.rates, 5.0)
     assert r.rounds == 1
 
 
-def test_parking_lot_with_a_fatter_second_link():
+def test_parking_lot_with_a_fatter_second_link(strategy):
     # Long flow 0 over links 0 (cap 1) and 1 (cap 2); short flows 1 and 2.
-    r = max_min_rates([1.0, 2.0], [0, 0, 1, 2], [0, 1, 0, 1])
+    r = max_min_rates([1.0, 2.0], [0, 0, 1, 2], [0, 1, 0, 1], strategy=strategy)
     np.testing.assert_allclose(r.rates, [0.5, 0.5, 1.5])
     np.testing.assert_array_equal(r.bottleneck, [0, 0, 1])
     np.testing.assert_allclose(r.link_load, [1.0, 2.0])
@@ -217,7 +253,7 @@ def test_parking_lot_with_a_fatter_second_link():
 
 
 @pytest.mark.parametrize(("n_gpus", "stride"), [(8, 1), (64, 3), (1024, 7)])
-def test_ring_allreduce_on_a_uniform_ring_finishes_in_one_round(n_gpus, stride):
+def test_ring_allreduce_on_a_uniform_ring_finishes_in_one_round(n_gpus, stride, strategy):
     # Directed ring links: i -> i+1 is link i, i -> i-1 is link n + i.  Every GPU sends to
     # the GPU `stride` hops ahead in both directions, crossing `stride` links each way.
     cap = 50.0
@@ -226,27 +262,27 @@ def test_ring_allreduce_on_a_uniform_ring_finishes_in_one_round(n_gpus, stride):
         for hop in range(stride):
             pf += [2 * gpu, 2 * gpu + 1]
             pl += [(gpu + hop) % n_gpus, n_gpus + (gpu - hop) % n_gpus]
-    r = max_min_rates([cap] * (2 * n_gpus), pf, pl)
+    r = max_min_rates([cap] * (2 * n_gpus), pf, pl, strategy=strategy)
     np.testing.assert_allclose(r.rates, cap / stride, rtol=1e-12)
     np.testing.assert_allclose(r.link_load, cap, rtol=1e-12)
     assert r.rounds == 1
 
 
-def test_all_to_all_on_non_blocking_leaf_spine_is_host_limited_in_one_round():
+def test_all_to_all_on_non_blocking_leaf_spine_is_host_limited_in_one_round(strategy):
     n_leaves, hosts, spines = 6, 6, 3
     capacity, pf, pl, pw = leaf_spine_all_to_all(n_leaves, hosts, spines, 1.0, 100.0)
-    r = max_min_rates(capacity, pf, pl, pw)
+    r = max_min_rates(capacity, pf, pl, pw, strategy=strategy)
     n_hosts = n_leaves * hosts
     np.testing.assert_allclose(r.rates, 1.0 / (n_hosts - 1), rtol=1e-12)
     assert r.rounds == 1
     assert_max_min_certificate(capacity, pf, pl, pw, None, r)
 
 
-def test_all_to_all_on_oversubscribed_leaf_spine_needs_two_rounds():
+def test_all_to_all_on_oversubscribed_leaf_spine_needs_two_rounds(strategy):
     n_leaves, hosts, spines = 8, 8, 3
     host_cap, spine_cap = 1.0, 1.0
     capacity, pf, pl, pw = leaf_spine_all_to_all(n_leaves, hosts, spines, host_cap, spine_cap)
-    r = max_min_rates(capacity, pf, pl, pw)
+    r = max_min_rates(capacity, pf, pl, pw, strategy=strategy)
     n_hosts = n_leaves * hosts
     remote = n_hosts - hosts  # remote peers of a host
     # Each leaf->spine link carries hosts * remote flows at weight 1/spines.
@@ -264,23 +300,27 @@ def test_all_to_all_on_oversubscribed_leaf_spine_needs_two_rounds():
     assert_max_min_certificate(capacity, pf, pl, pw, None, r)
 
 
-def test_zero_capacity_link_starves_its_flows_only():
+def test_zero_capacity_link_starves_its_flows_only(strategy):
     # flow 0: dead link 0 then link 1; flow 1: link 1; flow 2: link 2.
-    r = max_min_rates([0.0, 4.0, 5.0], [0, 0, 1, 2], [0, 1, 1, 2])
+    r = max_min_rates([0.0, 4.0, 5.0], [0, 0, 1, 2], [0, 1, 1, 2], strategy=strategy)
     np.testing.assert_allclose(r.rates, [0.0, 4.0, 5.0])
     np.testing.assert_array_equal(r.starved, [0])
     np.testing.assert_array_equal(r.bottleneck, [0, 1, 2])
     np.testing.assert_allclose(r.link_load, [0.0, 4.0, 5.0])
 
 
-def test_repeated_link_weights_add_up():
+def test_repeated_link_weights_add_up(strategy):
     # Flow 0 sprays over two paths that both cross link 0: it puts its full rate there.
-    r = max_min_rates([6.0, 10.0, 10.0], [0, 0, 0, 0, 1], [0, 1, 0, 2, 0], [0.5] * 4 + [1.0])
+    r = max_min_rates(
+        [6.0, 10.0, 10.0], [0, 0, 0, 0, 1], [0, 1, 0, 2, 0], [0.5] * 4 + [1.0], strategy=strategy
+    )
     np.testing.assert_allclose(r.rates, [3.0, 3.0])
 
 
-def test_linkless_flow_runs_at_its_demand():
-    r = max_min_rates([2.0], [0, 0], [0, 0], [0.5, 0.5], n_flows=2, demand=[np.inf, 7.0])
+def test_linkless_flow_runs_at_its_demand(strategy):
+    r = max_min_rates(
+        [2.0], [0, 0], [0, 0], [0.5, 0.5], n_flows=2, demand=[np.inf, 7.0], strategy=strategy
+    )
     np.testing.assert_allclose(r.rates, [2.0, 7.0])
     np.testing.assert_array_equal(r.bottleneck, [0, -1])
 
@@ -324,6 +364,7 @@ def test_accepts_int64_numpy_and_plain_lists_alike():
         ({"n_flows": 1}, "pair_flow[1] = 1"),
         ({"n_flows": 3}, "flow 2 crosses no link"),
         ({"n_flows": 3, "demand": [1.0, 1.0, np.inf]}, "flow 2 crosses no link"),
+        ({"strategy": "fastest"}, "strategy is 'fastest'"),
     ],
 )
 def test_bad_input_raises_a_domain_error_naming_the_culprit(kwargs, culprit):
