@@ -1,0 +1,53 @@
+"""Start the desktop application: ``fabric-designer [FILE]``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from designer import __version__
+from designer.gui.document import Document
+from designer.gui.main_window import MainWindow
+from designer.model.errors import DesignError
+from designer.model.templates import build_template
+
+
+def application(argv: list[str] | None = None) -> QApplication:
+    """The QApplication (created once), named for settings and the desktop."""
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(argv if argv is not None else sys.argv[:1])
+    app.setApplicationName("Fabric Designer")
+    app.setOrganizationName("Fabric Designer")
+    app.setApplicationVersion(__version__)
+    app.setDesktopFileName("fabric-designer")
+    return app
+
+
+def create_window(file: str | Path | None = None) -> tuple[MainWindow, str | None]:
+    """A main window on ``file`` (or the example design), and an error to show if the
+    file could not be opened (the example is shown instead)."""
+    error = None
+    document = Document(build_template("example"))
+    window = MainWindow(document)
+    if file is not None:
+        try:
+            document.open(Path(file))
+        except DesignError as exc:
+            error = str(exc)
+    return window, error
+
+
+def run(file: str | None = None) -> int:
+    """Show the main window and run the event loop; returns the exit code."""
+    app = application()
+    window, error = create_window(file)
+    window.show()
+    window.view.fit()
+    if error:
+        QMessageBox.warning(window, "Cannot open design", error)
+    elif file is None:
+        window.files.offer_recovery()
+    return app.exec()

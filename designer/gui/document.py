@@ -1,0 +1,106 @@
+"""`Document`: the design being edited — its `Topology`, undo stack and file.
+
+Every user edit is a model `Command` pushed here.  The command is done first, outside
+Qt, so a refused edit raises `DesignError` to the caller (who shows it in the status bar)
+and never reaches the undo stack; a done command is wrapped in a ``QUndoCommand`` whose
+first ``redo`` is skipped.  The window's dirty flag follows the stack's clean state, and
+saving marks the stack clean without clearing it (history survives saving).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QUndoCommand, QUndoStack
+
+from designer.io.fabric_json import load, save
+from designer.model.commands import Command
+from designer.model.topology import Topology
+
+
+class _QtCommand(QUndoCommand):
+    """A model command on the Qt undo stack (already done when pushed)."""
+
+    def __init__(self, document: Document, command: Command):
+        super().__init__(command.text)
+        self.document = document
+        self.command = command
+        self._skip_first_redo = True
+
+    def redo(self) -> None:
+        if self._skip_first_redo:
+            self._skip_first_redo = False
+            return
+        self.command.do(self.document.topology)
+
+    def undo(self) -> None:
+        self.command.undo(self.document.topology)
+
+
+class Document(QObject):
+    """The open design.
+
+    Signals
+    -------
+    topology_replaced(Topology)
+        A different design is now open (New, Open, restore); views rebuild.
+    path_changed(object)
+        The file name changed (Save As, Open); ``None`` for an unsaved design.
+    """
+
+    topology_replaced = Signal(object)
+    path_changed = Signal(object)
+
+    def __init__(self, topology: Topology | None = None, path: Path | None = None,
+                 parent: QObject | None = None):
+        super().__init__(parent)
+        self.topology = topology if topology is not None else Topology()
+        self.path = path
+        self.undo_stack = QUndoStack(self)
+
+    # ------------------------------------------------------------ editing
+    def push(self, command: Command) -> None:
+        """Do ``command`` and record it for undo; raises `DesignError` if refused."""
+        command.do(self.topology)
+        self.undo_stack.push(_QtCommand(self, command))
+
+    def begin_macro(self, text: str) -> None:
+        self.undo_stack.beginMacro(text)
+
+    def end_macro(self) -> None:
+        self.undo_stack.endMacro()
+
+    # ------------------------------------------------------------ files
+    @property
+    def is_modified(self) -> bool:
+        return not self.undo_stack.isClean()
+
+    @property
+    def title(self) -> str:
+        return self.path.name if self.path else self.topology.name
+
+    def replace(self, topology: Topology, path: Path | None = None) -> None:
+        """Open a different design (clears the history: it belonged to the old one)."""
+        self.undo_stack.clear()
+        self.topology = topology
+        self.path = path
+        self.topology_replaced.emit(topology)
+        self.path_changed.emit(path)
+
+    def open(self, path: Path) -> None:
+        """Load ``path``; on a bad file raises `FileFormatError` and changes nothing."""
+        topology = load(Path(path))
+        self.replace(topology, Path(path))
+
+    def save(self, path: Path | None = None) -> Path:
+        """Save atomically to ``path`` (or the current file); the history is kept."""
+        target = Path(path) if path is not None else self.path
+        if target is None:
+            raise ValueError("no file name: use save(path)")
+        save(self.topology, target)
+        self.undo_stack.setClean()
+        if target != self.path:
+            self.path = target
+            self.path_changed.emit(target)
+        return target

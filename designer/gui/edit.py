@@ -1,0 +1,183 @@
+"""`EditController`: clipboard, delete, select all, align/distribute, auto layout, find.
+
+Each operation is one model command (or macro) pushed on the document, so every one is
+a single undo step.  The clipboard carries a sub-graph as JSON under a private MIME type
+(plus a plain-text summary), so copy/paste also works between two windows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from PySide6.QtCore import QMimeData, QObject, Signal
+from PySide6.QtWidgets import QApplication, QInputDialog, QWidget
+
+from designer.gui.canvas.scene import FabricScene
+from designer.gui.canvas.view import FabricView
+from designer.gui.document import Document
+from designer.model.commands import Macro, MoveNodes, PasteSubgraph, RemoveLinks, RemoveNodes
+from designer.model.errors import DesignError
+from designer.model.templates.layout import layered_layout
+from designer.model.topology import Group, Link, Node
+
+SUBGRAPH_MIME = "application/x-fabric-designer-subgraph"
+
+
+class EditController(QObject):
+    """Edit operations on the selection of ``scene``."""
+
+    message = Signal(str)
+
+    def __init__(self, document: Document, scene: FabricScene, view: FabricView,
+                 parent: QObject | None = None):
+        super().__init__(parent)
+        self.document = document
+        self.scene = scene
+        self.view = view
+        self._paste_count = 0
+
+    def _push(self, command) -> bool:
+        try:
+            self.document.push(command)
+            return True
+        except DesignError as exc:
+            self.message.emit(str(exc))
+            return False
+
+    # ------------------------------------------------------------ clipboard
+    def selection_subgraph(self) -> tuple[list[Group], list[Node], list[Link]]:
+        """Selected nodes, the links among them, and groups wholly inside the selection."""
+        topo = self.document.topology
+        ids = set(self.scene.selected_node_ids())
+        nodes = [topo.node(n) for n in sorted(ids)]
+        links = [lk for lk in topo.links() if lk.a in ids and lk.b in ids]
+        groups = [g for g in topo.groups()
+                  if (members := topo.members(g.id)) and set(members) <= ids]
+        return groups, nodes, links
+
+    def copy(self) -> bool:
+        groups, nodes, links = self.selection_subgraph()
+        if not nodes:
+            self.message.emit("Nothing selected to copy")
+            return False
+        payload = {"groups": [asdict(g) for g in groups], "nodes": [asdict(n) for n in nodes],
+                   "links": [asdict(lk) for lk in links]}
+        mime = QMimeData()
+        mime.setData(SUBGRAPH_MIME, json.dumps(payload).encode())
+        mime.setText(f"{len(nodes)} node(s), {len(links)} link(s) from Fabric Designer")
+        QApplication.clipboard().setMimeData(mime)
+        self._paste_count = 0
+        self.message.emit(f"Copied {len(nodes)} node(s) and {len(links)} link(s)")
+        return True
+
+    def cut(self) -> None:
+        if self.copy():
+            self.delete(text="Cut")
+
+    def paste(self) -> None:
+        mime = QApplication.clipboard().mimeData()
+        if mime is None or not mime.hasFormat(SUBGRAPH_MIME):
+            self.message.emit("The clipboard holds no Fabric Designer items")
+            return
+        try:
+            payload = json.loads(bytes(mime.data(SUBGRAPH_MIME)).decode())
+            groups = [Group(**g) for g in payload["groups"]]
+            nodes = [Node(**n) for n in payload["nodes"]]
+            links = [Link(**lk) for lk in payload["links"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            self.message.emit(f"The clipboard's Fabric Designer data is damaged: {exc}")
+            return
+        self._paste_count += 1
+        shift = 40.0 * self._paste_count
+        cmd = PasteSubgraph(groups, nodes, links, offset=(shift, shift))
+        if self._push(cmd):
+            self.scene.select_ids([n.id for n in cmd.nodes], [lk.id for lk in cmd.links])
+            self.message.emit(f"Pasted {len(cmd.nodes)} node(s), {len(cmd.links)} link(s)")
+
+    def duplicate(self) -> None:
+        groups, nodes, links = self.selection_subgraph()
+        if not nodes:
+            self.message.emit("Nothing selected to duplicate")
+            return
+        cmd = PasteSubgraph(groups, nodes, links, offset=(40.0, 40.0))
+        cmd.text = f"Duplicate {len(nodes)} node(s)"
+        if self._push(cmd):
+            self.scene.select_ids([n.id for n in cmd.nodes], [lk.id for lk in cmd.links])
+
+    # ------------------------------------------------------------ delete / select
+    def delete(self, text: str = "Delete") -> None:
+        node_ids = self.scene.selected_node_ids()
+        link_ids = [lid for lid in self.scene.selected_link_ids()
+                    if not ({self.document.topology.link(lid).a,
+                             self.document.topology.link(lid).b} & set(node_ids))]
+        if not node_ids and not link_ids:
+            return
+        parts = []
+        if link_ids:
+            parts.append(RemoveLinks(link_ids))
+        if node_ids:
+            parts.append(RemoveNodes(node_ids))
+        self._push(Macro(parts, f"{text} {len(node_ids)} node(s), {len(link_ids)} link(s)"))
+
+    def select_all(self) -> None:
+        self.scene.select_ids(list(self.scene.nodes), list(self.scene.links))
+
+    # ------------------------------------------------------------ arrange
+    def _selected_nodes(self) -> list[Node]:
+        topo = self.document.topology
+        return [topo.node(n) for n in self.scene.selected_node_ids()]
+
+    def align(self, how: str) -> None:
+        """``left``, ``hcenter``, ``top`` or ``vcenter`` for the selected nodes."""
+        nodes = self._selected_nodes()
+        if len(nodes) < 2:
+            self.message.emit("Select at least two nodes to align")
+            return
+        xs, ys = [n.x for n in nodes], [n.y for n in nodes]
+        target = {"left": min(xs), "hcenter": sum(xs) / len(xs),
+                  "top": min(ys), "vcenter": sum(ys) / len(ys)}[how]
+        vertical_line = how in ("left", "hcenter")
+        pos = {n.id: ((target, n.y) if vertical_line else (n.x, target)) for n in nodes}
+        self._push(MoveNodes(pos, f"Align {how}"))
+
+    def distribute(self, axis: str) -> None:
+        """Even spacing along ``h`` or ``v`` between the outermost selected nodes."""
+        nodes = self._selected_nodes()
+        if len(nodes) < 3:
+            self.message.emit("Select at least three nodes to distribute")
+            return
+        key = (lambda n: n.x) if axis == "h" else (lambda n: n.y)
+        nodes.sort(key=key)
+        lo, hi = key(nodes[0]), key(nodes[-1])
+        step = (hi - lo) / (len(nodes) - 1)
+        pos = {n.id: ((lo + i * step, n.y) if axis == "h" else (n.x, lo + i * step))
+               for i, n in enumerate(nodes)}
+        self._push(MoveNodes(pos, "Distribute"))
+
+    def auto_layout(self) -> None:
+        pos = layered_layout(self.document.topology)
+        if pos and self._push(MoveNodes(pos, "Auto layout")):
+            self.view.fit()
+
+    # ------------------------------------------------------------ find
+    def find(self, text: str | None = None, parent: QWidget | None = None) -> str | None:
+        """Select and centre the first node whose name or id contains ``text``."""
+        if text is None:
+            text, ok = QInputDialog.getText(parent, "Find", "Node name or id:")
+            if not ok or not text:
+                return None
+        needle = text.lower()
+        topo = self.document.topology
+        exact = [n for n in topo.nodes() if needle in (n.name.lower(), n.id.lower())]
+        hits = exact or [n for n in topo.nodes()
+                         if needle in n.name.lower() or needle in n.id.lower()]
+        if not hits:
+            self.message.emit(f"No node matches {text!r}")
+            return None
+        node = hits[0]
+        self.scene.select_ids([node.id])
+        self.view.center_on_node(node.id)
+        more = f" (1 of {len(hits)})" if len(hits) > 1 else ""
+        self.message.emit(f"Found {node.name}{more}")
+        return node.id

@@ -1,0 +1,193 @@
+"""`InspectorDock`: view and edit the selection's properties.
+
+Nodes: name, model, group, plane, failed.  Links: technology, count, plane, failed.  With
+several items selected, a field shows a value only when all agree, and an edit applies
+to all of them as one undoable command.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDockWidget,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from designer.gui.canvas.scene import FabricScene
+from designer.gui.document import Document
+from designer.model.catalog import PLANES
+from designer.model.commands import SetLinkProps, SetNodeProps
+from designer.model.errors import DesignError
+
+MIXED = "(mixed)"
+
+
+def _common(values):
+    values = list(values)
+    return values[0] if values and all(v == values[0] for v in values) else None
+
+
+class InspectorDock(QDockWidget):
+    """Properties of the selected nodes or links."""
+
+    message = Signal(str)
+
+    def __init__(self, document: Document, scene: FabricScene, parent: QWidget | None = None):
+        super().__init__("Inspector", parent)
+        self.setObjectName("inspector")
+        self.document = document
+        self.scene = scene
+        self._updating = False
+        body = QWidget(self)
+        outer = QVBoxLayout(body)
+        self.summary = QLabel("Nothing selected", body)
+        self.summary.setWordWrap(True)
+        outer.addWidget(self.summary)
+        self.node_form = QWidget(body)
+        nf = QFormLayout(self.node_form)
+        self.name = QLineEdit(self.node_form)
+        self.model = QComboBox(self.node_form)
+        self.group = QComboBox(self.node_form)
+        self.node_plane = QComboBox(self.node_form)
+        self.node_plane.addItems(PLANES)
+        self.node_failed = QCheckBox("failed (what-if)", self.node_form)
+        nf.addRow("Name", self.name)
+        nf.addRow("Model", self.model)
+        nf.addRow("Group", self.group)
+        nf.addRow("Plane", self.node_plane)
+        nf.addRow("", self.node_failed)
+        self.link_form = QWidget(body)
+        lf = QFormLayout(self.link_form)
+        self.tech = QComboBox(self.link_form)
+        self.count = QSpinBox(self.link_form)
+        self.count.setRange(1, 100_000)
+        self.link_plane = QComboBox(self.link_form)
+        self.link_plane.addItems(PLANES)
+        self.link_failed = QCheckBox("failed (what-if)", self.link_form)
+        self.link_info = QLabel(self.link_form)
+        lf.addRow("Technology", self.tech)
+        lf.addRow("Count", self.count)
+        lf.addRow("Plane", self.link_plane)
+        lf.addRow("", self.link_failed)
+        lf.addRow("", self.link_info)
+        outer.addWidget(self.node_form)
+        outer.addWidget(self.link_form)
+        outer.addStretch(1)
+        self.setWidget(body)
+        self.name.editingFinished.connect(lambda: self._edit_nodes(name=self.name.text()))
+        self.model.activated.connect(lambda _i: self._edit_nodes(model=self.model.currentText()))
+        self.group.activated.connect(lambda _i: self._edit_nodes(group=self.group.currentData()))
+        self.node_plane.activated.connect(
+            lambda _i: self._edit_nodes(plane=self.node_plane.currentText()))
+        self.node_failed.clicked.connect(lambda on: self._edit_nodes(failed=bool(on)))
+        self.tech.activated.connect(lambda _i: self._edit_links(tech=self.tech.currentData()))
+        self.count.editingFinished.connect(lambda: self._edit_links(count=self.count.value()))
+        self.link_plane.activated.connect(
+            lambda _i: self._edit_links(plane=self.link_plane.currentText()))
+        self.link_failed.clicked.connect(lambda on: self._edit_links(failed=bool(on)))
+        scene.selectionChanged.connect(self.refresh)
+        document.undo_stack.indexChanged.connect(lambda _i: self.refresh())
+        self.refresh()
+
+    # ------------------------------------------------------------ model -> form
+    def refresh(self) -> None:
+        self._updating = True
+        try:
+            self._refresh()
+        finally:
+            self._updating = False
+
+    def _refresh(self) -> None:
+        topo = self.document.topology
+        node_ids = [n for n in self.scene.selected_node_ids() if topo.has_node(n)]
+        link_ids = [lk for lk in self.scene.selected_link_ids() if topo.has_link(lk)]
+        self.node_form.setVisible(bool(node_ids))
+        self.link_form.setVisible(bool(link_ids) and not node_ids)
+        if not node_ids and not link_ids:
+            self.summary.setText("Nothing selected.\nClick a node or link, or drag a "
+                                 "rubber band, to inspect it.")
+            return
+        if node_ids:
+            nodes = [topo.node(n) for n in node_ids]
+            kinds = sorted({n.kind for n in nodes})
+            self.summary.setText(f"{len(nodes)} node(s): {', '.join(kinds)}"
+                                 if len(nodes) > 1 else f"{nodes[0].kind} · id {nodes[0].id}")
+            name = _common(n.name for n in nodes)
+            self.name.setText(name or "")
+            self.name.setPlaceholderText(MIXED if name is None else "")
+            self.model.clear()
+            kind = _common(n.kind for n in nodes)
+            models = ([d.key for d in topo.catalog.models_for_kind(kind)] if kind else [])
+            self.model.addItems(sorted(models))
+            self.model.setEnabled(bool(models))
+            current = _common(n.model for n in nodes)
+            self.model.setCurrentIndex(self.model.findText(current) if current else -1)
+            self.group.clear()
+            self.group.addItem("(none)", None)
+            for g in sorted(topo.groups(), key=lambda g: g.name):
+                self.group.addItem(f"{g.name} ({g.kind})", g.id)
+            grp = _common(n.group for n in nodes)
+            self.group.setCurrentIndex(self.group.findData(grp) if len({n.group for n in nodes})
+                                       == 1 else -1)
+            plane = _common(n.plane for n in nodes)
+            self.node_plane.setCurrentIndex(self.node_plane.findText(plane) if plane else -1)
+            self.node_failed.setChecked(all(n.failed for n in nodes))
+            return
+        links = [topo.link(lk) for lk in link_ids]
+        cat = topo.catalog
+        self.summary.setText(f"{len(links)} link bundle(s)" if len(links) > 1 else
+                             f"link {links[0].id}: {topo.node(links[0].a).name} — "
+                             f"{topo.node(links[0].b).name}")
+        self.tech.clear()
+        if len(links) == 1:
+            lk = links[0]
+            options = cat.compatible_techs(topo.node(lk.a).model, topo.node(lk.b).model)
+            keys = [t.key for t in options] or [lk.tech]
+            if lk.tech not in keys:
+                keys.insert(0, lk.tech)
+        else:
+            keys = sorted(cat.techs)
+        for key in keys:
+            self.tech.addItem(f"{cat.tech(key).name} ({key})", key)
+        tech = _common(lk.tech for lk in links)
+        self.tech.setCurrentIndex(self.tech.findData(tech) if tech else -1)
+        count = _common(lk.count for lk in links)
+        self.count.setValue(count or 1)
+        plane = _common(lk.plane for lk in links)
+        self.link_plane.setCurrentIndex(self.link_plane.findText(plane) if plane else -1)
+        self.link_failed.setChecked(all(lk.failed for lk in links))
+        total = sum(lk.count * cat.tech(lk.tech).GBps for lk in links)
+        self.link_info.setText(f"{total:,.1f} GB/s per direction (line rate)")
+
+    # ------------------------------------------------------------ form -> commands
+    def _push(self, command) -> None:
+        try:
+            self.document.push(command)
+        except DesignError as exc:
+            self.message.emit(str(exc))
+            self.refresh()
+
+    def _edit_nodes(self, **change) -> None:
+        if self._updating:
+            return
+        ids = self.scene.selected_node_ids()
+        topo = self.document.topology
+        key, value = next(iter(change.items()))
+        if ids and any(getattr(topo.node(n), key) != value for n in ids):
+            self._push(SetNodeProps(ids, **change))
+
+    def _edit_links(self, **change) -> None:
+        if self._updating:
+            return
+        ids = self.scene.selected_link_ids()
+        topo = self.document.topology
+        key, value = next(iter(change.items()))
+        if ids and value is not None and any(getattr(topo.link(lk), key) != value for lk in ids):
+            self._push(SetLinkProps(ids, **change))
