@@ -32,11 +32,17 @@ from psygnal import Signal
 
 from designer.model.catalog import NODE_KINDS, PLANES, Catalog, default_catalog
 from designer.model.errors import DesignError
+from designer.model.scenario import Scenario, TrainingSpec
 
 GROUP_KINDS: tuple[str, ...] = ("node", "tray", "rack", "pod", "su", "plane", "cluster")
 
-#: Design-wide settings and their defaults (routing mode and so on live here).
-DEFAULT_SETTINGS: Mapping[str, Any] = {"routing": "adaptive"}
+#: Design-wide settings and their defaults: the routing mode, and the scenario and
+#: training workload the live analysis evaluates (plain dicts, see `model.scenario`).
+DEFAULT_SETTINGS: Mapping[str, Any] = {
+    "routing": "adaptive",
+    "scenario": Scenario().to_dict(),
+    "training": TrainingSpec().to_dict(),
+}
 ROUTING_MODES: tuple[str, ...] = ("ecmp", "adaptive", "static")
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:/\-]{1,128}$")
@@ -141,7 +147,8 @@ class Topology:
         self._groups: dict[str, Group] = {}
         # link id -> (a, b): networkx finds a keyed edge only with both ends.
         self._link_ends: dict[str, tuple[str, str]] = {}
-        self._settings: dict[str, Any] = dict(DEFAULT_SETTINGS)
+        self._settings: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v)
+                                          for k, v in DEFAULT_SETTINGS.items()}
         # Per-model price/power overrides: {model: {"price_usd": .., "power_w": ..}}.
         self.overrides: dict[str, dict[str, float]] = {}
         self._counters: dict[str, itertools.count] = {}
@@ -219,7 +226,7 @@ class Topology:
 
     @property
     def settings(self) -> Mapping[str, Any]:
-        return dict(self._settings)
+        return {k: (dict(v) if isinstance(v, dict) else v) for k, v in self._settings.items()}
 
     def new_id(self, prefix: str) -> str:
         """A fresh id ``prefix-N`` not used by any node, link or group."""
@@ -402,6 +409,10 @@ class Topology:
             raise DesignError(f"unknown design setting {key!r}")
         if key == "routing" and value not in ROUTING_MODES:
             raise DesignError(f"routing must be one of {', '.join(ROUTING_MODES)}")
+        if key == "scenario":
+            value = Scenario.from_dict(value).to_dict()
+        if key == "training":
+            value = TrainingSpec.from_dict(value).to_dict()
         old = self._settings.get(key)
         if old != value:
             self._settings[key] = value

@@ -110,3 +110,14 @@ def test_ports_free_counts_links_in_the_same_port_group(topo):
     topo.add_link(Link("l0", "g0", "s0", "nvlink4", count=5))
     assert topo.ports_free("g0", "nvlink4") == 13
     assert topo.ports_free("g0", "ib-ndr") == 0  # no InfiniBand port on a GPU
+
+
+def test_scenario_and_training_settings_are_validated_and_copied(topo):
+    topo.set_setting("scenario", {"collective": "alltoall", "bytes": 4096})
+    assert topo.settings["scenario"]["algorithm"] == "auto"  # defaults filled in
+    topo.settings["scenario"]["bytes"] = 1  # a copy: the model is not changed
+    assert topo.settings["scenario"]["bytes"] == 4096
+    with pytest.raises(DesignError, match="ranks"):
+        topo.set_setting("scenario", {"ranks": 1})
+    with pytest.raises(DesignError, match="overlap"):
+        topo.set_setting("training", {"overlap": 2})
