@@ -1,0 +1,268 @@
+"""Tests of `take_snapshot`: arcs, capacities, failures, NVLink domains, rail NICs, flags."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from designer.model.catalog import FAMILIES, default_catalog
+from designer.model.templates import build_template
+from designer.model.topology import Link, Node, Topology
+from designer.solver.snapshot import NVLINK, PCIE, natural_key, take_snapshot
+
+CAT = default_catalog()
+
+
+def _GBps(tech: str, count: int = 1) -> float:
+    """Hand formula: count x Gb/s / 8 x efficiency."""
+    t = CAT.tech(tech)
+    return count * t.gbps / 8 * t.efficiency
+
+
+def small_fabric(hosts_per_leaf: int = 2, leaves: int = 2, spines: int = 2) -> Topology:
+    """One-GPU hosts (GPU -PCIe- NIC -NDR- leaf) under leaves joined to every spine."""
+    t = Topology()
+    k = 0
+    for li in range(leaves):
+        t.add_node(Node(f"L{li}", "leaf", "QM9700", f"leaf {li}"))
+        for _ in range(hosts_per_leaf):
+            t.add_node(Node(f"g{k}", "gpu", "H100", f"gpu {k}"))
+            t.add_node(Node(f"c{k}", "nic", "ConnectX-7", f"nic {k}"))
+            t.add_link(Link(f"g{k}-c{k}", f"g{k}", f"c{k}", "pcie5"))
+            t.add_link(Link(f"c{k}-L{li}", f"c{k}", f"L{li}", "ib-ndr"))
+            k += 1
+    for si in range(spines):
+        t.add_node(Node(f"S{si}", "spine", "QM9700", f"spine {si}"))
+        for li in range(leaves):
+            t.add_link(Link(f"L{li}-S{si}", f"L{li}", f"S{si}", "ib-ndr"))
+    return t
+
+
+def _index(snap, node_id: str) -> int:
+    return snap.node_ids.index(node_id)
+
+
+# ----------------------------------------------------------------- arcs and capacities
+def test_two_arcs_per_live_link_in_both_directions():
+    topo = small_fabric()
+    snap = take_snapshot(topo)
+    n_links = sum(1 for _ in topo.links())
+    assert len(snap.link_ids) == n_links == 4 * 2 + 2 * 2
+    assert snap.n_arcs == 2 * n_links
+    for k, lid in enumerate(snap.link_ids):
+        link = topo.link(lid)
+        a, b = _index(snap, link.a), _index(snap, link.b)
+        assert (snap.arc_src[2 * k], snap.arc_dst[2 * k]) == (a, b)
+        assert (snap.arc_src[2 * k + 1], snap.arc_dst[2 * k + 1]) == (b, a)
+        assert snap.arc_name(2 * k) == f"{lid} ({link.a} -> {link.b})"
+        assert snap.arc_name(2 * k + 1) == f"{lid} ({link.b} -> {link.a})"
+
+
+def test_capacity_is_count_times_rate_times_efficiency():
+    snap = take_snapshot(build_template("hgx", gpu="H100"))
+    k = snap.link_ids.index("n01-gpu0:n01-nvs0")  # the outer switch: 5 NVLinks
+    # 5 links x 25 GB/s x 0.824 (NCCL's 20.6 GB/s per NVLink4 link)
+    assert snap.arc_cap[2 * k] == pytest.approx(5 * 25 * 0.824)
+    assert snap.arc_cap[2 * k] == pytest.approx(103.0)
+    assert snap.arc_line[2 * k] == pytest.approx(125.0)
+    assert snap.arc_cap[2 * k + 1] == snap.arc_cap[2 * k]
+    k4 = snap.link_ids.index("n01-gpu0:n01-nvs1")
+    assert snap.arc_cap[2 * k4] == pytest.approx(4 * 25 * 0.824)
+    # Every GPU's NVLink egress adds up to 18 x 20.6 = 370.8 GB/s.
+    nv = snap.arc_family == NVLINK
+    for g in snap.gpus.tolist():
+        assert snap.arc_cap[nv & (snap.arc_src == g)].sum() == pytest.approx(370.8)
+
+
+@pytest.mark.parametrize("tech", ["ib-ndr", "ib-hdr", "roce-400", "pcie5", "nvlink5"])
+def test_capacity_of_every_family_follows_the_catalog(tech):
+    t = Topology()
+    family = CAT.tech(tech).family
+    if family == "nvlink":
+        ends = [Node("a", "gpu", "B200", "a"), Node("b", "gpu", "B200", "b")]
+    elif family == "pcie":
+        ends = [Node("a", "gpu", "H100", "a"), Node("b", "nic", "ConnectX-7", "b")]
+    else:
+        model = "SN5600" if family == "ethernet" else "QM9700"
+        ends = [Node("a", "leaf", model, "a"), Node("b", "spine", model, "b")]
+    for n in ends:
+        t.add_node(n)
+    t.add_link(Link("l", "a", "b", tech, count=3))
+    snap = take_snapshot(t)
+    assert snap.arc_cap.tolist() == pytest.approx([_GBps(tech, 3)] * 2)
+    assert snap.arc_line.tolist() == pytest.approx([3 * CAT.tech(tech).gbps / 8] * 2)
+    assert snap.arc_family.tolist() == [FAMILIES.index(family)] * 2
+
+
+def test_arc_latency_is_link_plus_the_device_entered():
+    snap = take_snapshot(build_template("hgx", gpu="H100"))
+    k = snap.link_ids.index("n01-gpu0:n01-nvs0")
+    link_ns = CAT.tech("nvlink4").latency_ns
+    switch_ns = CAT.device("NVSwitch-gen3").specs["latency_ns"]
+    assert snap.arc_latency_s[2 * k] == pytest.approx((link_ns + switch_ns) * 1e-9)  # into switch
+    assert snap.arc_latency_s[2 * k + 1] == pytest.approx(link_ns * 1e-9)  # into the GPU
+
+
+def test_planes_and_families_are_per_arc():
+    topo = build_template("rail-cluster", nodes=2, storage=True)
+    snap = take_snapshot(topo)
+    assert len(snap.arc_plane) == snap.n_arcs
+    for k, lid in enumerate(snap.link_ids):
+        link = topo.link(lid)
+        assert snap.arc_plane[2 * k] == snap.arc_plane[2 * k + 1] == link.plane
+        fam = FAMILIES.index(CAT.tech(link.tech).family)
+        assert snap.arc_family[2 * k] == snap.arc_family[2 * k + 1] == fam
+    assert "storage" in snap.arc_plane
+
+
+# ----------------------------------------------------------------- failures
+def test_failed_link_removes_its_two_arcs():
+    topo = small_fabric()
+    before = take_snapshot(topo)
+    topo.update_link("L0-S1", failed=True)
+    after = take_snapshot(topo)
+    assert after.n_arcs == before.n_arcs - 2
+    assert "L0-S1" not in after.link_ids
+    assert set(after.link_ids) == set(before.link_ids) - {"L0-S1"}
+    assert after.generation == topo.generation > before.generation
+
+
+def test_failed_node_removes_its_links_and_its_gpu():
+    topo = small_fabric()
+    topo.update_node("S0", failed=True)
+    snap = take_snapshot(topo)
+    assert not {"L0-S0", "L1-S0"} & set(snap.link_ids)
+    assert snap.n_arcs == 2 * (12 - 2)
+    s0 = _index(snap, "S0")
+    assert s0 not in snap.arc_src and s0 not in snap.arc_dst
+
+    topo.update_node("g1", failed=True)
+    snap = take_snapshot(topo)
+    assert [snap.node_ids[g] for g in snap.gpus] == ["g0", "g2", "g3"]
+    assert "g1-c1" not in snap.link_ids
+    # c1 still reaches its leaf, but it is nobody's rail NIC any more
+    assert snap.node_ids[snap.gpu_nic[0]] == "c0"
+
+
+def test_failed_nic_link_leaves_the_gpu_without_a_nic():
+    topo = small_fabric()
+    topo.update_link("c2-L1", failed=True)
+    snap = take_snapshot(topo)
+    assert snap.gpu_nic.tolist()[2] == -1
+    assert [snap.node_ids[n] for n in snap.gpu_nic[[0, 1, 3]]] == ["c0", "c1", "c3"]
+
+
+# ----------------------------------------------------------------- GPUs and domains
+def test_gpus_are_in_natural_id_order():
+    t = Topology()
+    for gid in ("gpu-10", "gpu-2", "gpu-1", "gpu-11", "gpu-20"):
+        t.add_node(Node(gid, "gpu", "H100", gid))
+    snap = take_snapshot(t)
+    assert [snap.node_ids[g] for g in snap.gpus] == ["gpu-1", "gpu-2", "gpu-10", "gpu-11", "gpu-20"]
+    assert natural_key("n2-gpu10") > natural_key("n2-gpu9") > natural_key("n1-gpu10")
+
+
+def test_hgx_is_one_nvlink_domain():
+    snap = take_snapshot(build_template("hgx", gpu="H100"))
+    assert snap.n_gpus == 8
+    assert snap.n_domains == 1
+    assert snap.gpu_domain.tolist() == [0] * 8
+    assert snap.gpu_local.tolist() == list(range(8))
+    assert snap.routing == "adaptive"
+
+
+def test_rail_cluster_has_a_domain_per_server():
+    snap = take_snapshot(build_template("rail-cluster", nodes=4))
+    assert snap.n_gpus == 32
+    assert snap.n_domains == 4
+    assert snap.gpu_domain.tolist() == [d for d in range(4) for _ in range(8)]
+    assert snap.gpu_local.tolist() == list(range(8)) * 4
+    # the domain id follows the server: n01 -> 0 ... n04 -> 3
+    for r, g in enumerate(snap.gpus.tolist()):
+        assert snap.node_ids[g] == f"n0{snap.gpu_domain[r] + 1}-gpu{snap.gpu_local[r]}"
+
+
+def test_nvl72_is_one_domain_of_72_gpus():
+    snap = take_snapshot(build_template("nvl72"))
+    assert snap.n_gpus == 72
+    assert snap.n_domains == 1
+    assert bool(snap.domain_nvls[0])
+
+
+def test_gpus_without_nvlink_are_domains_of_their_own():
+    snap = take_snapshot(small_fabric())
+    assert snap.n_domains == 4
+    assert snap.gpu_domain.tolist() == [0, 1, 2, 3]
+    assert snap.gpu_local.tolist() == [0, 0, 0, 0]
+    assert not snap.domain_nvls.any()
+
+
+def test_rail_nic_of_every_gpu():
+    snap = take_snapshot(build_template("rail-cluster", nodes=2))
+    for r, g in enumerate(snap.gpus.tolist()):
+        gid = snap.node_ids[g]
+        assert snap.node_ids[snap.gpu_nic[r]] == gid.replace("gpu", "nic")
+        # joined by a PCIe arc
+        assert np.any(
+            (snap.arc_src == g) & (snap.arc_dst == snap.gpu_nic[r]) & (snap.arc_family == PCIE)
+        )
+
+
+def test_nics_not_on_the_compute_fabric_are_no_rail_nics():
+    # A lone HGX board: NICs hang off the GPUs but no switch is cabled to them.
+    snap = take_snapshot(build_template("hgx"))
+    assert snap.gpu_nic.tolist() == [-1] * 8
+
+
+def test_nvls_flag_follows_gpu_and_switch_generation():
+    assert take_snapshot(build_template("hgx", gpu="H100")).domain_nvls.tolist() == [True]
+    assert take_snapshot(build_template("hgx", gpu="A100")).domain_nvls.tolist() == [False]
+    assert take_snapshot(build_template("hgx", gpu="H800")).domain_nvls.tolist() == [False]
+    # a single GPU has nothing to reduce with
+    assert take_snapshot(build_template("hgx", gpus=1)).domain_nvls.tolist() == [False]
+
+
+def test_network_flags():
+    ib = take_snapshot(build_template("rail-cluster", nodes=2))
+    assert ib.net_sharp and ib.net_lossless
+    roce = take_snapshot(build_template("leaf-spine", leaves=2, fabric="roce"))
+    assert not roce.net_sharp  # Spectrum switches do no in-network reduction
+
+
+def test_snapshot_carries_generation_and_routing():
+    topo = build_template("leaf-spine", leaves=2)
+    topo.set_setting("routing", "ecmp")
+    snap = take_snapshot(topo)
+    assert snap.generation == topo.generation
+    assert snap.routing == "ecmp"
+    topo.update_node("spine-0", x=123.0)  # any edit makes the snapshot stale
+    assert topo.generation > snap.generation
+
+
+def test_empty_and_tiny_designs():
+    t = Topology()
+    snap = take_snapshot(t)
+    assert (snap.n_gpus, snap.n_arcs, snap.n_domains) == (0, 0, 0)
+    t.add_node(Node("g0", "gpu", "H100", "g0"))
+    snap = take_snapshot(t)
+    assert (snap.n_gpus, snap.n_arcs, snap.n_domains) == (1, 0, 1)
+    assert snap.gpu_nic.tolist() == [-1]
+
+
+def test_snapshot_arrays_are_consistent_in_length():
+    snap = take_snapshot(build_template("example"))
+    m = snap.n_arcs
+    for arr in (
+        snap.arc_src,
+        snap.arc_dst,
+        snap.arc_cap,
+        snap.arc_line,
+        snap.arc_latency_s,
+        snap.arc_jitter_s,
+        snap.arc_family,
+    ):
+        assert len(arr) == m
+    for arr in (snap.gpus, snap.gpu_domain, snap.gpu_local, snap.gpu_nic):
+        assert len(arr) == snap.n_gpus
+    assert np.all(snap.arc_cap > 0)
+    assert np.all(snap.arc_cap <= snap.arc_line)
