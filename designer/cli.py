@@ -152,7 +152,7 @@ def parse_size(text: str) -> int:
         value = float(num)
     except ValueError:
         raise UsageError(f"not a size: {text!r} (use e.g. 1048576, 32KiB, 8GiB)") from None
-    if unit not in units or value <= 0:
+    if unit not in units or not value * units[unit] >= 1:
         raise UsageError(f"not a size: {text!r} (use e.g. 1048576, 32KiB, 8GiB)")
     return int(value * units[unit])
 
@@ -165,7 +165,7 @@ def _parse_ranks(text: str, n_gpus: int) -> list[int] | None:
         if not 2 <= n <= n_gpus:
             raise UsageError(f"--ranks {n}: the design has {n_gpus} GPUs")
         return list(range(n))
-    return text.split(",")  # ids; resolved against the snapshot
+    return [x.strip() for x in text.split(",") if x.strip()]  # ids, resolved later
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
@@ -184,6 +184,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         if not sep:
             raise UsageError("--sweep takes LOW:HIGH, e.g. 32KiB:16GiB")
         lo_b, hi_b = parse_size(lo), parse_size(hi)
+        if lo_b > hi_b:
+            raise UsageError(f"--sweep {args.sweep}: the low size is above the high size")
         sizes, s = [], lo_b
         while s <= hi_b:
             sizes.append(s)

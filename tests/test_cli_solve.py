@@ -158,21 +158,11 @@ def test_bad_size_is_a_usage_error(capsys, designs, argv):
     assert err.startswith("fabric-designer: error:") and err.count("\n") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.parse_size accepts '0.5' and truncates it to 0 bytes; "
-    "the solver then fails with exit 1 instead of a usage error (exit 2)",
-)
 def test_fractional_byte_is_a_usage_error(capsys, designs):
     code, _, err = run(capsys, "solve", designs["hgx"], "--bytes", "0.5")
     assert code == 2 and err.count("\n") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.cmd_solve: --sweep HIGH:LOW gives no sizes and "
-    "solve_collective fails with an IndexError (internal error, exit 1)",
-)
 def test_reversed_sweep_is_a_usage_error(capsys, designs):
     code, _, err = run(capsys, "solve", designs["hgx"], "--sweep", "16GiB:32KiB")
     assert code == 2
