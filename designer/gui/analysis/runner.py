@@ -1,0 +1,253 @@
+"""`SolveRunner`: re-solve the design in the background after every edit.
+
+Edits and scenario changes restart a debounce timer; when it fires the runner takes an
+immutable `Snapshot` on the GUI thread (fast), and a single worker thread routes, rates
+and times the scenario.  The result comes back to the GUI thread through a queued
+signal, tagged with the snapshot's generation; a result whose generation is no longer
+the design's is dropped.  A newer edit cancels an older solve cooperatively (the solver
+polls a flag between stages).  There is never more than one worker, and a solve is never
+started from a completion callback: the debounce timer is the only starter, and it waits
+for a cancelled worker to wind down by re-arming itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import numpy as np
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from designer.gui.document import Document
+from designer.model.errors import DesignError
+from designer.model.scenario import Scenario, TrainingSpec
+from designer.model.topology import Topology
+from designer.solver.errors import SolverError
+from designer.solver.snapshot import Snapshot, take_snapshot
+from designer.solver.timing import SWEEP, CollectiveResult, solve_collective
+from designer.solver.training import TrainingWorkload
+from designer.solver.workload import TrainingReport, training_report
+
+DEBOUNCE_MS = 200
+RETRY_MS = 20
+
+
+@dataclass(frozen=True, eq=False)
+class AnalysisResult:
+    """Everything one background solve produced, for one design generation."""
+
+    generation: int
+    snapshot: Snapshot
+    scenario: Scenario
+    ranks: tuple[int, ...] | None
+    focus: CollectiveResult          # at the scenario's message size: colours, timeline
+    sweep: CollectiveResult          # busbw against message size
+    training: TrainingReport | None
+    seconds: float
+    notes: tuple[str, ...] = field(default=())
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def resolve_ranks(snap: Snapshot, topo: Topology, spec, selection: list[str]) -> list[int] | None:
+    """Rank indices for a scenario's ``ranks`` (``all``, N, ids, ``group:<id>``,
+    ``selection``)."""
+    index = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
+    if spec == "all":
+        return None
+    if spec == "selection":
+        ranks = [index[n] for n in selection if n in index]
+        if len(ranks) < 2:
+            raise SolverError("select at least two GPUs to use the selection as ranks")
+        return sorted(ranks)
+    if isinstance(spec, int):
+        if spec > snap.n_gpus:
+            raise SolverError(f"scenario ranks {spec}: the design has {snap.n_gpus} GPUs")
+        return list(range(spec))
+    if isinstance(spec, str) and spec.startswith("group:"):
+        gid = spec.split(":", 1)[1]
+        if not topo.has_group(gid):
+            raise SolverError(f"scenario ranks: no group {gid!r}")
+        ranks = sorted(index[n] for n in topo.members(gid) if n in index)
+        if len(ranks) < 2:
+            raise SolverError(f"group {gid!r} has fewer than two working GPUs")
+        return ranks
+    missing = [x for x in spec if x not in index]
+    if missing:
+        raise SolverError(f"scenario ranks: no working GPU {missing[0]!r}")
+    return sorted(index[x] for x in spec)
+
+
+def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
+            training: TrainingSpec | None, cancelled) -> AnalysisResult:
+    """The worker's job (pure: no Qt, no live model)."""
+    t0 = time.perf_counter()
+
+    def check() -> bool:
+        if cancelled():
+            raise _Cancelled
+        return False
+
+    focus = solve_collective(snap, scenario.collective, sizes=[scenario.bytes],
+                             algorithm=scenario.algorithm, ranks=ranks,
+                             launch=scenario.launch, cancelled=check)
+    sweep = solve_collective(snap, scenario.collective, sizes=SWEEP,
+                             algorithm=scenario.algorithm, ranks=ranks,
+                             launch=scenario.launch, cancelled=check)
+    report, notes = None, []
+    if training is not None and snap.n_gpus >= 2:
+        dp = training.dp_size or snap.n_gpus
+        wl = TrainingWorkload(params=training.params, grad_dtype=training.grad_dtype,
+                              dp_size=min(dp, snap.n_gpus), compute_s=training.compute_s,
+                              overlap=training.overlap)
+        try:
+            report = training_report(snap, wl, compute_cv=training.compute_cv, n_steps=500)
+        except SolverError as exc:
+            notes.append(f"training estimate: {exc}")
+    check()
+    return AnalysisResult(snap.generation, snap, scenario, tuple(ranks) if ranks else None,
+                          focus, sweep, report, time.perf_counter() - t0, tuple(notes))
+
+
+class SolveRunner(QObject):
+    """Background solver for one `Document`.
+
+    Signals
+    -------
+    started(int)
+        A solve of that generation began.
+    result_ready(AnalysisResult)
+        A fresh result (stale ones are dropped before this is emitted).
+    failed(int, str)
+        The solve of that generation failed; the message is one line.
+    progress(str)
+        Stage messages while a solve runs.
+    """
+
+    started = Signal(int)
+    result_ready = Signal(object)
+    failed = Signal(int, str)
+    progress = Signal(str)
+    _done = Signal(int, object, object)  # generation, result or None, error or None
+
+    def __init__(self, document: Document, parent: QObject | None = None,
+                 debounce_ms: int = DEBOUNCE_MS):
+        super().__init__(parent)
+        self.document = document
+        self.enabled = True
+        self.selection: list[str] = []
+        self.latest: AnalysisResult | None = None
+        self.solves_started = 0
+        self._thread: threading.Thread | None = None
+        self._cancel = threading.Event()
+        self._running_generation = -1
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._debounce_ms = debounce_ms
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self._done.connect(self._on_worker_done)
+        self._topology: Topology | None = None
+        document.topology_replaced.connect(self._on_document_topology_replaced)
+        self._watch(document.topology)
+
+    # ------------------------------------------------------------ triggers
+    def _watch(self, topo: Topology) -> None:
+        if self._topology is not None:
+            self._topology.changed.disconnect(self.schedule)
+        self._topology = topo
+        topo.changed.connect(self.schedule)
+
+    def _on_document_topology_replaced(self, topo: Topology) -> None:
+        self._watch(topo)
+        self.latest = None
+        self.schedule()
+
+    def schedule(self) -> None:
+        """(Re)start the debounce: the solve runs once edits pause."""
+        if self.enabled:
+            self._cancel.set()  # whatever is running is already stale
+            self._timer.start(self._debounce_ms)
+
+    def set_selection(self, node_ids: list[str]) -> None:
+        """GPU selection, for scenarios whose ranks are ``selection``."""
+        self.selection = list(node_ids)
+        scenario = self.document.topology.settings["scenario"]
+        if scenario.get("ranks") == "selection":
+            self.schedule()
+
+    @property
+    def busy(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # ------------------------------------------------------------ solving
+    def _on_timer_timeout(self) -> None:
+        if self.busy:
+            # The old worker was told to stop; wait for it rather than run two at once.
+            self._timer.start(RETRY_MS)
+            return
+        topo = self.document.topology
+        settings = topo.settings
+        scenario = Scenario.from_dict(settings["scenario"])
+        training = TrainingSpec.from_dict(settings["training"])
+        try:
+            snap = take_snapshot(topo)
+            ranks = resolve_ranks(snap, topo, scenario.ranks, self.selection)
+        except (DesignError, SolverError) as exc:
+            self.failed.emit(topo.generation, str(exc))
+            return
+        if snap.n_gpus < 2:
+            self.failed.emit(topo.generation, "add at least two GPUs to analyse the design")
+            return
+        self._cancel = threading.Event()
+        cancel = self._cancel
+        generation = snap.generation
+        self._running_generation = generation
+        self.solves_started += 1
+        self.started.emit(generation)
+        self.progress.emit(f"Solving {scenario.collective} on {len(ranks or snap.gpus)} GPUs…")
+
+        def work() -> None:
+            try:
+                result = analyse(snap, scenario, ranks, training, cancel.is_set)
+                self._done.emit(generation, result, None)
+            except _Cancelled:
+                self._done.emit(generation, None, None)
+            except (DesignError, SolverError) as exc:
+                self._done.emit(generation, None, str(exc))
+            except Exception as exc:  # a bug: say so in one line, keep the GUI alive
+                traceback.print_exc()
+                self._done.emit(generation, None, f"internal error: {type(exc).__name__}: {exc}")
+
+        self._thread = threading.Thread(target=work, name=f"solve-{generation}", daemon=True)
+        self._thread.start()
+
+    def _on_worker_done(self, generation: int, result, error) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        if generation != self.document.topology.generation:
+            return  # stale: a newer edit is already scheduled
+        if error is not None:
+            self.failed.emit(generation, error)
+        elif result is not None:
+            self.latest = result
+            self.result_ready.emit(result)
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop the timer, cancel any solve and wait for its thread (window close)."""
+        self._timer.stop()
+        self._cancel.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+
+def utilisation_by_link(result: AnalysisResult) -> dict[str, float]:
+    """Per link id, the larger utilisation of its two directions."""
+    util = result.focus.arc_util
+    both = np.maximum(util[0::2], util[1::2])
+    return dict(zip(result.snapshot.link_ids, both.tolist(), strict=True))
