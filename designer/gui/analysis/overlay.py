@@ -1,0 +1,212 @@
+"""Solver results on the canvas: utilisation colours, a legend, link tooltips, what-if
+failures from the context menu, and the paths of a selected GPU's flows.
+
+Colours come from *cividis*, a colour map designed to read the same with colour-vision
+deficiencies; idle links fade to grey, and saturated bottleneck links (>= 99 %) are
+drawn in vermillion so they stand out from the map.  Recolouring never changes item
+geometry (``LinkItem.set_color``), so it is cheap on large designs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, QPoint, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QLinearGradient, QPainter
+from PySide6.QtWidgets import QMenu, QWidget
+
+from designer.gui.analysis.runner import AnalysisResult, SolveRunner
+from designer.gui.canvas.items import LinkItem, NodeItem
+from designer.gui.canvas.scene import FabricScene
+from designer.gui.canvas.view import FabricView
+from designer.gui.document import Document
+from designer.model.commands import SetLinkProps, SetNodeProps
+from designer.model.errors import DesignError
+
+CMAP = pg.colormap.get("cividis")
+SATURATED = QColor("#D55E00")
+IDLE = QColor(150, 150, 150, 90)
+HIGHLIGHT = QColor("#CC79A7")
+
+
+def util_color(u: float) -> QColor:
+    """Colour of a link at utilisation ``u`` (0..1)."""
+    if u <= 1e-9:
+        return IDLE
+    if u >= 0.99:
+        return SATURATED
+    return CMAP.map(float(u), mode="qcolor")
+
+
+class Legend(QWidget):
+    """A small colour bar in the corner of the canvas."""
+
+    def __init__(self, parent: QWidget):
+        super().__init__(parent)
+        self.setFixedSize(230, 46)
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+
+    def paintEvent(self, _event) -> None:
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setBrush(QColor(255, 255, 255, 225))
+        p.setPen(QColor(120, 120, 120))
+        p.drawRoundedRect(QRectF(0.5, 0.5, self.width() - 1, self.height() - 1), 5, 5)
+        bar = QRectF(10, 8, 150, 12)
+        grad = QLinearGradient(bar.topLeft(), bar.topRight())
+        for i in range(11):
+            grad.setColorAt(i / 10, CMAP.map(i / 10 * 0.99, mode="qcolor"))
+        p.fillRect(bar, grad)
+        p.fillRect(QRectF(bar.right() + 6, bar.top(), 14, 12), SATURATED)
+        p.setPen(QColor(30, 30, 30))
+        font = p.font()
+        font.setPointSize(7)
+        p.setFont(font)
+        p.drawText(QRectF(bar.left(), 22, 40, 14), "0 %", Qt.AlignmentFlag.AlignLeft)
+        p.drawText(QRectF(bar.right() - 40, 22, 40, 14), "99 %", Qt.AlignmentFlag.AlignRight)
+        p.drawText(QRectF(bar.right() + 2, 22, 60, 14), "saturated", Qt.AlignmentFlag.AlignLeft)
+        p.drawText(QRectF(bar.left(), 32, 200, 12), "link utilisation (busiest direction)",
+                   Qt.AlignmentFlag.AlignLeft)
+
+
+class AnalysisOverlay(QObject):
+    """Connects a `SolveRunner` to the canvas.
+
+    Signals
+    -------
+    message(str)
+    """
+
+    message = Signal(str)
+
+    def __init__(self, document: Document, scene: FabricScene, view: FabricView,
+                 runner: SolveRunner, parent: QObject | None = None):
+        super().__init__(parent)
+        self.document = document
+        self.scene = scene
+        self.view = view
+        self.runner = runner
+        self.by_utilisation = True
+        self.utilisation: dict[str, float] = {}
+        self.load: dict[str, float] = {}
+        self.legend = Legend(view.viewport())
+        self.legend.move(10, 10)
+        view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        view.customContextMenuRequested.connect(self._on_view_context_menu)
+        runner.result_ready.connect(self._on_runner_result_ready)
+        runner.failed.connect(self._on_runner_failed)
+        scene.selectionChanged.connect(self._on_scene_selection_changed)
+
+    # ------------------------------------------------------------ colours
+    def set_mode(self, by_utilisation: bool) -> None:
+        """Colour links by utilisation (True) or by technology (False)."""
+        self.by_utilisation = by_utilisation
+        self.legend.setVisible(by_utilisation)
+        self.apply()
+
+    def _on_runner_result_ready(self, result: AnalysisResult) -> None:
+        util = result.focus.arc_util
+        load = result.focus.arc_load_GBps
+        snap = result.snapshot
+        both_u = np.maximum(util[0::2], util[1::2])
+        both_l = np.maximum(load[0::2], load[1::2])
+        self.utilisation = dict(zip(snap.link_ids, both_u.tolist(), strict=True))
+        self.load = dict(zip(snap.link_ids, both_l.tolist(), strict=True))
+        self.capacity = dict(zip(snap.link_ids, snap.arc_cap[0::2].tolist(), strict=True))
+        self.apply()
+
+    def _on_runner_failed(self, _generation: int, _text: str) -> None:
+        self.utilisation, self.load = {}, {}
+        self.apply()
+
+    def apply(self) -> None:
+        """Recolour every link and refresh tooltips from the last result."""
+        for lid, item in self.scene.links.items():
+            if self.by_utilisation and self.utilisation:
+                u = self.utilisation.get(lid)
+                item.set_color(util_color(u) if u is not None else IDLE)
+                item.setToolTip(self._tooltip(item, u))
+            else:
+                item.set_color(None)
+                item.setToolTip(self._tooltip(item, None))
+        self.legend.setVisible(self.by_utilisation and bool(self.utilisation))
+
+    def _tooltip(self, item: LinkItem, u: float | None) -> str:
+        topo = self.document.topology
+        lk = item.link
+        tech = topo.catalog.tech(lk.tech)
+        head = (f"{lk.id}: {topo.node(lk.a).name} — {topo.node(lk.b).name}\n"
+                f"{lk.count} x {tech.name} ({lk.count * tech.GBps:,.1f} GB/s per direction)")
+        if lk.failed:
+            return head + "\nFAILED (what-if)"
+        if u is None:
+            return head + "\nno traffic in this scenario" if self.utilisation else head
+        load = self.load.get(lk.id, 0.0)
+        cap = self.capacity.get(lk.id, 0.0)
+        return (head + f"\nload {load:,.1f} of {cap:,.1f} GB/s achievable ({u * 100:.0f}%)")
+
+    # ------------------------------------------------------------ paths of a GPU
+    def _on_scene_selection_changed(self) -> None:
+        nodes = self.scene.selected_node_ids()
+        self.runner.set_selection(nodes)
+        result = self.runner.latest
+        topo = self.document.topology
+        if (len(nodes) != 1 or result is None or not topo.has_node(nodes[0])
+                or topo.node(nodes[0]).kind != "gpu"):
+            return
+        arcs = gpu_path_arcs(result, nodes[0])
+        if arcs is None:
+            return
+        links = {result.snapshot.link_ids[a // 2] for a in arcs.tolist()}
+        for lid, item in self.scene.links.items():
+            if lid in links:
+                item.set_color(HIGHLIGHT)
+        self.message.emit(f"{len(links)} link(s) carry {topo.node(nodes[0]).name}'s flows")
+
+    # ------------------------------------------------------------ what-if
+    def _on_view_context_menu(self, pos: QPoint) -> None:
+        item = next((i for i in self.view.items(pos) if isinstance(i, NodeItem | LinkItem)),
+                    None)
+        if item is None:
+            return
+        menu = QMenu(self.view)
+        if isinstance(item, NodeItem):
+            failed = item.node.failed
+            act = menu.addAction(f"{'Restore' if failed else 'Fail'} {item.node.name}")
+            act.triggered.connect(lambda: self.set_failed(node_ids=[item.node_id],
+                                                          failed=not failed))
+        else:
+            failed = item.link.failed
+            act = menu.addAction(f"{'Restore' if failed else 'Fail'} link {item.link_id}")
+            act.triggered.connect(lambda: self.set_failed(link_ids=[item.link_id],
+                                                          failed=not failed))
+        menu.popup(self.view.viewport().mapToGlobal(pos))
+
+    def set_failed(self, node_ids=(), link_ids=(), failed: bool = True) -> None:
+        """Fail or restore devices and links (undoable); the solve reroutes around them."""
+        try:
+            if node_ids:
+                self.document.push(SetNodeProps(node_ids, failed=failed))
+            if link_ids:
+                self.document.push(SetLinkProps(link_ids, failed=failed))
+        except DesignError as exc:
+            self.message.emit(str(exc))
+
+
+def gpu_path_arcs(result: AnalysisResult, gpu_id: str) -> np.ndarray | None:
+    """Arcs used by flows that start or end at ``gpu_id`` in the focus result's plan."""
+    snap = result.snapshot
+    plan = getattr(result.focus, "plan", None)
+    if plan is None:
+        return None
+    try:
+        node = snap.node_ids.index(gpu_id)
+    except ValueError:
+        return None
+    out = []
+    for phase in plan.phases:
+        src = snap.arc_src[phase.pair_arc]
+        dst = snap.arc_dst[phase.pair_arc]
+        touching = np.unique(phase.pair_flow[(src == node) | (dst == node)])
+        out.append(phase.pair_arc[np.isin(phase.pair_flow, touching)])
+    return np.unique(np.concatenate(out)) if out else None
