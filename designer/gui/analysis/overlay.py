@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, QPoint, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
-from PySide6.QtWidgets import QMenu, QWidget
+from PySide6.QtWidgets import QMenu, QToolTip, QWidget
 
 from designer.gui.analysis.runner import AnalysisResult, SolveRunner
 from designer.gui.canvas.items import LinkItem, NodeItem
@@ -27,6 +27,8 @@ CMAP = pg.colormap.get("cividis")
 SATURATED = QColor("#D55E00")
 IDLE = QColor(150, 150, 150, 90)
 HIGHLIGHT = QColor("#CC79A7")
+# A lookup table: mapping through the colour map per link is the slow part of a recolour.
+_LUT = [CMAP.map(i / 255, mode="qcolor") for i in range(256)]
 
 
 def util_color(u: float) -> QColor:
@@ -35,7 +37,7 @@ def util_color(u: float) -> QColor:
         return IDLE
     if u >= 0.99:
         return SATURATED
-    return CMAP.map(float(u), mode="qcolor")
+    return _LUT[int(u * 255)]
 
 
 class Legend(QWidget):
@@ -89,11 +91,14 @@ class AnalysisOverlay(QObject):
         self.by_utilisation = True
         self.utilisation: dict[str, float] = {}
         self.load: dict[str, float] = {}
+        self.capacity: dict[str, float] = {}
         self.legend = Legend(view.viewport())
         self.legend.move(10, 10)
+        self.legend.hide()
+        view.viewport().installEventFilter(self)
         view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         view.customContextMenuRequested.connect(self._on_view_context_menu)
-        runner.result_ready.connect(self._on_runner_result_ready)
+        runner.focus_ready.connect(self._on_runner_result_ready)
         runner.failed.connect(self._on_runner_failed)
         scene.selectionChanged.connect(self._on_scene_selection_changed)
 
@@ -121,15 +126,27 @@ class AnalysisOverlay(QObject):
 
     def apply(self) -> None:
         """Recolour every link and refresh tooltips from the last result."""
+        colour = self.by_utilisation and bool(self.utilisation)
+        util = self.utilisation
         for lid, item in self.scene.links.items():
-            if self.by_utilisation and self.utilisation:
-                u = self.utilisation.get(lid)
+            if colour:
+                u = util.get(lid)
                 item.set_color(util_color(u) if u is not None else IDLE)
-                item.setToolTip(self._tooltip(item, u))
             else:
                 item.set_color(None)
-                item.setToolTip(self._tooltip(item, None))
-        self.legend.setVisible(self.by_utilisation and bool(self.utilisation))
+        self.legend.setVisible(colour)
+
+    def eventFilter(self, watched, event) -> bool:
+        # Link tooltips are built when asked for, not for every link on every result.
+        if event.type() == QEvent.Type.ToolTip:
+            item = next((i for i in self.view.items(event.pos()) if isinstance(i, LinkItem)),
+                        None)
+            if item is not None and not any(isinstance(i, NodeItem)
+                                            for i in self.view.items(event.pos())):
+                u = self.utilisation.get(item.link_id) if self.utilisation else None
+                QToolTip.showText(event.globalPos(), self._tooltip(item, u), self.view)
+                return True
+        return super().eventFilter(watched, event)
 
     def _tooltip(self, item: LinkItem, u: float | None) -> str:
         topo = self.document.topology

@@ -43,7 +43,7 @@ class AnalysisResult:
     scenario: Scenario
     ranks: tuple[int, ...] | None
     focus: CollectiveResult          # at the scenario's message size: colours, timeline
-    sweep: CollectiveResult          # busbw against message size
+    sweep: CollectiveResult | None   # busbw against message size (None in a focus result)
     training: TrainingReport | None
     seconds: float
     notes: tuple[str, ...] = field(default=())
@@ -83,8 +83,12 @@ def resolve_ranks(snap: Snapshot, topo: Topology, spec, selection: list[str]) ->
 
 
 def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
-            training: TrainingSpec | None, cancelled) -> AnalysisResult:
-    """The worker's job (pure: no Qt, no live model)."""
+            training: TrainingSpec | None, cancelled, on_focus=None) -> AnalysisResult:
+    """The worker's job (pure: no Qt, no live model).
+
+    ``on_focus`` receives a first `AnalysisResult` with only the scenario-size solve (no
+    sweep, no training), so the canvas can recolour before the curves are done.
+    """
     t0 = time.perf_counter()
 
     def check() -> bool:
@@ -95,6 +99,10 @@ def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
     focus = solve_collective(snap, scenario.collective, sizes=[scenario.bytes],
                              algorithm=scenario.algorithm, ranks=ranks,
                              launch=scenario.launch, cancelled=check)
+    if on_focus is not None:
+        on_focus(AnalysisResult(snap.generation, snap, scenario,
+                                tuple(ranks) if ranks else None, focus, None, None,
+                                time.perf_counter() - t0))
     sweep = solve_collective(snap, scenario.collective, sizes=SWEEP,
                              algorithm=scenario.algorithm, ranks=ranks,
                              launch=scenario.launch, cancelled=check)
@@ -120,8 +128,10 @@ class SolveRunner(QObject):
     -------
     started(int)
         A solve of that generation began.
+    focus_ready(AnalysisResult)
+        The scenario-size solve is done (colours, bottleneck); sweep and training follow.
     result_ready(AnalysisResult)
-        A fresh result (stale ones are dropped before this is emitted).
+        A complete fresh result (stale ones are dropped before this is emitted).
     failed(int, str)
         The solve of that generation failed; the message is one line.
     progress(str)
@@ -129,10 +139,12 @@ class SolveRunner(QObject):
     """
 
     started = Signal(int)
+    focus_ready = Signal(object)
     result_ready = Signal(object)
     failed = Signal(int, str)
     progress = Signal(str)
     _done = Signal(int, object, object)  # generation, result or None, error or None
+    _focus = Signal(int, object)
 
     def __init__(self, document: Document, parent: QObject | None = None,
                  debounce_ms: int = DEBOUNCE_MS):
@@ -145,11 +157,13 @@ class SolveRunner(QObject):
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
         self._running_generation = -1
+        self._last_start = -1e9
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._debounce_ms = debounce_ms
         self._timer.timeout.connect(self._on_timer_timeout)
         self._done.connect(self._on_worker_done)
+        self._focus.connect(self._on_worker_focus)
         self._topology: Topology | None = None
         document.topology_replaced.connect(self._on_document_topology_replaced)
         self._watch(document.topology)
@@ -167,9 +181,16 @@ class SolveRunner(QObject):
         self.schedule()
 
     def schedule(self) -> None:
-        """(Re)start the debounce: the solve runs once edits pause."""
-        if self.enabled:
-            self._cancel.set()  # whatever is running is already stale
+        """Ask for a solve.  After a quiet spell the first edit solves at once (leading
+        edge); edits that follow within the debounce interval restart the timer, so a
+        burst of edits ends in one solve of the newest state (trailing edge)."""
+        if not self.enabled:
+            return
+        self._cancel.set()  # whatever is running is already stale
+        quiet = time.monotonic() - self._last_start >= self._debounce_ms / 1000
+        if quiet and not self._timer.isActive() and not self.busy:
+            self._timer.start(0)
+        else:
             self._timer.start(self._debounce_ms)
 
     def set_selection(self, node_ids: list[str]) -> None:
@@ -206,13 +227,15 @@ class SolveRunner(QObject):
         cancel = self._cancel
         generation = snap.generation
         self._running_generation = generation
+        self._last_start = time.monotonic()
         self.solves_started += 1
         self.started.emit(generation)
         self.progress.emit(f"Solving {scenario.collective} on {len(ranks or snap.gpus)} GPUs…")
 
         def work() -> None:
             try:
-                result = analyse(snap, scenario, ranks, training, cancel.is_set)
+                result = analyse(snap, scenario, ranks, training, cancel.is_set,
+                                 on_focus=lambda r: self._focus.emit(generation, r))
                 self._done.emit(generation, result, None)
             except _Cancelled:
                 self._done.emit(generation, None, None)
@@ -224,6 +247,10 @@ class SolveRunner(QObject):
 
         self._thread = threading.Thread(target=work, name=f"solve-{generation}", daemon=True)
         self._thread.start()
+
+    def _on_worker_focus(self, generation: int, result) -> None:
+        if generation == self.document.topology.generation:
+            self.focus_ready.emit(result)
 
     def _on_worker_done(self, generation: int, result, error) -> None:
         if self._thread is not None:

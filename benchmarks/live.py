@@ -1,0 +1,160 @@
+"""Live-analysis latency: edit -> colours on the canvas, and event-loop stalls while a
+large design solves in the background.
+
+Prints:
+- edit-to-colour latency (debounce included) for the example design and a 1,024-GPU
+  SuperPOD: the time from pushing an edit (failing a link) to the canvas links being
+  recoloured from the new result (goals: <= 150 ms and <= 400 ms);
+- the longest event-loop stall while a 16,384-GPU SuperPOD solves (goal <= 50 ms),
+  measured with a 1 ms timer on the GUI thread; the snapshot taken on the GUI thread is
+  reported separately because it is part of the stall.
+
+Run: ``python benchmarks/live.py [--quick]`` (offscreen; a few minutes for 16k GPUs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from PySide6.QtCore import QElapsedTimer, QTimer
+from PySide6.QtWidgets import QApplication
+
+from designer.gui.analysis.overlay import AnalysisOverlay
+from designer.gui.analysis.runner import SolveRunner
+from designer.gui.canvas.scene import FabricScene
+from designer.gui.canvas.view import FabricView
+from designer.gui.document import Document
+from designer.model.commands import SetLinkProps
+from designer.model.templates import build_template
+from designer.solver.snapshot import take_snapshot
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+class Rig:
+    """Document + scene + view + runner + overlay, as the main window wires them."""
+
+    def __init__(self, topology):
+        self.document = Document(topology)
+        self.scene = FabricScene(self.document)
+        self.view = FabricView(self.scene)
+        self.view.resize(1200, 800)
+        self.runner = SolveRunner(self.document)
+        self.overlay = AnalysisOverlay(self.document, self.scene, self.view, self.runner)
+        self.coloured_at: float | None = None
+        self.runner.focus_ready.connect(self._on_result)
+
+    def _on_result(self, _result) -> None:
+        # The overlay's slot is connected first, so links are recoloured by now.
+        self.coloured_at = time.perf_counter()
+
+    def wait(self, app: QApplication, timeout: float = 600.0, full: bool = False) -> float:
+        t0 = time.perf_counter()
+        while (self.coloured_at is None or (full and self.runner.busy)) \
+                and time.perf_counter() - t0 < timeout:
+            app.processEvents()
+            time.sleep(0.0005)
+        if self.coloured_at is None:
+            raise RuntimeError("no result within the timeout")
+        return self.coloured_at
+
+    def close(self) -> None:
+        self.runner.shutdown()
+
+
+def edit_to_colour(app: QApplication, template: str, params: dict, repeats: int) -> list[float]:
+    rig = Rig(build_template(template, **params))
+    rig.runner.schedule()
+    rig.wait(app, full=True)  # the first solve warms caches
+    link = next(lk for lk in rig.document.topology.links()
+                if rig.overlay.utilisation.get(lk.id, 0) > 0)
+    out = []
+    for i in range(repeats):
+        rig.coloured_at = None
+        t0 = time.perf_counter()
+        rig.document.push(SetLinkProps([link.id], failed=(i % 2 == 0)))
+        out.append((rig.wait(app) - t0) * 1e3)
+        rig.wait(app, full=True)  # let the sweep finish before the next edit
+    rig.close()
+    return out
+
+
+def stall_during_solve(app: QApplication, sus: int) -> tuple[float, float, float, int]:
+    topo = build_template("superpod", gpu="B200", sus=sus)
+    t0 = time.perf_counter()
+    take_snapshot(topo)
+    snap_ms = (time.perf_counter() - t0) * 1e3
+    rig = Rig(topo)
+    gaps: list[float] = []
+    clock = QElapsedTimer()
+    last = [0]
+
+    def tick() -> None:
+        now = clock.elapsed()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    timer = QTimer()
+    timer.setInterval(1)
+    timer.timeout.connect(tick)
+    rig.runner.schedule()
+    # Let the debounce fire and the snapshot happen, then watch only the worker's time.
+    while not rig.runner.busy and rig.coloured_at is None:
+        app.processEvents()
+        time.sleep(0.0005)
+    clock.start()
+    timer.start()
+    t1 = time.perf_counter()
+    rig.wait(app, full=True)
+    solve_s = time.perf_counter() - t1
+    timer.stop()
+    rig.close()
+    return max(gaps) if gaps else 0.0, snap_ms, solve_s, topo.graph.number_of_nodes()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="1,024 GPUs for the stall test")
+    args = ap.parse_args()
+    app = QApplication.instance() or QApplication([])
+    print(f"machine: {_cpu()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    rows = []
+    for label, template, params, goal in (
+            ("example (32 GPUs)", "example", {}, 150),
+            ("SuperPOD B200 4 SU (1,024 GPUs)", "superpod", {"gpu": "B200", "sus": 4}, 400)):
+        ms = edit_to_colour(app, template, params, repeats=5)
+        rows.append((f"edit -> colour, {label}", f"<= {goal} ms",
+                     f"{statistics.median(ms):.0f} ms (median of {len(ms)}; max {max(ms):.0f})"))
+    sus = 4 if args.quick else 64
+    stall, snap_ms, solve_s, nodes = stall_during_solve(app, sus)
+    gpus = 256 * sus
+    rows.append((f"event-loop stall during a {gpus:,}-GPU solve", "<= 50 ms",
+                 f"{stall:.0f} ms (solve {solve_s:.1f} s on the worker)"))
+    rows.append((f"snapshot on the GUI thread, {gpus:,} GPUs ({nodes:,} nodes)", "-",
+                 f"{snap_ms:.0f} ms"))
+    width = max(len(r[0]) for r in rows)
+    print(f"{'case':<{width}}  {'goal':>10}  measured")
+    for case, goal, measured in rows:
+        print(f"{case:<{width}}  {goal:>10}  {measured}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,317 @@
+"""The analysis panels show the data of the last result, keep baselines, and export."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from xml.dom import minidom
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QImage
+
+from designer.gui.analysis.panels import BusBwPanel, JitterPanel, LinkLoadPanel, TimelinePanel
+from designer.gui.analysis.panels.busbw import load_reference, parse_size
+from designer.gui.analysis.panels.jitter import histogram
+from designer.gui.analysis.panels.linkload import TOP_N
+from designer.gui.analysis.panels.timeline import phase_kind
+from designer.gui.analysis.runner import analyse, utilisation_by_link
+from designer.gui.app import application
+from designer.gui.canvas.style import DARK, LIGHT
+from designer.model.commands import SetSetting
+from designer.model.scenario import Scenario, TrainingSpec
+from designer.model.templates import build_template
+from designer.solver.snapshot import take_snapshot
+
+PANELS = (TimelinePanel, BusBwPanel, LinkLoadPanel, JitterPanel)
+
+
+def _solve(routing: str = "adaptive", algorithm: str = "auto", training=True):
+    topo = build_template("example")
+    if routing != topo.settings["routing"]:
+        SetSetting("routing", routing).do(topo)
+    return analyse(take_snapshot(topo), Scenario(algorithm=algorithm), None,
+                   TrainingSpec() if training else None, lambda: False)
+
+
+@pytest.fixture(scope="module")
+def result():
+    return _solve()
+
+
+@pytest.fixture(scope="module")
+def ecmp_result():
+    return _solve(routing="ecmp", algorithm="hierarchical", training=False)
+
+
+def _panel(qtbot, cls, **kwargs):
+    application()
+    panel = cls(**kwargs)
+    qtbot.addWidget(panel)
+    panel.resize(700, 300)
+    panel.show()
+    qtbot.waitExposed(panel)
+    return panel
+
+
+# ---------------------------------------------------------------------- timeline
+def test_timeline_draws_one_bar_per_timeline_entry(qtbot, result, ecmp_result):
+    panel = _panel(qtbot, TimelinePanel)
+    assert panel.objectName() == "timeline-panel"
+    panel.set_result(result)
+    timeline = result.focus.timeline
+    opts = panel.bar_item.opts
+    assert len(opts["x0"]) == len(timeline) >= 2
+    np.testing.assert_allclose(opts["x0"], [b.start_s for b in timeline])
+    np.testing.assert_allclose(np.asarray(opts["x0"]) + np.asarray(opts["width"]),
+                               [b.end_s for b in timeline])
+    # Ring all-reduce: a reduce-scatter row then an all-gather row, differently coloured.
+    assert [b.kind for b in panel.bars] == ["reduce-scatter", "all-gather"]
+    assert [b.row for b in panel.bars] == [0, 1]
+    brushes = {b.color().name() for b in opts["brushes"]}
+    assert len(brushes) == 2
+
+    # A live update replaces the bars: hierarchical has three phases, intra and inter.
+    panel.set_result(ecmp_result)
+    assert len(panel.bar_item.opts["x0"]) == len(ecmp_result.focus.timeline) == 3
+    assert [b.scope for b in panel.bars] == ["intra", "inter", "intra"]
+    ticks = [label for _, label in panel.plot.getAxis("left")._tickLevels[0]]
+    assert ticks == [b.phase for b in ecmp_result.focus.timeline]
+
+
+def test_timeline_hover_names_phase_and_bottleneck(qtbot, result):
+    panel = _panel(qtbot, TimelinePanel)
+    panel.set_result(result)
+    bar = result.focus.timeline[1]
+    mid = QPointF((bar.start_s + bar.end_s) / 2, 1.0)
+    scene_pos = panel.plot.vb.mapViewToScene(mid)
+    view_pos = panel.graphics.mapFromScene(scene_pos)
+    qtbot.mouseMove(panel.graphics.viewport(), view_pos)
+    qtbot.waitUntil(panel.hover.isVisible, timeout=2000)
+    text = panel.hover.toPlainText()
+    assert bar.phase in text and bar.bottleneck in text
+    assert f"{bar.steps} steps" in text
+    # Off the bars the text goes away.
+    panel.plot.scene().sigMouseMoved.emit(panel.plot.vb.mapViewToScene(QPointF(mid.x(), 3.0)))
+    assert not panel.hover.isVisible()
+
+
+def test_phase_kinds():
+    assert phase_kind("intra-domain reduce-scatter") == "reduce-scatter"
+    assert phase_kind("ring allgather") == "all-gather"
+    assert phase_kind("double binary tree all-reduce") == "all-reduce"
+    assert phase_kind("all-to-all") == "other"
+
+
+# ---------------------------------------------------------------------- busbw
+def test_busbw_curve_is_the_sweep(qtbot, result):
+    panel = _panel(qtbot, BusBwPanel)
+    panel.set_result(result)
+    x, y = panel.curve.getData()
+    np.testing.assert_allclose(y, result.sweep.busbw_GBps)
+    np.testing.assert_allclose(2.0 ** x, result.sweep.sizes)
+    assert x[0] == 15 and x[-1] == 34  # 32 KiB .. 16 GiB on a log2 axis
+    mx, my = panel.marker.getData()
+    assert 2.0 ** mx[0] == result.scenario.bytes
+    assert my[0] == pytest.approx(result.focus.busbw_GBps[0])
+    axis = panel.plot.getAxis("bottom")
+    assert axis.tickStrings([15.0, 20.0, 30.0], 1, axis._step) == ["32K", "1M", "1G"]
+
+
+def test_pinned_baseline_survives_new_results(qtbot, result, ecmp_result):
+    panel = _panel(qtbot, BusBwPanel)
+    assert not panel.pin_button.isEnabled()  # nothing to pin yet
+    panel.set_design_name("example")
+    panel.set_result(result)
+    qtbot.mouseClick(panel.pin_button, Qt.MouseButton.LeftButton)
+    assert len(panel.baselines) == 1
+    label = panel.baselines[0].label
+    assert "example" in label and "adaptive" in label and "infiniband" in label
+    panel.set_result(ecmp_result)
+    panel.pin_baseline()
+    assert len(panel.baselines) == 2
+    assert panel.baselines[0].color != panel.baselines[1].color
+    panel.set_result(result)
+    drawn = {item.name(): item for item in panel.plot.listDataItems()}
+    assert label in drawn and panel.baselines[1].label in drawn
+    np.testing.assert_allclose(drawn[label].getData()[1], result.sweep.busbw_GBps)
+    np.testing.assert_allclose(drawn[panel.baselines[1].label].getData()[1],
+                               ecmp_result.sweep.busbw_GBps)
+    assert drawn[label].opts["pen"].style() == Qt.PenStyle.DashLine
+    legend = [sample_label.text for _, sample_label in panel.legend.items]
+    assert label in legend
+
+    # None empties the current curve but keeps the baselines; Clear removes them.
+    panel.set_result(None)
+    assert panel.curve is None and panel.message
+    assert [i.name() for i in panel.plot.listDataItems()] == [b.label for b in panel.baselines]
+    qtbot.mouseClick(panel.clear_button, Qt.MouseButton.LeftButton)
+    assert panel.baselines == [] and panel.plot.listDataItems() == []
+
+
+def test_measured_reference_overlay(qtbot, result, tmp_path):
+    ref = tmp_path / "measured.json"
+    ref.write_text(json.dumps({"cases": [
+        {"id": "curve", "curve_bytes_busbw": [["32KiB", 1.5], ["1GiB", 200.0]]},
+        {"id": "range", "bytes": "2GiB-4GiB", "busbw": 367},
+        {"id": "vague", "bytes": "large", "busbw": 192},
+        {"id": "nic", "effective_GBps_per_nic": {"NDR": 47}},
+    ]}))
+    assert [c.case_id for c in load_reference(ref)] == ["curve", "range"]
+    assert parse_size("2GiB") == 2 << 30 and parse_size("128B") == 128
+    panel = _panel(qtbot, BusBwPanel, reference_path=ref)
+    panel.set_result(result)
+    assert panel.reference is None  # read lazily
+    panel.reference_box.setChecked(True)
+    names = [i.name() for i in panel.plot.listDataItems()]
+    assert "measured: curve" in names and "measured: range" in names
+    _, rows = panel.data_rows()
+    assert ("measured: range", 4 << 30) in {(r[0], r[1]) for r in rows}
+
+    absent = _panel(qtbot, BusBwPanel, reference_path=tmp_path / "missing.json")
+    assert not absent.reference_available
+    assert "missing.json" in absent.reference_box.toolTip()
+
+
+# ---------------------------------------------------------------------- link load
+def test_link_load_table_lists_the_busiest_links(qtbot, result):
+    panel = _panel(qtbot, LinkLoadPanel)
+    panel.set_result(result)
+    util = utilisation_by_link(result)
+    carrying = {k: v for k, v in util.items() if v > 0}
+    expected = sorted(carrying.values(), reverse=True)[:TOP_N]
+    rows = panel.top_rows()
+    assert len(rows) == min(TOP_N, len(carrying))
+    assert [u for _, u in rows] == pytest.approx([100 * u for u in expected], abs=0.05)
+    for link, pct in rows:
+        assert 100 * util[link] == pytest.approx(pct, abs=0.05)
+    assert panel.counts.sum() == len(carrying)
+    # The last bin holds the saturated links.
+    assert panel.counts[-1] == sum(v >= 0.95 for v in carrying.values())
+
+
+def test_clicking_a_link_row_emits_its_id(qtbot, result):
+    panel = _panel(qtbot, LinkLoadPanel)
+    panel.set_result(result)
+    table = panel.table
+    rect = table.visualItemRect(table.item(2, 1))
+    with qtbot.waitSignal(panel.link_activated, timeout=1000) as blocker:
+        qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert blocker.args == [table.item(2, 0).text()]
+    assert blocker.args[0] in result.snapshot.link_ids
+
+
+# ---------------------------------------------------------------------- jitter
+def test_jitter_histogram_and_percentile_lines(qtbot, result):
+    panel = _panel(qtbot, JitterPanel)
+    panel.set_result(result)
+    dist = result.training.distribution
+    assert panel.counts.sum() == len(dist.samples_s)
+    assert panel.lines["p50"].value() == pytest.approx(dist.p50_s)
+    assert panel.lines["p99"].value() == pytest.approx(dist.p99_s)
+    assert panel.lines["ideal"].value() == pytest.approx(dist.ideal_s)
+    caption = panel.caption.text
+    assert "GPU-s" in caption and f"{100 * result.training.estimate.comm_share:.0f}%" in caption
+    # Every line is inside the visible range.
+    (x0, x1), _ = panel.plot.vb.viewRange()
+    assert x0 < dist.ideal_s and dist.p99_s < x1
+
+
+def test_jitter_without_training_shows_a_message(qtbot, ecmp_result):
+    panel = _panel(qtbot, JitterPanel)
+    panel.set_result(ecmp_result)
+    assert ecmp_result.training is None
+    assert "training" in panel.message.lower()
+    assert panel.plot.listDataItems() == [] and panel.data_rows()[1] == []
+
+
+def test_constant_samples_make_one_bin():
+    counts, edges = histogram(np.full(10, 2.0))
+    assert counts.tolist() == [10] and edges[0] < 2.0 < edges[-1]
+
+
+# ---------------------------------------------------------------------- all panels
+@pytest.mark.parametrize("cls", PANELS)
+def test_none_and_failure_show_a_message(qtbot, cls, result):
+    panel = _panel(qtbot, cls)
+    panel.set_result(result)
+    assert panel.data_rows()[1]
+    panel.set_message("solve failed: zero-capacity path")
+    assert panel.message == "solve failed: zero-capacity path"
+    assert panel._message_item.isVisible()
+    assert panel.data_rows()[1] == []
+    # The message sits in the middle of the plot.
+    box = panel.plot.vb.boundingRect()
+    text = panel._message_item.mapRectToParent(panel._message_item.boundingRect())
+    assert abs(text.center().x() - box.center().x()) < 2
+    panel.set_result(result)
+    assert not panel._message_item.isVisible() and panel.message == ""
+    panel.set_result(None)
+    assert panel._message_item.isVisible() and panel.result is None
+
+
+@pytest.mark.parametrize("cls", PANELS)
+def test_exports_write_png_svg_and_csv(qtbot, cls, result, tmp_path):
+    panel = _panel(qtbot, cls)
+    panel.set_result(result)
+    written = []
+    panel.exported.connect(written.append)
+    png = panel.export_png(tmp_path / "p.png")
+    svg = panel.export_svg(tmp_path / "p.svg")
+    data = panel.export_csv(tmp_path / "p.csv")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000
+    assert b"<svg" in svg.read_bytes()[:1000] and svg.stat().st_size > 1000
+    paths = minidom.parse(str(svg)).getElementsByTagName("path")
+    # Qt writes the plot's clip rectangle as a closed path; it survives the export intact.
+    assert any(p.getAttribute("d").split()[-1:] == ["Z"] for p in paths)
+    with data.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    header, expected = panel.data_rows()
+    assert rows[0] == header and len(rows) == len(expected) + 1 > 1
+    assert written == [str(png), str(svg), str(data)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.csv", "p.png", "p.svg"]
+
+
+def test_hidden_panel_draws_when_shown_and_exports_full_size(qtbot, result, tmp_path):
+    application()
+    panel = BusBwPanel()
+    qtbot.addWidget(panel)
+    panel.set_result(result)
+    assert panel.curve is None  # a hidden (tabbed-away) dock does not spend time drawing
+    assert len(panel.data_rows()[1]) == len(result.sweep.sizes)
+    image = QImage(str(panel.export_png(tmp_path / "hidden.png")))
+    assert image.width() >= 960 and image.height() >= 420
+    np.testing.assert_allclose(panel.curve.getData()[1], result.sweep.busbw_GBps)
+
+    other = TimelinePanel()
+    qtbot.addWidget(other)
+    other.set_result(result)
+    assert other.bar_item is None
+    other.show()
+    qtbot.waitExposed(other)
+    assert len(other.bar_item.opts["x0"]) == len(result.focus.timeline)
+
+
+def test_csv_numbers_round_trip(qtbot, result, tmp_path):
+    panel = _panel(qtbot, BusBwPanel)
+    panel.set_result(result)
+    with panel.export_csv(tmp_path / "b.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    current = [r for r in rows if r["series"] == "current"]
+    assert [int(r["bytes"]) for r in current] == result.sweep.sizes.tolist()
+    assert [float(r["busbw_GBps"]) for r in current] == result.sweep.busbw_GBps.tolist()
+
+
+@pytest.mark.parametrize("theme", [LIGHT, DARK])
+def test_themes_colour_background_and_text(qtbot, result, theme):
+    panel = _panel(qtbot, BusBwPanel)
+    panel.set_result(result)
+    panel.apply_theme(theme)
+    assert panel.graphics.backgroundBrush().color() == theme.background
+    assert panel.plot.getAxis("left").textPen().color() == theme.text
+    # The current curve keeps contrast with the background.
+    curve = panel.curve.opts["pen"].color()
+    assert abs(curve.lightnessF() - theme.background.lightnessF()) > 0.25
+    assert math.isclose(panel.curve.getData()[1][-1], result.sweep.busbw_GBps[-1])
