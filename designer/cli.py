@@ -123,12 +123,25 @@ def cmd_bom(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     out = Path(args.output)
+    name, suffix = out.name.lower(), out.suffix.lower()
+    diagram = suffix in (".svg", ".png", ".pdf")
+    if not diagram and not name.endswith((".graphml", ".json")):
+        raise UsageError(f"{out}: unknown export format {suffix or '(none)'!r} "
+                         "(use .svg, .png, .pdf, .graphml, .json or .fabric.json)")
+    if args.scale is not None and suffix != ".png":
+        raise UsageError("--scale applies to .png exports only")
+    if args.scale is not None and not (0 < args.scale < float("inf")):
+        raise UsageError(f"--scale must be a positive number, got {args.scale:g}")
     topo = _load(args.file)
-    suffix = out.suffix.lower()
-    if suffix in (".svg", ".png", ".pdf"):
-        raise UsageError(f"{suffix} export needs the diagram renderer, which is not built yet; "
-                         "use .graphml, .json or .fabric.json")
-    if out.name.endswith(".fabric.json"):
+    if diagram:
+        # Headless by default: without a display Qt's default platform plugin would abort.
+        # Must happen before PySide6 is first imported.
+        if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+            os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        from designer.gui.export import export_topology
+
+        export_topology(topo, out, scale=2.0 if args.scale is None else args.scale)
+    elif name.endswith(".fabric.json"):
         from designer.io.fabric_json import save
 
         save(topo, out)
@@ -349,9 +362,13 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_bom)
 
-    s = sub.add_parser("export", help="export to GraphML, node-link JSON or .fabric.json")
+    s = sub.add_parser("export", help="export the diagram (SVG, PNG, PDF) or the graph "
+                                      "(GraphML, node-link JSON, .fabric.json)")
     s.add_argument("file")
-    s.add_argument("-o", "--output", required=True, help="OUT.graphml | OUT.json")
+    s.add_argument("-o", "--output", required=True,
+                   help="OUT.svg | OUT.png | OUT.pdf | OUT.graphml | OUT.json | OUT.fabric.json")
+    s.add_argument("--scale", type=float, metavar="S",
+                   help="PNG pixels per canvas unit (default 2)")
     s.set_defaults(func=cmd_export)
 
     s = sub.add_parser("solve", help="route a collective, compute max-min rates and timing")

@@ -116,7 +116,7 @@ def test_export_graphml_and_node_link_json(example_file, tmp_path, capsys):
     assert len(json.loads(js.read_text())["nodes"]) == len(design["nodes"])
     capsys.readouterr()
     code, _, err = run(capsys, "export", str(example_file), "-o", str(tmp_path / "x.xyz"))
-    assert code == 1 and ".xyz" in err
+    assert code == 2 and ".xyz" in err
 
 
 def test_parse_size():
