@@ -1,39 +1,133 @@
-"""`FileController`: New, Open, Save, Save As and the unsaved-changes prompt.
+"""`FileController`: New, New from Template, Open, Open Recent, Save, Save As, Export,
+the unsaved-changes prompt, autosave and crash recovery.
 
 A bad file gives one clear message and leaves the open design untouched: the document is
 only replaced after a file has loaded completely.
+
+Recent files and the autosave interval live in `QSettings`: the application's own
+(organisation and name set by `designer.gui.app.application`), or an INI file in
+``$FABRIC_DESIGNER_DATA_DIR`` when that variable is set, so tests and portable installs
+never touch the user's real settings.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
+from PySide6.QtCore import QObject, QSettings, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMenu, QMessageBox
 
 from designer.gui.document import Document
+from designer.gui.recovery import DATA_DIR_ENV, Autosaver, RecoveryEntry, find_recoveries
 from designer.model.errors import DesignError
 from designer.model.topology import Topology
 
 FILTER = "Fabric designs (*.fabric.json);;JSON (*.json);;All files (*)"
+MAX_RECENT = 10
+RECENT_KEY = "recent/files"
+AUTOSAVE_KEY = "autosave/interval_s"
+
+
+def user_settings() -> QSettings:
+    """The settings store: an INI file under ``$FABRIC_DESIGNER_DATA_DIR`` if set, else the
+    application's native one."""
+    folder = os.environ.get(DATA_DIR_ENV)
+    if folder:
+        return QSettings(str(Path(folder) / "settings.ini"), QSettings.Format.IniFormat)
+    return QSettings()
+
+
+class RecentFiles:
+    """Most recently opened or saved designs, newest first, at most ``limit``.
+
+    Examples
+    --------
+    >>> recent = RecentFiles(QSettings("/tmp/r.ini", QSettings.Format.IniFormat))  # doctest: +SKIP
+    >>> recent.add("/a.fabric.json"); recent.add("/b.fabric.json")  # doctest: +SKIP
+    >>> [p.name for p in recent.paths()]                            # doctest: +SKIP
+    ['b.fabric.json', 'a.fabric.json']
+    """
+
+    def __init__(self, settings: QSettings, limit: int = MAX_RECENT):
+        self.settings = settings
+        self.limit = limit
+
+    def paths(self) -> list[Path]:
+        raw = self.settings.value(RECENT_KEY, [])
+        # An INI file hands back one entry as a plain string, junk as anything at all.
+        if isinstance(raw, str):
+            raw = [raw]
+        if not isinstance(raw, list):
+            return []
+        return [Path(p) for p in raw if isinstance(p, str) and p][: self.limit]
+
+    def _store(self, paths: list[Path]) -> None:
+        self.settings.setValue(RECENT_KEY, [str(p) for p in paths[: self.limit]])
+        self.settings.sync()
+
+    def add(self, path: str | Path) -> None:
+        """Put ``path`` first (moving it up if it is already listed)."""
+        path = Path(path).absolute()
+        self._store([path, *(p for p in self.paths() if p != path)])
+
+    def prune(self) -> list[Path]:
+        """Drop files that no longer exist; returns the remaining list."""
+        paths = self.paths()
+        alive = [p for p in paths if p.is_file()]
+        if alive != paths:
+            self._store(alive)
+        return alive
+
+    def clear(self) -> None:
+        self._store([])
+
+
+def _display_path(path: Path) -> str:
+    """A folder as a user reads it: ``~/designs`` rather than ``/home/ann/designs``."""
+    folder = str(path.parent)
+    home = str(Path.home())
+    if folder == home or folder.startswith(home + os.sep):
+        folder = "~" + folder[len(home):]
+    return folder
 
 
 class FileController(QObject):
-    """File operations of one main window."""
+    """File operations of one main window.
+
+    Parameters
+    ----------
+    window : QMainWindow
+        Parent of the dialogs; message boxes appear only while it is visible.
+    document : Document
+        The open design.
+    settings : QSettings, optional
+        Where recent files and the autosave interval are kept; `user_settings()` by default.
+    recovery_folder : Path, optional
+        Where autosave copies go; ``recovery_dir()`` by default.
+    """
 
     message = Signal(str)
     opened = Signal(object)  # Path
 
-    def __init__(self, window: QMainWindow, document: Document, parent: QObject | None = None):
+    def __init__(self, window: QMainWindow, document: Document, parent: QObject | None = None,
+                 *, settings: QSettings | None = None, recovery_folder: Path | None = None):
         super().__init__(parent)
         self.window = window
         self.document = document
+        self.settings = settings if settings is not None else user_settings()
+        self.recent = RecentFiles(self.settings)
+        self._recent_menu: QMenu | None = None
+        self.autosaver = Autosaver(document, folder=recovery_folder, parent=self)
+        self.autosaver.failed.connect(self.message)
 
     def _error(self, title: str, text: str) -> None:
         self.message.emit(text)
         if self.window.isVisible():
             QMessageBox.warning(self.window, title, text)
 
+    # ------------------------------------------------------------ new / open / save
     def maybe_save(self) -> bool:
         """Ask about unsaved changes; False means the user cancelled."""
         if not self.document.is_modified:
@@ -53,6 +147,26 @@ class FileController(QObject):
         self.document.replace(topology or Topology(name="untitled"))
         return True
 
+    def new_from_template(self) -> bool:
+        """Ask for a template and its parameters, then open the built design."""
+        # Imported here: the dialog builds every template's form, which only this needs.
+        from designer.gui.template_dialog import TemplateDialog
+
+        if not self.maybe_save():
+            return False
+        dialog = TemplateDialog(self.window)
+        try:
+            if dialog.exec() != TemplateDialog.DialogCode.Accepted:
+                return False
+            topology = dialog.topology()
+        finally:
+            dialog.deleteLater()
+        if topology is None:
+            return False
+        self.document.replace(topology)  # the window fits the view on topology_replaced
+        self.message.emit(f"New design from template: {topology.name}")
+        return True
+
     def open_file(self, path: str | Path | None = None) -> bool:
         if path is None:
             path, _ = QFileDialog.getOpenFileName(self.window, "Open design", "", FILTER)
@@ -65,6 +179,7 @@ class FileController(QObject):
         except DesignError as exc:
             self._error("Cannot open design", str(exc))
             return False
+        self.recent.add(path)
         self.message.emit(f"Opened {path}")
         self.opened.emit(Path(path))
         return True
@@ -85,32 +200,125 @@ class FileController(QObject):
             path = path.with_name(path.name + ".fabric.json")
         return self._save_to(path)
 
-    # Hooks the main window calls; filled in by the files/recovery work (issue 4).
-    def new_from_template(self) -> bool:
-        """Ask for a template and its parameters, then open the built design."""
-        self.message.emit("New from template is not available yet")
-        return False
-
-    def recent_menu(self):
-        """The File > Open Recent menu (None until recent files are kept)."""
-        return None
-
-    def start_autosave(self) -> None:
-        """Begin periodic autosave to the recovery file."""
-
-    def offer_recovery(self) -> bool:
-        """After a crash, offer to restore the autosaved design; True if restored."""
-        return False
-
-    def export(self) -> None:
-        """File > Export: the diagram (SVG/PNG/PDF) or the graph (GraphML/JSON)."""
-        self.message.emit("Export is not available yet")
-
     def _save_to(self, path: Path) -> bool:
         try:
             self.document.save(path)
         except (DesignError, OSError) as exc:
             self._error("Cannot save design", str(exc))
             return False
+        self.recent.add(path)
         self.message.emit(f"Saved {path}")
         return True
+
+    # ------------------------------------------------------------ recent files
+    def recent_menu(self) -> QMenu:
+        """The File > Open Recent menu; it lists the files afresh each time it opens."""
+        if self._recent_menu is None:
+            menu = QMenu("Open &Recent", self.window)
+            menu.setObjectName("recent_menu")
+            menu.setToolTipsVisible(True)
+            menu.aboutToShow.connect(self._on_recent_menu_about_to_show)
+            self._recent_menu = menu
+            self._on_recent_menu_about_to_show()
+        return self._recent_menu
+
+    def _on_recent_menu_about_to_show(self) -> None:
+        menu = self._recent_menu
+        menu.clear()
+        paths = self.recent.prune()
+        for i, path in enumerate(paths, start=1):
+            # "&1" gives the first ten entries a keyboard mnemonic (1..9, then 0); the
+            # folder after the tab sits in the shortcut column, so the folders line up.
+            action = QAction(f"&{i % 10}  {path.name}\t{_display_path(path)}", menu)
+            action.setToolTip(str(path))
+            action.setStatusTip(str(path))
+            action.setData(str(path))
+            action.triggered.connect(lambda _=False, p=path: self.open_file(p))
+            menu.addAction(action)
+        if not paths:
+            empty = menu.addAction("No recent files")
+            empty.setEnabled(False)
+        menu.addSeparator()
+        clear = menu.addAction("&Clear Recent")
+        clear.setEnabled(bool(paths))
+        clear.triggered.connect(self._on_clear_recent_triggered)
+
+    def _on_clear_recent_triggered(self) -> None:
+        self.recent.clear()
+        self.message.emit("Recent files cleared")
+
+    # ------------------------------------------------------------ autosave / recovery
+    def start_autosave(self) -> None:
+        """Begin periodic autosave to the recovery file (interval from the settings,
+        ``autosave/interval_s``, 60 s by default)."""
+        try:
+            seconds = float(self.settings.value(AUTOSAVE_KEY, self.autosaver.interval_s))
+        except (TypeError, ValueError):
+            seconds = self.autosaver.interval_s
+        self.autosaver.interval_s = seconds
+        self.autosaver.start()
+        app = QApplication.instance()
+        if app is not None:
+            # A clean quit (the window already asked about unsaved changes) leaves nothing
+            # to recover; only a crash leaves the copy behind.
+            app.aboutToQuit.connect(self.autosaver.shutdown)
+
+    def discard_recovery(self) -> None:
+        """The session ended cleanly: stop autosaving and remove the recovery copy."""
+        self.autosaver.shutdown()
+
+    def offer_recovery(self) -> bool:
+        """After a crash, offer to restore the autosaved design; True if restored.
+
+        The newest copy is offered first; No deletes it and offers the next.
+        """
+        for entry in find_recoveries(self.autosaver.folder):
+            when = entry.saved_at.strftime("%Y-%m-%d %H:%M")
+            came_from = f"\nIt was {entry.original}." if entry.original else ""
+            answer = QMessageBox.question(
+                self.window, "Recover design",
+                f"Restore the unsaved design from {when}?\n\n"
+                f"Fabric Designer did not close properly while “{entry.title}” had unsaved "
+                f"changes.{came_from}\nNo deletes the recovered copy.",
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                QMessageBox.StandardButton.Yes)
+            if answer != QMessageBox.StandardButton.Yes:
+                entry.remove()
+                continue
+            return self.restore(entry)
+        return False
+
+    def restore(self, entry: RecoveryEntry) -> bool:
+        """Load a recovery copy into the document: marked modified, named after the file it
+        came from, and kept on disk as this session's copy until the design is saved."""
+        if not self.maybe_save():
+            return False
+        try:
+            topology = entry.load()
+        except DesignError as exc:
+            aside = entry.set_aside()
+            self._error("Cannot restore design", f"{exc} (kept as {aside})")
+            return False
+        self.document.replace(topology, entry.original)
+        self.autosaver.adopt(entry)
+        # Not the saved state: the title shows "*" and closing asks to save.
+        self.document.undo_stack.resetClean()
+        self.message.emit(f"Restored the design autosaved at {entry.saved_at:%H:%M}")
+        return True
+
+    # ------------------------------------------------------------ export
+    def export(self) -> None:
+        """File > Export: the diagram (SVG/PNG/PDF) or the graph (GraphML/JSON)."""
+        try:
+            from designer.gui.export import export_dialog
+        except ImportError as exc:
+            self.message.emit(f"Export is not available: {exc}")
+            return
+        scene = getattr(self.window, "scene", None)
+        try:
+            path = export_dialog(self.window, scene, self.document)
+        except (DesignError, OSError) as exc:
+            self._error("Cannot export", str(exc))
+            return
+        if path is not None:
+            self.message.emit(f"Exported {path}")

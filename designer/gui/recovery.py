@@ -1,0 +1,377 @@
+"""Autosave to a recovery file, and finding the ones a crashed session left behind.
+
+While the design has unsaved changes, `Autosaver` writes a copy every minute (when it
+changed since the last copy) to ``<data dir>/recovery/<name>.fabric.json`` next to a small
+sidecar ``<name>.meta.json`` (the file the design came from, the time).  Saving the
+design, going back to the saved state, opening another design or quitting cleanly removes
+both.  So a recovery file that exists at start-up was left by a session that died.
+
+A running session holds ``<name>.lock`` (a `QLockFile`, which knows when its owner process
+is gone), so a second instance of the program never offers the first one's live file.
+
+The data directory is ``platformdirs.user_data_dir("fabric-designer")``; the environment
+variable ``FABRIC_DESIGNER_DATA_DIR`` overrides it (tests, portable installs).
+
+Writing never blocks the window: the design is copied on the GUI thread (frozen node,
+link and group values, a few milliseconds even for a 1,024-GPU design) and formatted and
+written by a worker thread, atomically (`designer.io.fabric_json.save`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import re
+import secrets
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from PySide6.QtCore import QLockFile, QObject, QTimer, Signal
+
+from designer.gui.document import Document
+from designer.io.atomic import atomic_write_text
+from designer.io.fabric_json import load, save
+from designer.model.topology import Topology
+
+DATA_DIR_ENV = "FABRIC_DESIGNER_DATA_DIR"
+APP_DIR_NAME = "fabric-designer"
+DESIGN_SUFFIX = ".fabric.json"
+META_SUFFIX = ".meta.json"
+LOCK_SUFFIX = ".lock"
+DEFAULT_INTERVAL_S = 60
+
+
+def data_dir() -> Path:
+    """The per-user data folder: ``$FABRIC_DESIGNER_DATA_DIR`` or the platform's one
+    (``~/.local/share/fabric-designer`` on Linux).
+
+    Examples
+    --------
+    >>> data_dir().is_absolute() or DATA_DIR_ENV in os.environ
+    True
+    """
+    override = os.environ.get(DATA_DIR_ENV)
+    if override:
+        return Path(override)
+    return Path(platformdirs.user_data_dir(APP_DIR_NAME, appauthor=False))
+
+
+def recovery_dir() -> Path:
+    """Where recovery files live: ``data_dir() / "recovery"`` (not created here)."""
+    return data_dir() / "recovery"
+
+
+def _slug(text: str) -> str:
+    """A short file-name-safe form of a design title."""
+    stem = text.removesuffix(DESIGN_SUFFIX).removesuffix(".json")
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-")[:40] or "design"
+
+
+def _lock_for(design: Path) -> QLockFile:
+    lock = QLockFile(str(design.with_name(design.name.removesuffix(DESIGN_SUFFIX) + LOCK_SUFFIX)))
+    # Only a dead owner makes a lock stale; a long editing session is not a crash.
+    lock.setStaleLockTime(0)
+    return lock
+
+
+@dataclass(frozen=True)
+class RecoveryEntry:
+    """One recovery file on disk.
+
+    Attributes
+    ----------
+    design : Path
+        The autosaved ``.fabric.json``.
+    original : Path or None
+        The file the design was opened from or saved to, if any.
+    saved_at : datetime
+        When the copy was written (local time).
+    title : str
+        The design's title then (file name or design name).
+    """
+
+    design: Path
+    original: Path | None
+    saved_at: datetime
+    title: str
+
+    @property
+    def meta(self) -> Path:
+        return self.design.with_name(self.design.name.removesuffix(DESIGN_SUFFIX) + META_SUFFIX)
+
+    @property
+    def name(self) -> str:
+        return self.design.name.removesuffix(DESIGN_SUFFIX)
+
+    def load(self) -> Topology:
+        """The autosaved design; raises `FileFormatError` for an unreadable copy."""
+        return load(self.design)
+
+    def remove(self) -> None:
+        """Delete the copy and its sidecar (missing files are fine)."""
+        for path in (self.design, self.meta):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def set_aside(self) -> Path:
+        """Rename an unreadable copy to ``*.bad`` so it is not offered again, but kept."""
+        target = self.design.with_name(self.design.name + ".bad")
+        os.replace(self.design, target)
+        with contextlib.suppress(FileNotFoundError):
+            self.meta.unlink()
+        return target
+
+
+def _read_entry(design: Path) -> RecoveryEntry:
+    meta_path = design.with_name(design.name.removesuffix(DESIGN_SUFFIX) + META_SUFFIX)
+    meta: dict[str, Any] = {}
+    # The sidecar is a convenience: without it (or when it is junk) the copy is still
+    # offered, dated by the file's modification time.
+    with contextlib.suppress(OSError, ValueError):
+        loaded = json.loads(meta_path.read_text(encoding="utf-8"))
+        if isinstance(loaded, dict):
+            meta = loaded
+    try:
+        saved_at = datetime.fromisoformat(str(meta["saved_at"]))
+    except (KeyError, ValueError):
+        saved_at = datetime.fromtimestamp(design.stat().st_mtime).astimezone()
+    original = meta.get("original")
+    title = meta.get("title")
+    return RecoveryEntry(
+        design=design,
+        original=Path(original) if isinstance(original, str) and original else None,
+        saved_at=saved_at,
+        title=title if isinstance(title, str) and title else design.name,
+    )
+
+
+def find_recoveries(folder: Path | None = None) -> list[RecoveryEntry]:
+    """Recovery files left by sessions that are no longer running, newest first.
+
+    A file whose lock is held by a live process (another open window of the program,
+    or this one) is skipped.
+    """
+    folder = recovery_dir() if folder is None else Path(folder)
+    if not folder.is_dir():
+        return []
+    entries = []
+    for design in folder.glob("*" + DESIGN_SUFFIX):
+        lock = _lock_for(design)
+        if not lock.tryLock(0):
+            continue  # a live session owns it
+        lock.unlock()
+        with contextlib.suppress(OSError):
+            entries.append(_read_entry(design))
+    return sorted(entries, key=lambda e: e.saved_at.timestamp(), reverse=True)
+
+
+def write_recovery(topology: Any, folder: Path, name: str, original: Path | None,
+                   title: str) -> RecoveryEntry:
+    """Write ``topology`` and its sidecar into ``folder`` as recovery ``name``.
+
+    The design goes first and the sidecar second, both atomically: a crash between the two
+    leaves a design without a sidecar, which is still offered.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    design = folder / f"{name}{DESIGN_SUFFIX}"
+    save(topology, design, backup=False)
+    saved_at = datetime.now().astimezone()
+    meta = {
+        "original": str(original) if original is not None else None,
+        "saved_at": saved_at.isoformat(timespec="seconds"),
+        "title": title,
+        "pid": os.getpid(),
+    }
+    entry = RecoveryEntry(design, original, saved_at, title)
+    atomic_write_text(entry.meta, json.dumps(meta, indent=2) + "\n")
+    return entry
+
+
+class _FrozenDesign:
+    """A detached copy of a `Topology`, enough for `fabric_json.save` to write.
+
+    Nodes, links and groups are frozen values, so copying the references is a real
+    snapshot; the worker thread never touches the live, edited topology.
+    """
+
+    def __init__(self, topology: Topology):
+        self.name = topology.name
+        self.catalog = topology.catalog  # not edited while the program runs
+        self.settings = topology.settings  # already a fresh copy
+        self.overrides = copy.deepcopy(topology.overrides)
+        self._groups = tuple(topology.groups())
+        self._nodes = tuple(topology.nodes())
+        self._links = tuple(topology.links())
+
+    def groups(self) -> Iterator:
+        return iter(self._groups)
+
+    def nodes(self) -> Iterator:
+        return iter(self._nodes)
+
+    def links(self) -> Iterator:
+        return iter(self._links)
+
+
+class Autosaver(QObject):
+    """Periodic recovery copies of one `Document`.
+
+    Parameters
+    ----------
+    document : Document
+        The design to protect.
+    interval_s : float
+        Seconds between checks; a copy is written only when the design is modified and
+        changed since the last copy.
+    folder : Path, optional
+        Recovery folder; `recovery_dir()` by default.
+
+    Signals
+    -------
+    saved(object)
+        A copy was written (its `Path`); emitted on the GUI thread.
+    failed(str)
+        Writing failed (one-line reason); the next tick tries again.
+    """
+
+    saved = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, document: Document, interval_s: float = DEFAULT_INTERVAL_S,
+                 folder: Path | None = None, parent: QObject | None = None):
+        super().__init__(parent)
+        self.document = document
+        self.folder = Path(folder) if folder is not None else recovery_dir()
+        self.name = f"{_slug(document.title)}-{secrets.token_hex(4)}"
+        self._lock: QLockFile | None = None
+        self._thread: threading.Thread | None = None
+        self._written: tuple[int, int] | None = None  # (id(topology), generation) on disk
+        self.timer = QTimer(self)
+        self.timer.timeout.connect(self._on_timer_timeout)
+        self.interval_s = interval_s
+        document.undo_stack.cleanChanged.connect(self._on_stack_clean_changed)
+        document.topology_replaced.connect(self._on_document_topology_replaced)
+
+    # ------------------------------------------------------------ settings
+    @property
+    def interval_s(self) -> float:
+        return self.timer.interval() / 1000
+
+    @interval_s.setter
+    def interval_s(self, seconds: float) -> None:
+        self.timer.setInterval(max(1, round(seconds * 1000)))
+
+    @property
+    def path(self) -> Path:
+        """This session's recovery file (it exists only while there are changes)."""
+        return self.folder / f"{self.name}{DESIGN_SUFFIX}"
+
+    def start(self) -> None:
+        self.timer.start()
+
+    def stop(self) -> None:
+        self.timer.stop()
+
+    # ------------------------------------------------------------ writing
+    def _stamp(self) -> tuple[int, int]:
+        topo = self.document.topology
+        return id(topo), topo.generation
+
+    def autosave_now(self, wait: bool = False) -> bool:
+        """Write a copy if the design has unsaved changes not yet copied.
+
+        Returns True when a write was started.  With ``wait`` the call returns after the
+        file is on disk (tests, quitting); otherwise the worker thread finishes on its own.
+        """
+        if not self.document.is_modified or self._stamp() == self._written:
+            return False
+        if self._thread is not None and self._thread.is_alive():
+            return False  # the previous copy is still being written; next tick
+        if not self._take_lock():
+            return False
+        snapshot = _FrozenDesign(self.document.topology)
+        self._written = self._stamp()
+        original = self.document.path
+        args = (snapshot, self.folder, self.name, original, self.document.title)
+        self._thread = threading.Thread(target=self._write, args=args,
+                                        name="fabric-designer-autosave", daemon=True)
+        self._thread.start()
+        if wait:
+            self.wait()
+        return True
+
+    def _take_lock(self) -> bool:
+        if self._lock is not None:
+            return True
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self.failed.emit(f"Autosave: cannot create {self.folder}: {exc.strerror or exc}")
+            return False
+        lock = _lock_for(self.path)
+        if not lock.tryLock(0):
+            self.failed.emit(f"Autosave: {self.path} is locked by another session")
+            return False
+        self._lock = lock
+        return True
+
+    def _write(self, snapshot, folder, name, original, title) -> None:
+        # Runs on the worker thread: no Qt objects but signal emission (queued).
+        try:
+            entry = write_recovery(snapshot, folder, name, original, title)
+        except Exception as exc:
+            # On this thread an exception would vanish into stderr; report every one.
+            self._written = None
+            reason = str(exc).splitlines()[0] if str(exc) else repr(exc)
+            self.failed.emit(f"Autosave failed: {reason}")
+        else:
+            self.saved.emit(entry.design)
+
+    def wait(self) -> None:
+        """Block until a write in progress has finished."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def discard(self) -> None:
+        """Remove this session's recovery copy (the design is saved, replaced or closed)."""
+        self.wait()
+        RecoveryEntry(self.path, None, datetime.now(), "").remove()
+        if self._lock is not None:
+            self._lock.unlock()
+            self._lock = None
+        self._written = None
+
+    def adopt(self, entry: RecoveryEntry) -> None:
+        """Make a restored crash copy this session's recovery file.
+
+        Call after loading ``entry`` into the document: the copy stays on disk (a second
+        crash before the next autosave loses nothing) and is removed like our own.
+        """
+        self.discard()
+        self.name = entry.name
+        if self._take_lock():
+            self._written = self._stamp()
+
+    def shutdown(self) -> None:
+        """A clean end of the session: stop the timer and remove the copy."""
+        self.stop()
+        self.discard()
+
+    # ------------------------------------------------------------ slots
+    def _on_timer_timeout(self) -> None:
+        self.autosave_now()
+
+    def _on_stack_clean_changed(self, clean: bool) -> None:
+        if clean:
+            self.discard()
+
+    def _on_document_topology_replaced(self, _topology) -> None:
+        self.discard()
