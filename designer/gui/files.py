@@ -164,6 +164,9 @@ class FileController(QObject):
         if topology is None:
             return False
         self.document.replace(topology)  # the window fits the view on topology_replaced
+        # A design built from a template exists nowhere on disk: treat it as unsaved so
+        # closing asks first and autosave covers it.
+        self.document.undo_stack.resetClean()
         self.message.emit(f"New design from template: {topology.name}")
         return True
 
