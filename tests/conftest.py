@@ -1,13 +1,73 @@
-"""Shared test setup: headless Qt, hypothesis profile."""
+"""Shared test setup: headless Qt, hypothesis profile, and a guard against leaked threads."""
 
 import os
+import sys
+import threading
+import time
 
 # Tests never need a display; set before anything imports Qt.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
     "ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("ci")
+
+#: How long a thread a test started may take to wind down after the test before it
+#: counts as leaked (a worker finishing its last callback, not a running one).
+THREAD_GRACE_S = 1.0
+
+
+def _alive(thread: threading.Thread) -> bool:
+    """Whether ``thread`` still runs.
+
+    A thread Python did not start (a Qt worker that ran Python code) is a
+    ``_DummyThread`` that claims to be alive forever; on Linux ask the kernel instead.
+    """
+    if isinstance(thread, threading._DummyThread):
+        native = getattr(thread, "native_id", None)
+        if native is not None and os.path.isdir("/proc/self/task"):
+            return os.path.isdir(f"/proc/self/task/{native}")
+    return thread.is_alive()
+
+
+def _running_threads(before: set[int]) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.ident not in before and _alive(t)]
+
+
+def _qt_pool_active() -> int:
+    """Active QThreadPool workers, or 0 when the test session never loaded Qt.
+
+    Model and solver tests must not import Qt, so only look when PySide6 is loaded.
+    """
+    if "PySide6.QtCore" not in sys.modules:
+        return 0
+    from PySide6.QtCore import QThreadPool
+
+    return QThreadPool.globalInstance().activeThreadCount()
+
+
+@pytest.fixture(autouse=True)
+def no_thread_left_running(request):
+    """Fail a test that leaves a Python thread or a Qt pool worker running."""
+    before = {t.ident for t in threading.enumerate()}
+    pool_before = _qt_pool_active()
+    yield
+    deadline = time.monotonic() + THREAD_GRACE_S
+    for t in _running_threads(before):
+        if not isinstance(t, threading._DummyThread):
+            t.join(max(0.0, deadline - time.monotonic()))
+    while time.monotonic() < deadline and _qt_pool_active() > pool_before:
+        time.sleep(0.02)
+    leaked = _running_threads(before)
+    pool_after = _qt_pool_active()
+    problems = []
+    if leaked:
+        problems.append("threads still running: " + ", ".join(sorted(t.name for t in leaked)))
+    if pool_after > pool_before:
+        problems.append(f"{pool_after - pool_before} QThreadPool worker(s) still active")
+    if problems:
+        pytest.fail(f"{request.node.nodeid} left {'; '.join(problems)}", pytrace=False)

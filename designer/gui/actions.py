@@ -19,7 +19,7 @@ ACTIONS: dict[str, tuple[str, object, str]] = {
     "save": ("&Save", S.Save, "Save the design"),
     "save_as": ("Save &As…", S.SaveAs, "Save the design under a new name"),
     "export": ("&Export…", "Ctrl+E", "Export the diagram (SVG, PNG, PDF) or the graph"),
-    "quit": ("&Quit", S.Quit, "Quit Fabric Designer"),
+    "quit": ("&Quit", "Ctrl+Q", "Quit Fabric Designer"),
     "undo": ("&Undo", S.Undo, "Undo the last edit"),
     "redo": ("&Redo", S.Redo, "Redo the last undone edit"),
     "cut": ("Cu&t", S.Cut, "Cut the selection"),
@@ -44,14 +44,25 @@ ACTIONS: dict[str, tuple[str, object, str]] = {
 }
 
 
+#: Second bindings users expect besides the platform's own.
+EXTRA_SHORTCUTS: dict[str, list[QKeySequence]] = {
+    "zoom_in": [QKeySequence("Ctrl+=")],
+    "redo": [QKeySequence("Ctrl+Shift+Z")],
+}
+
+
 def make_actions(parent: QWidget) -> dict[str, QAction]:
     """QActions for `ACTIONS`, parented to ``parent`` (shortcuts window-wide)."""
     out = {}
     for name, (text, shortcut, tip) in ACTIONS.items():
         action = QAction(text, parent)
         action.setObjectName(f"action_{name}")
-        if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut))
+        if isinstance(shortcut, QKeySequence.StandardKey):
+            # Every platform binding (Redo is Ctrl+Y *and* Ctrl+Shift+Z on Linux).
+            action.setShortcuts(QKeySequence.keyBindings(shortcut)
+                                + EXTRA_SHORTCUTS.get(name, []))
+        elif shortcut is not None:
+            action.setShortcuts([QKeySequence(shortcut), *EXTRA_SHORTCUTS.get(name, [])])
         action.setStatusTip(tip)
         action.setToolTip(f"{tip} ({action.shortcut().toString()})" if shortcut else tip)
         out[name] = action
@@ -66,5 +77,8 @@ def shortcut_table() -> list[tuple[str, str]]:
     rows = []
     for text, shortcut, _tip in ACTIONS.values():
         if shortcut is not None:
-            rows.append((text.replace("&", "").rstrip("…"), QKeySequence(shortcut).toString()))
+            seqs = (QKeySequence.keyBindings(shortcut)
+                    if isinstance(shortcut, QKeySequence.StandardKey) else [QKeySequence(shortcut)])
+            keys = ", ".join(dict.fromkeys(k.toString() for k in seqs if not k.isEmpty()))
+            rows.append((text.replace("&", "").rstrip("…"), keys))
     return rows

@@ -7,6 +7,7 @@ to all of them as one undoable command.
 
 from __future__ import annotations
 
+import shiboken6
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -93,11 +94,21 @@ class InspectorDock(QDockWidget):
             lambda _i: self._edit_links(plane=self.link_plane.currentText()))
         self.link_failed.clicked.connect(lambda on: self._edit_links(failed=bool(on)))
         scene.selectionChanged.connect(self.refresh)
-        document.undo_stack.indexChanged.connect(lambda _i: self.refresh())
+        # A bound slot: PySide drops the connection when the dock is deleted.
+        document.undo_stack.indexChanged.connect(self._on_undo_stack_index_changed)
+        body.setMinimumWidth(340)  # the canvas must not jump as the selection changes kind
+        for combo in (self.model, self.group, self.node_plane, self.tech, self.link_plane):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(16)
+        self.refresh()
+
+    def _on_undo_stack_index_changed(self, _index: int) -> None:
         self.refresh()
 
     # ------------------------------------------------------------ model -> form
     def refresh(self) -> None:
+        if not shiboken6.isValid(self.scene) or not shiboken6.isValid(self):
+            return  # the window is being torn down
         self._updating = True
         try:
             self._refresh()
@@ -146,14 +157,10 @@ class InspectorDock(QDockWidget):
                              f"link {links[0].id}: {topo.node(links[0].a).name} — "
                              f"{topo.node(links[0].b).name}")
         self.tech.clear()
-        if len(links) == 1:
-            lk = links[0]
-            options = cat.compatible_techs(topo.node(lk.a).model, topo.node(lk.b).model)
-            keys = [t.key for t in options] or [lk.tech]
-            if lk.tech not in keys:
-                keys.insert(0, lk.tech)
-        else:
-            keys = sorted(cat.techs)
+        keys = self._compatible_techs(links)
+        current = _common(lk.tech for lk in links)
+        if current is not None and current not in keys:
+            keys.insert(0, current)
         for key in keys:
             self.tech.addItem(f"{cat.tech(key).name} ({key})", key)
         tech = _common(lk.tech for lk in links)
@@ -166,6 +173,16 @@ class InspectorDock(QDockWidget):
         total = sum(lk.count * cat.tech(lk.tech).GBps for lk in links)
         self.link_info.setText(f"{total:,.1f} GB/s per direction (line rate)")
 
+    def _compatible_techs(self, links) -> list[str]:
+        """Technologies every selected link's two ends can take, fastest first."""
+        topo = self.document.topology
+        common: list[str] | None = None
+        for lk in links:
+            keys = [t.key for t in topo.catalog.compatible_techs(topo.node(lk.a).model,
+                                                                 topo.node(lk.b).model)]
+            common = keys if common is None else [k for k in common if k in keys]
+        return common or []
+
     # ------------------------------------------------------------ form -> commands
     def _push(self, command) -> None:
         try:
@@ -174,14 +191,40 @@ class InspectorDock(QDockWidget):
             self.message.emit(str(exc))
             self.refresh()
 
+    def _refuse(self, text: str) -> None:
+        self.message.emit(text)
+        self.refresh()
+
     def _edit_nodes(self, **change) -> None:
         if self._updating:
             return
         ids = self.scene.selected_node_ids()
         topo = self.document.topology
         key, value = next(iter(change.items()))
-        if ids and any(getattr(topo.node(n), key) != value for n in ids):
-            self._push(SetNodeProps(ids, **change))
+        if not ids or all(getattr(topo.node(n), key) == value for n in ids):
+            return
+        if key == "name":
+            value = change["name"] = value.strip()
+            if not value:
+                return self._refuse("A node needs a name")
+        if key == "model":
+            problem = self._stranded_link(ids, value)
+            if problem:
+                return self._refuse(problem)
+        self._push(SetNodeProps(ids, **change))
+
+    def _stranded_link(self, node_ids: list[str], model: str) -> str | None:
+        """Why changing these nodes to ``model`` would leave a link without a port."""
+        topo = self.document.topology
+        dev = topo.catalog.device(model)
+        for nid in node_ids:
+            for lk in topo.links_of(nid):
+                tech = topo.catalog.tech(lk.tech)
+                group = dev.port_group_for(tech)
+                if group is None or not group.speed_ok(tech):
+                    return (f"{topo.node(nid).name} cannot become a {model}: its link {lk.id} "
+                            f"({tech.name}) would have no port")
+        return None
 
     def _edit_links(self, **change) -> None:
         if self._updating:
@@ -189,5 +232,19 @@ class InspectorDock(QDockWidget):
         ids = self.scene.selected_link_ids()
         topo = self.document.topology
         key, value = next(iter(change.items()))
-        if ids and value is not None and any(getattr(topo.link(lk), key) != value for lk in ids):
-            self._push(SetLinkProps(ids, **change))
+        if not ids or value is None or all(getattr(topo.link(lk), key) == value for lk in ids):
+            return
+        links = [topo.link(lk) for lk in ids]
+        if key == "tech" and value not in self._compatible_techs(links):
+            return self._refuse(f"{topo.catalog.tech(value).name} does not fit the ports at "
+                                "both ends of every selected link")
+        if key == "count":
+            for lk in links:
+                extra = value - lk.count
+                for end in (lk.a, lk.b):
+                    if extra > 0 and topo.ports_free(end, lk.tech) < extra:
+                        free = max(topo.ports_free(end, lk.tech), 0)
+                        return self._refuse(
+                            f"{topo.node(end).name} has {free:g} free port(s) for "
+                            f"{topo.catalog.tech(lk.tech).name}; {lk.id} cannot grow by {extra}")
+        self._push(SetLinkProps(ids, **change))
