@@ -14,11 +14,13 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QToolBar
 
 from designer.gui.actions import make_actions
 from designer.gui.canvas.scene import FabricScene
+from designer.gui.canvas.theming import ThemeMenu
 from designer.gui.canvas.view import FabricView
 from designer.gui.document import Document
 from designer.gui.edit import EditController
 from designer.gui.files import FileController
 from designer.gui.inspector import InspectorDock
+from designer.gui.minimap import MinimapDock
 from designer.gui.palette import PaletteDock
 
 STATUS_MS = 6000
@@ -40,6 +42,8 @@ class MainWindow(QMainWindow):
         self.inspector = InspectorDock(document, self.scene, self)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.palette)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.inspector)
+        self.minimap = MinimapDock(self.view, self)  # under the inspector
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.minimap)
         self.actions_by_name = make_actions(self)
         self._build_menus()
         self._build_toolbar()
@@ -113,8 +117,11 @@ class MainWindow(QMainWindow):
         for name in ("zoom_in", "zoom_out", "zoom_fit", None, "toggle_grid"):
             m.addSeparator() if name is None else m.addAction(a[name])
         m.addSeparator()
+        m.addMenu(ThemeMenu(self.scene, m))
+        m.addSeparator()
         m.addAction(self.palette.toggleViewAction())
         m.addAction(self.inspector.toggleViewAction())
+        m.addAction(self.minimap.toggleViewAction())
         self.view_menu = m
 
     def _build_toolbar(self) -> None:

@@ -119,8 +119,7 @@ def test_history_survives_saving(window, tmp_path):
     assert not window.document.is_modified
 
 
-def test_bad_file_gives_one_message_and_leaves_the_design_untouched(window, qtbot, boxes,
-                                                                    tmp_path):
+def test_bad_file_gives_one_message_and_leaves_the_design_untouched(window, qtbot, boxes, tmp_path):
     window.show()
     qtbot.waitExposed(window)
     move_first_node(window)
@@ -316,12 +315,12 @@ def test_export_without_the_export_module_says_so(window, monkeypatch):
     assert "Export is not available" in window.statusBar().currentMessage()
 
 
-def test_file_export_writes_an_svg_through_the_real_export_module(window, monkeypatch,
-                                                                   tmp_path):
+def test_file_export_writes_an_svg_through_the_real_export_module(window, monkeypatch, tmp_path):
     pytest.importorskip("designer.gui.export")
     target = tmp_path / "diagram.svg"
-    monkeypatch.setattr(QFileDialog, "getSaveFileName",
-                        lambda *a, **k: (str(target), "SVG image (*.svg)"))
+    monkeypatch.setattr(
+        QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), "SVG image (*.svg)")
+    )
     window.actions_by_name["export"].trigger()
     assert target.is_file()
     assert target.read_bytes().lstrip().startswith((b"<?xml", b"<svg"))

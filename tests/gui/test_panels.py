@@ -32,8 +32,13 @@ def _solve(routing: str = "adaptive", algorithm: str = "auto", training=True):
     topo = build_template("example")
     if routing != topo.settings["routing"]:
         SetSetting("routing", routing).do(topo)
-    return analyse(take_snapshot(topo), Scenario(algorithm=algorithm), None,
-                   TrainingSpec() if training else None, lambda: False)
+    return analyse(
+        take_snapshot(topo),
+        Scenario(algorithm=algorithm),
+        None,
+        TrainingSpec() if training else None,
+        lambda: False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +70,9 @@ def test_timeline_draws_one_bar_per_timeline_entry(qtbot, result, ecmp_result):
     opts = panel.bar_item.opts
     assert len(opts["x0"]) == len(timeline) >= 2
     np.testing.assert_allclose(opts["x0"], [b.start_s for b in timeline])
-    np.testing.assert_allclose(np.asarray(opts["x0"]) + np.asarray(opts["width"]),
-                               [b.end_s for b in timeline])
+    np.testing.assert_allclose(
+        np.asarray(opts["x0"]) + np.asarray(opts["width"]), [b.end_s for b in timeline]
+    )
     # Ring all-reduce: a reduce-scatter row then an all-gather row, differently coloured.
     assert [b.kind for b in panel.bars] == ["reduce-scatter", "all-gather"]
     assert [b.row for b in panel.bars] == [0, 1]
@@ -111,7 +117,7 @@ def test_busbw_curve_is_the_sweep(qtbot, result):
     panel.set_result(result)
     x, y = panel.curve.getData()
     np.testing.assert_allclose(y, result.sweep.busbw_GBps)
-    np.testing.assert_allclose(2.0 ** x, result.sweep.sizes)
+    np.testing.assert_allclose(2.0**x, result.sweep.sizes)
     assert x[0] == 15 and x[-1] == 34  # 32 KiB .. 16 GiB on a log2 axis
     mx, my = panel.marker.getData()
     assert 2.0 ** mx[0] == result.scenario.bytes
@@ -137,8 +143,9 @@ def test_pinned_baseline_survives_new_results(qtbot, result, ecmp_result):
     drawn = {item.name(): item for item in panel.plot.listDataItems()}
     assert label in drawn and panel.baselines[1].label in drawn
     np.testing.assert_allclose(drawn[label].getData()[1], result.sweep.busbw_GBps)
-    np.testing.assert_allclose(drawn[panel.baselines[1].label].getData()[1],
-                               ecmp_result.sweep.busbw_GBps)
+    np.testing.assert_allclose(
+        drawn[panel.baselines[1].label].getData()[1], ecmp_result.sweep.busbw_GBps
+    )
     assert drawn[label].opts["pen"].style() == Qt.PenStyle.DashLine
     legend = [sample_label.text for _, sample_label in panel.legend.items]
     assert label in legend
@@ -153,12 +160,18 @@ def test_pinned_baseline_survives_new_results(qtbot, result, ecmp_result):
 
 def test_measured_reference_overlay(qtbot, result, tmp_path):
     ref = tmp_path / "measured.json"
-    ref.write_text(json.dumps({"cases": [
-        {"id": "curve", "curve_bytes_busbw": [["32KiB", 1.5], ["1GiB", 200.0]]},
-        {"id": "range", "bytes": "2GiB-4GiB", "busbw": 367},
-        {"id": "vague", "bytes": "large", "busbw": 192},
-        {"id": "nic", "effective_GBps_per_nic": {"NDR": 47}},
-    ]}))
+    ref.write_text(
+        json.dumps(
+            {
+                "cases": [
+                    {"id": "curve", "curve_bytes_busbw": [["32KiB", 1.5], ["1GiB", 200.0]]},
+                    {"id": "range", "bytes": "2GiB-4GiB", "busbw": 367},
+                    {"id": "vague", "bytes": "large", "busbw": 192},
+                    {"id": "nic", "effective_GBps_per_nic": {"NDR": 47}},
+                ]
+            }
+        )
+    )
     assert [c.case_id for c in load_reference(ref)] == ["curve", "range"]
     assert parse_size("2GiB") == 2 << 30 and parse_size("128B") == 128
     panel = _panel(qtbot, BusBwPanel, reference_path=ref)

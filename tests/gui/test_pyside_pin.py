@@ -27,8 +27,7 @@ def test_none_refcount_survives_many_void_setter_calls():
         "after = sys.getrefcount(None)\n"
         "print(before, after, p.x())\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"interpreter died ({proc.returncode}): {proc.stderr[-500:]}"
     before, after, x = proc.stdout.split()
     assert float(x) == CALLS - 1

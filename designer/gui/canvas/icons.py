@@ -1,7 +1,10 @@
 """Vector icons per node kind, drawn with QPainter into a square centred on the origin.
 
 Drawn, not loaded from files, so they scale crisply, export as real SVG paths, and take
-their colours from the theme.  ``kind_pixmap`` renders one for the palette.
+their colours from the theme.  ``kind_pixmap`` renders one for the palette;
+``icon_pixmap`` keeps one raster copy per kind, colour, theme and on-screen size, so a
+canvas of a thousand GPUs paints each icon as one pixmap blit instead of a dozen vector
+strokes (all GPUs share one pixmap at a given zoom).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen, QPixmap
 
-from designer.gui.canvas.style import KIND_COLORS, LIGHT, Theme
+from designer.gui.canvas.style import KIND_COLORS, LIGHT, NODE_SIZE, Theme
 
 
 def _chip(p: QPainter, r: QRectF, color: QColor, theme: Theme) -> None:
@@ -147,4 +150,31 @@ def kind_pixmap(kind: str, size: int = 32, theme: Theme = LIGHT) -> QPixmap:
     p.setRenderHint(QPainter.RenderHint.Antialiasing)
     paint_icon(p, kind, QRectF(0, 0, size, size), theme)
     p.end()
+    return pm
+
+
+_ICON_CACHE: dict[tuple, QPixmap] = {}
+_ICON_CACHE_MAX = 256  # kinds x colours x themes x a few zoom levels
+
+
+def icon_pixmap(kind: str, color: QColor, theme: Theme, side_px: int) -> QPixmap:
+    """The icon of ``kind`` drawn in ``color`` as a ``side_px`` square pixmap (shared).
+
+    The pixmap covers a `NODE_SIZE` square of the scene at the scale ``side_px /
+    NODE_SIZE``; callers blit it in device coordinates so it is never resampled.
+    """
+    key = (kind, color.rgba(), id(theme), side_px)  # themes are long-lived constants
+    pm = _ICON_CACHE.get(key)
+    if pm is None:
+        if len(_ICON_CACHE) >= _ICON_CACHE_MAX:
+            _ICON_CACHE.clear()  # zooming through many levels: start over, cheaply
+        pm = QPixmap(side_px, side_px)
+        pm.fill(Qt.GlobalColor.transparent)
+        p = QPainter(pm)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        s = side_px / NODE_SIZE
+        p.scale(s, s)
+        paint_icon(p, kind, QRectF(0, 0, NODE_SIZE, NODE_SIZE), theme, color)
+        p.end()
+        _ICON_CACHE[key] = pm
     return pm

@@ -17,6 +17,11 @@ from designer.model.topology import Link, Node
 
 COMPONENT_MIME = "application/x-fabric-designer-component"
 
+#: How a new node of each kind is named, as the templates name them ("NIC 3").
+NAME_PREFIX = {"gpu": "GPU", "nic": "NIC", "nvswitch": "NVSwitch",
+               "nvlink-switch-tray": "NVLink switch tray", "leaf": "Leaf", "spine": "Spine",
+               "core": "Core", "switch": "Switch", "host": "Host", "storage": "Storage"}
+
 
 def component_mime(kind: str, model: str) -> QMimeData:
     """MIME data the palette puts on a drag: which kind and catalog model to create."""
@@ -68,12 +73,14 @@ class LinkDrawing:
         self.line.setPen(pen)
         self.line.setZValue(100)
         scene.addItem(self.line)
+        scene.overlays.add(self.line)  # far-out views paint a schematic: still show it
 
     def move(self, pos: QPointF) -> None:
         self.line.setLine(QLineF(self.source.pos(), pos))
 
     def finish(self, pos: QPointF) -> str | None:
         """Create the link if released on another node; returns a refusal message."""
+        self.scene.overlays.discard(self.line)
         self.scene.removeItem(self.line)
         target = next((i for i in self.scene.items(pos) if isinstance(i, NodeItem)), None)
         if target is None or target is self.source:
@@ -89,6 +96,7 @@ class LinkDrawing:
         return None
 
     def cancel(self) -> None:
+        self.scene.overlays.discard(self.line)
         if self.line.scene() is not None:
             self.scene.removeItem(self.line)
 
@@ -100,7 +108,7 @@ def drop_component(scene: FabricScene, kind: str, model: str, pos: QPointF,
     x, y = (pos.x(), pos.y()) if free else (snap(pos.x()), snap(pos.y()))
     nid = topo.new_id(kind)
     count = sum(1 for _ in topo.nodes(kind))
-    name = f"{kind.replace('-', ' ').title() if kind != 'gpu' else 'GPU'} {count}"
+    name = f"{NAME_PREFIX.get(kind, kind.replace('-', ' ').title())} {count}"
     node = Node(nid, kind, model, name, x=x, y=y)
     scene.document.push(AddNode(node))
     scene.select_ids([nid])

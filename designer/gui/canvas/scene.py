@@ -4,18 +4,42 @@ The scene listens to the `Topology`'s events and adds, removes or updates items;
 never edits items' models directly.  User gestures on the scene (moving nodes, dragging
 a group) become model commands pushed on the `Document`, whose events then update the
 items — one direction of data, as ``../shared/design.md`` describes.
+
+View state lives here too, outside the model and the undo stack: which groups are
+collapsed (`collapsed`, see `designer.gui.canvas.collapse`), the theme, and the
+`Schematic` far-out views paint.  Work that a burst of model events would repeat (fitting
+group frames, re-bundling collapsed links) is deferred to one `refresh` per event-loop
+turn.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QPainter
-from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent
+import shiboken6
+from PySide6.QtCore import QLineF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QGuiApplication, QPainter, QTransform
+from PySide6.QtWidgets import (
+    QGraphicsScene,
+    QGraphicsSceneHelpEvent,
+    QGraphicsSceneMouseEvent,
+    QGraphicsView,
+    QToolTip,
+)
 
-from designer.gui.canvas.items import GroupItem, LinkItem, NodeItem, link_color
-from designer.gui.canvas.style import Theme, system_theme
+from designer.gui.canvas.drags import NodeDrag
+from designer.gui.canvas.folding import FoldingMixin
+from designer.gui.canvas.groups import fit_frames, paint_titles
+from designer.gui.canvas.items import (
+    BundleItem,
+    GroupItem,
+    LinkItem,
+    NodeItem,
+    help_text,
+    link_color,
+)
+from designer.gui.canvas.schematic import Schematic
+from designer.gui.canvas.style import THEME_MODES, Theme, system_theme, theme_for
 from designer.gui.document import Document
 from designer.model.commands import MoveNodes
 from designer.model.errors import DesignError
@@ -29,35 +53,64 @@ def snap(value: float, grid: float = GRID) -> float:
     return round(value / grid) * grid
 
 
-class FabricScene(QGraphicsScene):
+class FabricScene(FoldingMixin, QGraphicsScene):
     """Items for every node, link bundle and group of ``document.topology``.
+
+    Attributes
+    ----------
+    nodes, links, groups : dict
+        `NodeItem`, `LinkItem` and `GroupItem` by model id.
+    bundles : dict
+        `BundleItem` by pair of visible ends, while groups are collapsed.
+    collapsed : set of str
+        Ids of collapsed groups (change with `collapse`, `expand`, `set_collapsed`).
+    schematic : Schematic
+        What views paint when zoomed far out.
 
     Signals
     -------
     message(str)
         A one-line message for the status bar (a refused edit, say).
+    theme_changed(object)
+        The canvas theme changed (the new `Theme`).
+    collapsed_changed()
+        Groups were collapsed or expanded.
     """
 
     message = Signal(str)
+    theme_changed = Signal(object)
+    collapsed_changed = Signal()
 
     def __init__(self, document: Document, theme: Theme | None = None, parent=None):
         super().__init__(parent)
         self.document = document
+        self.theme_mode = "system" if theme is None else ("dark" if theme.dark else "light")
         self.theme = theme or system_theme()
-        self.show_grid = True
+        self._show_grid = True
         self.nodes: dict[str, NodeItem] = {}
         self.links: dict[str, LinkItem] = {}
         self.groups: dict[str, GroupItem] = {}
+        self.bundles: dict[tuple[str, str], BundleItem] = {}
+        self.collapsed: set[str] = set()
+        self.overlays: set = set()  # temporary items far-out views must still draw
+        self.schematic = Schematic(self)
+        self._design_rect = QRectF()
         self._topology: Topology | None = None
-        self._press_pos: dict[str, QPointF] = {}
-        self._group_drag: tuple[QPointF, list[NodeItem]] | None = None
-        self._groups_dirty = False
-        self._group_timer = QTimer(self)
-        self._group_timer.setSingleShot(True)
-        self._group_timer.setInterval(0)
-        self._group_timer.timeout.connect(self._refresh_groups)
+        self._drag: NodeDrag | None = None
+        self._titles: list | None = None  # (frame, name) of expanded groups, outer first
+        self._dirty_groups = False
+        self._dirty_collapse = False
+        self._repaint_pending = False
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(0)
+        self._refresh_timer.timeout.connect(self.refresh)
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
+        self.selectionChanged.connect(self._on_self_selection_changed)
         document.topology_replaced.connect(self._on_document_topology_replaced)
+        app = QGuiApplication.instance()
+        if app is not None:
+            app.styleHints().colorSchemeChanged.connect(self._on_style_hints_color_scheme_changed)
         self._attach(document.topology)
 
     # ------------------------------------------------------------ model -> items
@@ -67,19 +120,29 @@ class FabricScene(QGraphicsScene):
                 sig(self._topology).disconnect(slot)
         self._topology = topo
         self.clear()
-        self.nodes.clear()
-        self.links.clear()
-        self.groups.clear()
+        self.overlays.clear()
+        for d in (self.nodes, self.links, self.groups, self.bundles):
+            d.clear()
+        self.collapsed.clear()
         for group in topo.groups():
-            self._on_group_added(group)
+            self._add_group_item(group)
         for node in topo.nodes():
             self._add_node_item(node)
-        for link in topo.links():
-            self._add_link_item(link)
-        self._refresh_groups()
+        # Offsets for parallel bundles in one pass (re-spreading per added link is O(n^2)).
+        pairs: dict[frozenset, list[Link]] = defaultdict(list)
+        links = list(topo.links())
+        for link in links:
+            pairs[frozenset((link.a, link.b))].append(link)
+        offsets = {}
+        for same in pairs.values():
+            if len(same) > 1:
+                offsets.update(self._parallel_offsets(same[0].a, same))
+        for link in links:
+            self._add_link_item(link, offsets.get(link.id, 0.0), spread=False)
+        self._dirty_groups = True
+        self.refresh()
         for sig, slot in self._connections():
             sig(topo).connect(slot)
-        self._update_scene_rect()
 
     def _connections(self):
         return [
@@ -97,6 +160,7 @@ class FabricScene(QGraphicsScene):
 
     def _on_document_topology_replaced(self, topo: Topology) -> None:
         self._attach(topo)
+        self.collapsed_changed.emit()
 
     def _add_node_item(self, node: Node) -> NodeItem:
         item = NodeItem(node, self.theme)
@@ -104,47 +168,77 @@ class FabricScene(QGraphicsScene):
         self.nodes[node.id] = item
         return item
 
+    def _add_group_item(self, group: Group) -> GroupItem:
+        item = GroupItem(group, self.theme)
+        self.addItem(item)
+        self.groups[group.id] = item
+        return item
+
     def _tech_look(self, link: Link) -> tuple:
         tech = self.document.topology.catalog.tech(link.tech)
         return link_color(tech.protocol, tech.family), tech.gbps * link.count
 
-    def _add_link_item(self, link: Link) -> LinkItem:
+    def _add_link_item(self, link: Link, offset: float = 0.0, spread: bool = True) -> LinkItem:
         color, gbps = self._tech_look(link)
-        item = LinkItem(link, self.nodes[link.a], self.nodes[link.b], color, gbps, self.theme)
+        item = LinkItem(link, self.nodes[link.a], self.nodes[link.b], color, gbps, self.theme,
+                        offset)
         self.addItem(item)
         self.links[link.id] = item
-        self._spread_parallel(link.a, link.b)
+        if spread:
+            self._spread_parallel(link.a, link.b)
         return item
+
+    @staticmethod
+    def _parallel_offsets(a: str, same: list) -> dict[str, float]:
+        same = sorted(same, key=lambda li: li.id)
+        out = {}
+        for i, li in enumerate(same):
+            sign = 1 if li.a == a else -1  # offsets are relative to each link's a->b
+            out[li.id] = sign * (i - (len(same) - 1) / 2) * PARALLEL_GAP
+        return out
 
     def _spread_parallel(self, a: str, b: str) -> None:
         """Offset parallel bundles between ``a`` and ``b`` so each stays visible."""
         same = [li for li in self.nodes[a].links if {li.link.a, li.link.b} == {a, b}]
-        same.sort(key=lambda li: li.link.id)
-        for i, li in enumerate(same):
-            sign = 1 if li.link.a == a else -1  # offsets are relative to each link's a->b
-            li.offset = sign * (i - (len(same) - 1) / 2) * PARALLEL_GAP
-            li.update_path()
+        offsets = self._parallel_offsets(a, [li.link for li in same])
+        for li in same:
+            if li.offset != offsets[li.link_id]:
+                li.offset = offsets[li.link_id]
+                li.update_path()
+
+    def _changed(self, groups: bool = True, collapse_too: bool = False) -> None:
+        """Note a model change; the deferred `refresh` does the bulk work once."""
+        self._titles = None
+        self._dirty_groups |= groups
+        self._dirty_collapse |= collapse_too and bool(self.collapsed)
+        self.schematic.invalidate()
+        self._refresh_timer.start()
 
     def _on_node_added(self, node: Node) -> None:
-        self._add_node_item(node)
-        self._schedule_groups()
+        item = self._add_node_item(node)
+        if self.collapsed and self._box_of(node.group) is not None:
+            self._set_hidden(item, True)
+        self._changed(collapse_too=True)
 
     def _on_node_removed(self, node: Node) -> None:
         item = self.nodes.pop(node.id, None)
         if item is not None:
             self.removeItem(item)
-        self._schedule_groups()
+        self._changed(collapse_too=True)
 
     def _on_node_changed(self, old: Node, new: Node) -> None:
         self.nodes[new.id].set_node(new)
-        self._schedule_groups()
+        self._changed(collapse_too=old.group != new.group)
 
     def _on_node_moved(self, node: Node) -> None:
         self.nodes[node.id].set_node(node)
-        self._schedule_groups()
+        self._changed()
 
     def _on_link_added(self, link: Link) -> None:
-        self._add_link_item(link)
+        item = self._add_link_item(link)
+        if self.nodes[link.a].hidden or self.nodes[link.b].hidden:
+            self._set_hidden(item, True)
+        self._changed(groups=False, collapse_too=True)
 
     def _on_link_removed(self, link: Link) -> None:
         item = self.links.pop(link.id, None)
@@ -153,109 +247,270 @@ class FabricScene(QGraphicsScene):
             self.removeItem(item)
             if link.a in self.nodes and link.b in self.nodes:
                 self._spread_parallel(link.a, link.b)
+        self._changed(groups=False, collapse_too=True)
 
     def _on_link_changed(self, old: Link, new: Link) -> None:
         color, gbps = self._tech_look(new)
         self.links[new.id].set_link(new, color, gbps)
+        self._changed(groups=False, collapse_too=True)
 
     def _on_group_added(self, group: Group) -> None:
-        item = GroupItem(group, self.theme)
-        self.addItem(item)
-        self.groups[group.id] = item
-        self._schedule_groups()
+        self._add_group_item(group)
+        self._changed(collapse_too=True)
 
     def _on_group_removed(self, group: Group) -> None:
         item = self.groups.pop(group.id, None)
         if item is not None:
             self.removeItem(item)
+        if group.id in self.collapsed:
+            self.collapsed.discard(group.id)
+            self._dirty_collapse = True
+        self._changed(collapse_too=True)
 
     def _on_group_changed(self, old: Group, new: Group) -> None:
         self.groups[new.id].group = new
-        self._schedule_groups()
+        self.groups[new.id].update()
+        self._changed(collapse_too=old.parent != new.parent)
 
-    def _schedule_groups(self) -> None:
-        self._group_timer.start()
+    # ------------------------------------------------------------ deferred refresh
+    def refresh(self) -> None:
+        """Do the deferred work now: fit group frames, re-bundle collapsed links, update
+        the scene rect.  Runs by itself after model events; tests may call it directly."""
+        self._refresh_timer.stop()
+        self._titles = None
+        if self._dirty_groups:
+            self._refresh_groups()
+        if self._dirty_collapse:
+            self._apply_collapse()
+        if self._repaint_pending:
+            self._repaint_pending = False
+            self.update()
 
     def _refresh_groups(self) -> None:
-        """Fit every group's frame around its members (sub-groups included)."""
-        if not self.groups:
-            return
-        rects: dict[str, QRectF] = defaultdict(QRectF)
-        parent = {gid: item.group.parent for gid, item in self.groups.items()}
-        for item in self.nodes.values():
-            gid = item.node.group
-            r = item.sceneBoundingRect()
-            while gid is not None:
-                rects[gid] = rects[gid].united(r) if rects[gid].isValid() else r
-                gid = parent.get(gid)
-        for gid, item in self.groups.items():
-            item.set_rect(rects.get(gid, QRectF()))
+        """Fit every group's frame around its members and its sub-groups' frames."""
+        self._dirty_groups = False
+        self._design_rect = fit_frames(self.groups, self.document.topology.graph.nodes(data=True))
         self._update_scene_rect()
+        self.schematic.invalidate()
+
+    def design_rect(self) -> QRectF:
+        """The area the design occupies: nodes with their labels and group frames."""
+        if self._dirty_groups:
+            self._refresh_groups()
+        return QRectF(self._design_rect)
 
     def _update_scene_rect(self) -> None:
-        rect = self.itemsBoundingRect().adjusted(-400, -400, 400, 400)
+        rect = self._design_rect
+        # Room to pan past the edges, and to zoom around a point near one.
+        margin = max(1500.0, max(rect.width(), rect.height())) if rect.isValid() else 0
+        rect = rect.adjusted(-margin, -margin, margin, margin)
         self.setSceneRect(rect.united(QRectF(-500, -400, 1000, 800)))
 
+    @property
+    def view_scale(self) -> float:
+        """The main canvas view's scale (group grab strips are sized for it)."""
+        for view in self.views():
+            if getattr(view, "is_canvas", False):
+                return view.transform().m11()
+        return 1.0
+
+    # ------------------------------------------------------------ theme
+    def set_theme(self, theme: Theme) -> None:
+        """Repaint everything in ``theme``'s colours."""
+        if theme == self.theme:
+            return
+        self.theme = theme
+        for items in (self.nodes, self.links, self.groups, self.bundles):
+            for item in items.values():
+                item.theme = theme
+        self.schematic.invalidate()
+        self.update()
+        for view in self.views():
+            view.resetCachedContent()
+        self.theme_changed.emit(theme)
+
+    def set_theme_mode(self, mode: str) -> None:
+        """Follow the system's colour scheme (``"system"``) or force ``"light"`` or
+        ``"dark"``; the rest of the application is asked to follow where the platform
+        allows it."""
+        if mode not in THEME_MODES:
+            raise DesignError(f"theme: unknown mode {mode!r} (use {', '.join(THEME_MODES)})")
+        self.theme_mode = mode
+        app = QGuiApplication.instance()
+        if app is not None:
+            hints = app.styleHints()
+            if mode == "system":
+                hints.unsetColorScheme()
+            else:
+                hints.setColorScheme(Qt.ColorScheme.Dark if mode == "dark"
+                                     else Qt.ColorScheme.Light)
+        self.set_theme(theme_for(mode))
+
+    def _on_style_hints_color_scheme_changed(self, _scheme) -> None:
+        if self.theme_mode == "system":
+            self.set_theme(system_theme())
+
+    # ------------------------------------------------------------ recolouring
+    def links_recoloured(self) -> None:
+        """Link colours changed (not geometry): one repaint soon, schematic links only."""
+        self.schematic.invalidate(links_only=True)
+        if not self._repaint_pending:
+            self._repaint_pending = True
+            self._refresh_timer.start()
+
+    def set_link_colors(self, colors: dict[str, QColor | None]) -> None:
+        """Recolour many links at once (``None`` restores the technology colour)."""
+        for lid, color in colors.items():
+            item = self.links.get(lid)
+            if item is not None:
+                item.color = color if color is not None else item.base_color
+        self.links_recoloured()
+
     # ------------------------------------------------------------ selection
+    def _on_self_selection_changed(self) -> None:
+        self.schematic.invalidate()
+
     def selected_node_ids(self) -> list[str]:
-        return [i.node_id for i in self.selectedItems() if isinstance(i, NodeItem)]
+        """Selected nodes, members of selected collapsed boxes included."""
+        if not shiboken6.isValid(self):  # asked by a listener while the scene is destroyed
+            return []
+        out: list[str] = []
+        boxes = []
+        for i in self.selectedItems():
+            if isinstance(i, NodeItem):
+                out.append(i.node_id)
+            elif isinstance(i, GroupItem):
+                boxes.append(i.group.id)
+        if boxes:
+            seen = set(out)
+            topo = self.document.topology
+            for gid in boxes:
+                for nid in topo.members(gid):
+                    if nid not in seen:
+                        seen.add(nid)
+                        out.append(nid)
+        return out
 
     def selected_link_ids(self) -> list[str]:
-        return [i.link_id for i in self.selectedItems() if isinstance(i, LinkItem)]
+        """Selected links, the links of selected aggregated bundles included."""
+        if not shiboken6.isValid(self):
+            return []
+        out: list[str] = []
+        for i in self.selectedItems():
+            if isinstance(i, LinkItem):
+                out.append(i.link_id)
+            elif isinstance(i, BundleItem):
+                out.extend(i.link_ids)
+        return out
 
     def select_ids(self, node_ids=(), link_ids=()) -> None:
-        """Make exactly these nodes and links the selection."""
+        """Make exactly these nodes and links the selection.  A node hidden in a
+        collapsed group selects the group's box instead.  Listeners hear of it once."""
+        blocked = self.blockSignals(True)  # not once per item: Select All stays linear
+        try:
+            self._select(node_ids, link_ids)
+        finally:
+            self.blockSignals(blocked)
+        if not blocked:
+            self.selectionChanged.emit()
+
+    def _select(self, node_ids, link_ids) -> None:
         self.clearSelection()
         for nid in node_ids:
-            if nid in self.nodes:
-                self.nodes[nid].setSelected(True)
-        for lid in link_ids:
-            if lid in self.links:
-                self.links[lid].setSelected(True)
-
-    # ------------------------------------------------------------ gestures -> commands
-    def mousePressEvent(self, event: QGraphicsSceneMouseEvent) -> None:
-        hit = self.itemAt(event.scenePos(), self.views()[0].transform()) if self.views() else None
-        if (event.button() == Qt.MouseButton.LeftButton and isinstance(hit, GroupItem)):
-            # Pressing a group's frame picks up the whole group.
-            members = [self.nodes[n] for n in self.document.topology.members(hit.group.id)]
-            if not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
-                self.clearSelection()
-            for m in members:
-                m.setSelected(True)
-            self._group_drag = (event.scenePos(), members)
-            self._press_pos = {m.node_id: m.pos() for m in members}
-            event.accept()
-            return
-        super().mousePressEvent(event)
-        self._press_pos = {i.node_id: i.pos() for i in self.selectedItems()
-                           if isinstance(i, NodeItem)}
-
-    def mouseMoveEvent(self, event: QGraphicsSceneMouseEvent) -> None:
-        if self._group_drag is not None:
-            start, members = self._group_drag
-            delta = event.scenePos() - start
-            for m in members:
-                m.setPos(self._press_pos[m.node_id] + delta)
-            return
-        super().mouseMoveEvent(event)
-
-    def mouseReleaseEvent(self, event: QGraphicsSceneMouseEvent) -> None:
-        self._group_drag = None
-        super().mouseReleaseEvent(event)
-        free = bool(event.modifiers() & Qt.KeyboardModifier.AltModifier)
-        moved = {}
-        for nid, before in self._press_pos.items():
             item = self.nodes.get(nid)
             if item is None:
                 continue
-            pos = item.pos()
-            if pos != before:
-                x, y = (pos.x(), pos.y()) if free else (snap(pos.x()), snap(pos.y()))
-                moved[nid] = (x, y)
-        self._press_pos = {}
+            if item.hidden:
+                box = self._box_of(item.node.group)
+                if box is not None:
+                    self.groups[box].setSelected(True)
+            else:
+                item.setSelected(True)
+        for lid in link_ids:
+            if lid in self.links and not self.links[lid].hidden:
+                self.links[lid].setSelected(True)
+
+    # ------------------------------------------------------------ gestures -> commands
+    def _view_transform(self, event=None) -> QTransform | None:
+        """The transform of the view an event came from (else the main canvas's)."""
+        widget = event.widget() if event is not None else None
+        view = widget.parentWidget() if widget is not None else None
+        if isinstance(view, QGraphicsView):
+            return view.transform()
+        views = [v for v in self.views() if getattr(v, "is_canvas", False)] or self.views()
+        return views[0].transform() if views else None
+
+    def mousePressEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        self._drag = None
+        transform = self._view_transform(event)
+        hit = self.itemAt(event.scenePos(), transform) if transform is not None else None
+        if event.button() == Qt.MouseButton.LeftButton and isinstance(hit, GroupItem):
+            # Pressing a group's frame (or its collapsed box) picks up the whole group.
+            topo = self.document.topology
+            members = [self.nodes[n] for n in topo.members(hit.group.id) if n in self.nodes]
+            if not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+                self.clearSelection()
+            if hit.collapsed:
+                hit.setSelected(True)
+            else:
+                for m in members:
+                    m.setSelected(True)
+            frames = [g for g in self.groups.values()
+                      if g is hit or self._is_inside(g.group.id, hit.group.id)]
+            self._drag = NodeDrag(members, frames=frames, press=event.scenePos())
+            event.accept()
+            return
+        super().mousePressEvent(event)
+        selected = [i for i in self.selectedItems() if isinstance(i, NodeItem)]
+        grabbed = self.mouseGrabberItem()
+        if selected and isinstance(grabbed, NodeItem):
+            self._drag = NodeDrag(selected, anchor=grabbed)
+
+    def _is_inside(self, gid: str, ancestor: str) -> bool:
+        seen = set()
+        g = self.groups[gid].group.parent
+        while g is not None and g in self.groups and g not in seen:
+            if g == ancestor:
+                return True
+            seen.add(g)
+            g = self.groups[g].group.parent
+        return False
+
+    def mouseMoveEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        drag = self._drag
+        if drag is not None and drag.by_group:
+            drag.move_group(event.scenePos())
+            self.schematic.invalidate()
+            return
+        super().mouseMoveEvent(event)
+        if drag is not None and event.buttons() & Qt.MouseButton.LeftButton:
+            drag.follow()  # Qt moved the selection: its links follow
+            self.schematic.invalidate()
+
+    def mouseReleaseEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        drag, self._drag = self._drag, None
+        super().mouseReleaseEvent(event)
+        if drag is None:
+            return
+        moved = drag.result(GRID, free=bool(event.modifiers() & Qt.KeyboardModifier.AltModifier))
+        drag.end()
         if moved:
             self.push_move(moved, f"Move {len(moved)} node(s)")
+        if drag.by_group:  # frames and boxes refit from the model, bundles follow them
+            self._dirty_groups = True
+            self.refresh()
+            for frame in drag.frames:
+                for bundle in frame.bundles:
+                    bundle.update_path()
+
+    def mouseDoubleClickEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        transform = self._view_transform(event)
+        hit = self.itemAt(event.scenePos(), transform) if transform is not None else None
+        if event.button() == Qt.MouseButton.LeftButton and isinstance(hit, GroupItem):
+            self.toggle_collapsed(hit.group.id)  # double-click a frame or a box
+            event.accept()
+            return
+        super().mouseDoubleClickEvent(event)
 
     def push_move(self, positions: dict[str, tuple[float, float]], text: str = "Move") -> None:
         """One undo step for a whole drag (or nudge / align)."""
@@ -265,27 +520,65 @@ class FabricScene(QGraphicsScene):
             self.message.emit(str(exc))
             for nid in positions:  # put the items back where the model has them
                 n = self.document.topology.node(nid)
-                self.nodes[nid].setPos(n.x, n.y)
+                self.nodes[nid].move_to(n.x, n.y)
 
-    # ------------------------------------------------------------ background
+    def helpEvent(self, event: QGraphicsSceneHelpEvent) -> None:
+        """Tool tips are written when asked for, not kept on thousands of items."""
+        transform = self._view_transform(event)
+        for item in self.items(event.scenePos(), Qt.ItemSelectionMode.IntersectsItemShape,
+                               Qt.SortOrder.DescendingOrder,
+                               transform if transform is not None else QTransform()):
+            text = help_text(item)
+            if text:
+                QToolTip.showText(event.screenPos(), text, event.widget())
+                event.accept()
+                return
+        QToolTip.hideText()
+        event.ignore()
+
+    # ------------------------------------------------------------ background, titles
+    @property
+    def show_grid(self) -> bool:
+        """Whether the background shows the snapping grid."""
+        return self._show_grid
+
+    @show_grid.setter
+    def show_grid(self, on: bool) -> None:
+        if on != self._show_grid:
+            self._show_grid = on
+            for view in self.views():  # views cache the background
+                view.resetCachedContent()
+            self.update()
+
+    def drawForeground(self, painter: QPainter, rect: QRectF) -> None:
+        """Group titles above everything (far-out views draw them with the schematic)."""
+        if self._titles is None or self._drag is not None:  # frames move while dragged
+            self._titles = [(g.frame_rect().translated(g.pos()), g.group.name)
+                            for g in sorted(self.groups.values(), key=lambda g: g.depth)
+                            if not (g.collapsed or g.hidden)]
+        paint_titles(painter, self._titles, rect, self.theme)
+
     def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
         painter.fillRect(rect, self.theme.background)
-        if not self.show_grid:
+        if not self._show_grid:
             return
         scale = painter.worldTransform().m11()
         if scale * GRID < 6:  # grid lines would merge into a grey wash
             return
         painter.setPen(self.theme.grid)
+        smooth = painter.testRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)  # crisp and fast
         left = int(rect.left() // GRID) * GRID
         top = int(rect.top() // GRID) * GRID
-        x = left
         lines = []
+        x = left
         while x < rect.right():
-            lines.append((QPointF(x, rect.top()), QPointF(x, rect.bottom())))
+            lines.append(QLineF(x, rect.top(), x, rect.bottom()))
             x += GRID
         y = top
         while y < rect.bottom():
-            lines.append((QPointF(rect.left(), y), QPointF(rect.right(), y)))
+            lines.append(QLineF(rect.left(), y, rect.right(), y))
             y += GRID
-        for p1, p2 in lines:
-            painter.drawLine(p1, p2)
+        painter.drawLines(lines)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, smooth)
+

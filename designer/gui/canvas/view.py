@@ -2,21 +2,36 @@
 
 Zoom with the wheel (anchored under the mouse), Ctrl+= / Ctrl+-, or fit; pan with the
 middle button or by holding Space; rubber-band select by dragging on empty canvas; draw a
-link by Shift-dragging from a node (or with the link tool); nudge with the arrow keys.
+link by Shift-dragging from a node (or with the link tool); nudge with the arrow keys;
+double-click a group's frame to collapse it to one box (and the box to expand it), or use
+its context menu.
+
+Zoomed far out (`uses_schematic`) the view paints the scene's batched `Schematic` instead
+of asking thousands of items to paint themselves; items still take clicks and rubber
+bands as usual.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, Qt, Signal
-from PySide6.QtGui import QKeyEvent, QMouseEvent, QPainter, QWheelEvent
-from PySide6.QtWidgets import QGraphicsView
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent, QMouseEvent, QPainter, QPaintEvent, QWheelEvent
+from PySide6.QtWidgets import (
+    QGraphicsView,
+    QMenu,
+    QRubberBand,
+    QStyle,
+    QStyleOptionGraphicsItem,
+    QStyleOptionRubberBand,
+)
 
 from designer.gui.canvas.interactions import LinkDrawing, drop_component, parse_component
-from designer.gui.canvas.items import NodeItem
+from designer.gui.canvas.items import GroupItem, NodeItem
 from designer.gui.canvas.scene import GRID, FabricScene
+from designer.gui.canvas.style import uses_schematic
 from designer.model.errors import DesignError
 
 ZOOM_STEP = 1.2
+SETTLE_MS = 150  # a pause this long ends a pan or zoom: repaint with antialiasing
 MIN_SCALE, MAX_SCALE = 0.02, 8.0
 
 
@@ -29,10 +44,14 @@ class FabricView(QGraphicsView):
         For the status bar.
     zoom_changed(float)
         The view's scale after a zoom.
+    view_changed()
+        The visible part of the scene changed (scroll, zoom, resize): the minimap follows.
     """
 
     message = Signal(str)
     zoom_changed = Signal(float)
+    view_changed = Signal()
+    is_canvas = True  # the scene sizes group grab strips for this view's scale
 
     def __init__(self, scene: FabricScene, parent=None):
         super().__init__(scene, parent)
@@ -45,12 +64,27 @@ class FabricView(QGraphicsView):
         self.setRenderHints(QPainter.RenderHint.Antialiasing
                             | QPainter.RenderHint.TextAntialiasing)
         self.setDragMode(QGraphicsView.DragMode.RubberBandDrag)
+        # A band selects what it encloses, not every link that happens to cross it.
+        self.setRubberBandSelectionMode(Qt.ItemSelectionMode.ContainsItemShape)
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
         self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
         self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontAdjustForAntialiasing)
+        # Every item sets the pen and brush it draws with, so Qt need not save and restore
+        # the painter around each of them.
+        self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState)
+        # The grid is drawn once per zoom level and scrolled, not redrawn every frame.
+        self.setCacheMode(QGraphicsView.CacheModeFlag.CacheBackground)
         self.setAcceptDrops(True)
         self.setMouseTracking(True)
+        # While the view pans or zooms, lines are drawn without antialiasing (4x faster
+        # where hundreds of rails cross); the frame after it settles is smooth again.
+        self._settle = QTimer(self)
+        self._settle.setSingleShot(True)
+        self._settle.setInterval(SETTLE_MS)
+        self._settle.timeout.connect(self._on_settle_timeout)
+        for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
+            bar.actionTriggered.connect(self._on_scrollbar_action_triggered)
         scene.message.connect(self.message)
 
     # ------------------------------------------------------------ zoom
@@ -58,12 +92,55 @@ class FabricView(QGraphicsView):
     def scale_factor(self) -> float:
         return self.transform().m11()
 
-    def zoom(self, factor: float) -> None:
+    def zoom(self, factor: float, anchor: QPointF | None = None) -> None:
+        """Zoom by ``factor`` (clamped to the scale limits), keeping the scene point under
+        ``anchor`` (viewport coordinates) in place; without one, under the mouse."""
         target = min(MAX_SCALE, max(MIN_SCALE, self.scale_factor * factor))
         factor = target / self.scale_factor
-        if factor != 1.0:
+        if factor == 1.0:
+            return
+        if anchor is None:
             self.scale(factor, factor)
-            self.zoom_changed.emit(self.scale_factor)
+        else:
+            at = anchor.toPoint()
+            fixed = self.mapToScene(at)
+            self.scale(factor, factor)
+            # Scroll so the anchored scene point is back under ``at``.
+            drift = self.mapFromScene(fixed) - at
+            h, v = self.horizontalScrollBar(), self.verticalScrollBar()
+            h.setValue(h.value() + drift.x())
+            v.setValue(v.value() + drift.y())
+        self.note_motion()
+        self._zoomed()
+
+    def _zoomed(self) -> None:
+        self.zoom_changed.emit(self.scale_factor)
+        self.view_changed.emit()
+
+    def pan_by(self, dx: float, dy: float) -> None:
+        """Scroll the canvas by ``(dx, dy)`` pixels, as a hand drag does."""
+        self.note_motion()
+        h, v = self.horizontalScrollBar(), self.verticalScrollBar()
+        h.setValue(round(h.value() + dx))
+        v.setValue(round(v.value() + dy))
+
+    def note_motion(self) -> None:
+        """The user is panning or zooming: draw fast (no antialiasing) until they stop."""
+        if self.renderHints() & QPainter.RenderHint.Antialiasing:
+            self.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        self._settle.start()
+
+    def settle(self) -> None:
+        """Back to full quality now (what happens `SETTLE_MS` after the last motion)."""
+        self._settle.stop()
+        if not self.renderHints() & QPainter.RenderHint.Antialiasing:
+            self.setRenderHint(QPainter.RenderHint.Antialiasing, True)  # repaints smooth
+
+    def _on_settle_timeout(self) -> None:
+        self.settle()
+
+    def _on_scrollbar_action_triggered(self, _action: int) -> None:
+        self.note_motion()  # a scroll bar dragged, or its arrows held
 
     def zoom_in(self) -> None:
         self.zoom(ZOOM_STEP)
@@ -72,29 +149,111 @@ class FabricView(QGraphicsView):
         self.zoom(1 / ZOOM_STEP)
 
     def fit(self) -> None:
-        rect = self.fabric.itemsBoundingRect()
+        """Show the whole design, with a small margin, never blown up past 150%."""
+        rect = self.fabric.design_rect()
         if rect.isEmpty():
             return
-        self.fitInView(rect.adjusted(-40, -40, 40, 40), Qt.AspectRatioMode.KeepAspectRatio)
+        margin = max(30.0, 0.02 * max(rect.width(), rect.height()))
+        self.fitInView(rect.adjusted(-margin, -margin, margin, margin),
+                       Qt.AspectRatioMode.KeepAspectRatio)
         if self.scale_factor > 1.5:  # a tiny design should not be blown up
             self.resetTransform()
             self.scale(1.5, 1.5)
             self.centerOn(rect.center())
-        self.zoom_changed.emit(self.scale_factor)
+        self._zoomed()
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         steps = event.angleDelta().y() / 120.0
         if steps:
-            self.zoom(ZOOM_STEP ** steps)
+            self.zoom(ZOOM_STEP ** steps, event.position())
         event.accept()
 
+    def viewportEvent(self, event: QEvent) -> bool:
+        if (event.type() == QEvent.Type.NativeGesture
+                and event.gestureType() == Qt.NativeGestureType.ZoomNativeGesture):
+            self.zoom(1.0 + event.value(), event.position())  # touchpad pinch
+            event.accept()
+            return True
+        return super().viewportEvent(event)
+
     def center_on_node(self, node_id: str) -> None:
+        """Centre on a node at a readable zoom, expanding collapsed groups that hide it."""
         item = self.fabric.nodes.get(node_id)
         if item is not None:
+            if item.hidden:
+                selected = self.fabric.selected_node_ids()
+                self.fabric.reveal(node_id)
+                self.fabric.select_ids(selected)
             if self.scale_factor < 0.8:
                 self.resetTransform()
-                self.zoom_changed.emit(self.scale_factor)
+                self._zoomed()
             self.centerOn(item)
+
+    # ------------------------------------------------------------ painting
+    def paintEvent(self, event: QPaintEvent) -> None:
+        if not uses_schematic(self.scale_factor):
+            super().paintEvent(event)
+            return
+        painter = QPainter(self.viewport())
+        painter.setClipRegion(event.region())
+        painter.setWorldTransform(self.viewportTransform())
+        exposed = self.mapToScene(event.rect().adjusted(-2, -2, 2, 2)).boundingRect()
+        self.fabric.drawBackground(painter, exposed)
+        self.fabric.schematic.paint(painter, exposed)
+        for item in list(self.fabric.overlays):  # a link being drawn, and the like
+            if item.scene() is self.fabric and item.isVisible():
+                painter.setWorldTransform(item.sceneTransform() * self.viewportTransform())
+                item.paint(painter, QStyleOptionGraphicsItem(), self.viewport())
+        band = self.rubberBandRect()
+        if not band.isEmpty():
+            painter.resetTransform()
+            option = QStyleOptionRubberBand()
+            option.initFrom(self.viewport())
+            option.rect = band
+            option.shape = QRubberBand.Shape.Rectangle
+            self.style().drawControl(QStyle.ControlElement.CE_RubberBand, option, painter,
+                                     self.viewport())
+        painter.end()
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:
+        super().scrollContentsBy(dx, dy)
+        self.view_changed.emit()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.view_changed.emit()
+
+    # ------------------------------------------------------------ groups
+    def group_at(self, pos: QPoint) -> GroupItem | None:
+        """The group whose frame title/border or collapsed box is under ``pos``."""
+        return next((i for i in self.items(pos) if isinstance(i, GroupItem)), None)
+
+    def add_group_actions(self, menu: QMenu, pos: QPoint) -> bool:
+        """Add Collapse/Expand actions for the group under ``pos`` (viewport coordinates)
+        to ``menu``; False when there is no group there.  A context menu built elsewhere
+        can call this to offer them too."""
+        scene = self.fabric
+        group = self.group_at(pos)
+        if group is not None:
+            gid, name = group.group.id, group.group.name
+            if gid in scene.collapsed:
+                menu.addAction(f"Expand {name}", lambda: scene.expand(gid))
+            else:
+                menu.addAction(f"Collapse {name}", lambda: scene.collapse(gid))
+            kind = group.group.kind
+            menu.addAction(f"Collapse every {kind} group", lambda: scene.collapse_kind(kind))
+        if scene.collapsed:
+            menu.addAction("Expand all groups", scene.expand_all)
+        return group is not None or bool(scene.collapsed)
+
+    def contextMenuEvent(self, event) -> None:
+        menu = QMenu(self)
+        if self.add_group_actions(menu, event.pos()):
+            menu.popup(event.globalPos())
+            event.accept()
+            return
+        menu.deleteLater()
+        super().contextMenuEvent(event)
 
     # ------------------------------------------------------------ mouse
     def _node_at(self, pos) -> NodeItem | None:
@@ -121,8 +280,7 @@ class FabricView(QGraphicsView):
         if self._panning:
             delta = event.position() - self._pan_start
             self._pan_start = event.position()
-            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() - delta.x())
-            self.verticalScrollBar().setValue(self.verticalScrollBar().value() - delta.y())
+            self.pan_by(-delta.x(), -delta.y())
             event.accept()
             return
         if self._drawing is not None:

@@ -1,0 +1,158 @@
+"""`Schematic`: the whole design drawn in a few batched calls, for far-out views.
+
+Below `SCHEMATIC_LOD` a node is a few pixels wide and painting 8,000 items one by one
+(each a call from C++ into Python) costs hundreds of milliseconds per frame.  The view
+then paints this instead: group frames and collapsed boxes, links as one ``drawLines``
+call per colour and width, nodes as one ``drawPoints`` call per colour with a square pen
+of a few pixels, the selection on top.  Pens are cosmetic, so the batches hold scene
+coordinates and survive pans and zooms; they are rebuilt only when the scene says
+something changed (`invalidate`), links separately from the rest so that recolouring
+every link after a solve stays cheap.  The minimap paints the same schematic.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QPainter, QPen
+
+from designer.gui.canvas.groups import paint_box_text, paint_titles
+from designer.gui.canvas.style import NODE_SIZE, opaque_over
+
+MIN_NODE_PX = 2.0  # a node never shrinks below this on screen
+LINK_WEIGHT = 0.6  # of the link's colour, the rest background
+
+
+class Schematic:
+    """Batched low-detail drawing of a `FabricScene` (see the module docstring).
+
+    ``version`` grows with every invalidation, so a cache (the minimap's pixmap) can
+    tell when to redraw.
+    """
+
+    def __init__(self, scene):
+        self.scene = scene
+        self.version = 0
+        self._links_dirty = True
+        self._rest_dirty = True
+        self._links: list[tuple[int, float, bool, list[QLineF]]] = []
+        self._nodes: list[tuple[int, list[QPointF]]] = []
+        self._frames: list[tuple[QRectF, str, int]] = []
+        self._boxes: list[tuple[QRectF, str, str, bool]] = []
+        self._sel_points: list[QPointF] = []
+        self._sel_lines: list[QLineF] = []
+
+    def invalidate(self, links_only: bool = False) -> None:
+        """Rebuild the batches before the next paint (links only: a recolour)."""
+        self._links_dirty = True
+        if not links_only:
+            self._rest_dirty = True
+        self.version += 1
+
+    # ---------------------------------------------------------------- building
+    def _build_links(self) -> None:
+        batches: dict[tuple[int, float, bool], list[QLineF]] = defaultdict(list)
+        scene = self.scene
+        for items in (scene.links.values(), scene.bundles.values()):
+            for li in items:
+                if not li.hidden:
+                    batches[li.batch_key].append(li.line)
+        # Wide bundles last so they stay on top of thin ones.
+        self._links = sorted(((k[0], k[1], k[2], v) for k, v in batches.items()),
+                             key=lambda b: b[1])
+        self._links_dirty = False
+
+    def _build_rest(self) -> None:
+        scene = self.scene
+        nodes: dict[int, list[QPointF]] = defaultdict(list)
+        selected = set(scene.selectedItems())
+        self._sel_points = []
+        for item in scene.nodes.values():
+            if item.hidden:
+                continue
+            p = item.pos()
+            nodes[item.color().rgba()].append(p)
+            if item in selected:
+                self._sel_points.append(p)
+        self._nodes = list(nodes.items())
+        self._sel_lines = [i.line for i in selected if hasattr(i, "line") and not i.hidden]
+        frames, boxes = [], []
+        for g in sorted(scene.groups.values(), key=lambda g: g.zValue()):
+            if g.hidden:
+                continue
+            if g.collapsed:
+                boxes.append((g.box_rect().translated(g.pos()), g.group.name, g.summary,
+                               g in selected))
+            elif g.frame_rect().isValid():
+                frames.append((g.frame_rect().translated(g.pos()), g.group.name, g.depth))
+        self._frames, self._boxes = frames, boxes
+        self._rest_dirty = False
+
+    # ---------------------------------------------------------------- painting
+    def paint(self, painter: QPainter, exposed: QRectF, labels: bool = True) -> None:
+        """Draw into ``painter`` (its world transform maps scene to device) the part of
+        the design inside ``exposed`` (scene coordinates)."""
+        if self._links_dirty:
+            self._build_links()
+        if self._rest_dirty:
+            self._build_rest()
+        theme = self.scene.theme
+        t = painter.worldTransform()
+        scale = max(abs(t.m11()), 1e-6)
+        smooth = painter.testRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+
+        outline = QPen(theme.group_outline, 1)
+        outline.setCosmetic(True)
+        painter.setPen(outline)
+        for r, _, depth in self._frames:
+            if r.intersects(exposed):
+                painter.setBrush(theme.frame_fill(depth))
+                painter.drawRect(r)
+
+        back = theme.background
+        for rgba, step, failed, lines in self._links:
+            # Lightened towards the background, so a thousand crossing rails do not make
+            # a wall; blended here, not with alpha, which is far slower to rasterise.
+            color = opaque_over(QColor.fromRgba(rgba), back, LINK_WEIGHT)
+            pen = QPen(color, max(1.0, min(step, step * scale * 4)))
+            pen.setCosmetic(True)
+            if failed:
+                pen.setStyle(Qt.PenStyle.DashLine)
+            painter.setPen(pen)
+            painter.drawLines(lines)
+        if self._sel_lines:
+            pen = QPen(theme.selection, 2)
+            pen.setCosmetic(True)
+            painter.setPen(pen)
+            painter.drawLines(self._sel_lines)
+
+        side = max(MIN_NODE_PX, NODE_SIZE * 0.7 * scale)
+        for rgba, points in self._nodes:
+            pen = QPen(QColor.fromRgba(rgba), side, Qt.PenStyle.SolidLine,
+                       Qt.PenCapStyle.SquareCap)
+            pen.setCosmetic(True)
+            painter.setPen(pen)
+            painter.drawPoints(points)
+        if self._sel_points:
+            pen = QPen(theme.selection, side + 3, Qt.PenStyle.SolidLine,
+                       Qt.PenCapStyle.SquareCap)
+            pen.setCosmetic(True)
+            painter.setPen(pen)
+            painter.drawPoints(self._sel_points)
+
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, smooth)
+        for box, name, summary, selected in self._boxes:
+            if not box.intersects(exposed):
+                continue
+            pen = QPen(theme.selection if selected else theme.box_outline,
+                       2.5 if selected else 1.5)
+            pen.setCosmetic(True)
+            painter.setPen(pen)
+            painter.setBrush(theme.box_fill)
+            painter.drawRect(box)
+            if labels:
+                paint_box_text(painter, box, name, summary, theme, scale)
+        if labels:
+            paint_titles(painter, ((f, n) for f, n, _ in self._frames), exposed, theme)

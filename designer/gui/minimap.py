@@ -1,0 +1,174 @@
+"""`MinimapDock`: an overview of the whole design with the canvas's visible area on it.
+
+A small `QGraphicsView` on the canvas's own scene, always fitted to the design.  It never
+asks items to paint: it draws the scene's `Schematic` into a cached pixmap (redrawn at
+most every `REDRAW_MS` while the design changes, so dragging on the canvas stays fluid)
+and the main view's visible rectangle on top.  Click or drag in it to move the canvas
+there; the wheel zooms the canvas.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPen, QPixmap, QWheelEvent
+from PySide6.QtWidgets import QDockWidget, QFrame, QGraphicsView, QSizePolicy, QWidget
+
+from designer.gui.canvas.view import ZOOM_STEP, FabricView
+
+REDRAW_MS = 150
+MARGIN = 0.04  # of the design's larger side, around it
+
+
+class MinimapView(QGraphicsView):
+    """The overview itself (see the module docstring)."""
+
+    def __init__(self, canvas: FabricView, parent: QWidget | None = None):
+        super().__init__(canvas.fabric, parent)
+        self.canvas = canvas
+        self.fabric = canvas.fabric
+        self._pixmap: QPixmap | None = None
+        self._pixmap_key: tuple | None = None
+        self._redraw = QTimer(self)
+        self._redraw.setSingleShot(True)
+        self._redraw.setInterval(REDRAW_MS)
+        self._redraw.timeout.connect(self._on_redraw_timeout)
+        self.setInteractive(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.NoAnchor)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.NoAnchor)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setToolTip("Overview: click or drag to move the canvas, wheel to zoom it")
+        canvas.view_changed.connect(self._on_canvas_view_changed)
+        self.fabric.theme_changed.connect(self._on_fabric_theme_changed)
+        self.fabric.sceneRectChanged.connect(self._on_fabric_scene_rect_changed)
+
+    def sizeHint(self) -> QSize:
+        return QSize(320, 200)
+
+    # ---------------------------------------------------------------- geometry
+    def design_area(self) -> QRectF:
+        rect = self.fabric.design_rect()
+        if rect.isEmpty():
+            return QRectF(-500, -400, 1000, 800)
+        m = MARGIN * max(rect.width(), rect.height())
+        return rect.adjusted(-m, -m, m, m)
+
+    def refit(self) -> None:
+        """Fit the whole design into the minimap."""
+        area = self.design_area()
+        self.setSceneRect(area)
+        self.fitInView(area, Qt.AspectRatioMode.KeepAspectRatio)
+        self._pixmap_key = None
+        self.viewport().update()
+
+    def visible_area(self) -> QRectF:
+        """The part of the scene the canvas shows, in scene coordinates."""
+        vp = self.canvas.viewport().rect()
+        return self.canvas.mapToScene(vp).boundingRect()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.refit()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.refit()
+
+    def _on_fabric_scene_rect_changed(self, _rect) -> None:
+        if self.isVisible():
+            self.refit()
+
+    def _on_canvas_view_changed(self) -> None:
+        if self.isVisible():
+            self.viewport().update()
+
+    def _on_fabric_theme_changed(self, _theme) -> None:
+        self._pixmap_key = None
+        self.viewport().update()
+
+    # ---------------------------------------------------------------- painting
+    def _key(self) -> tuple:
+        return (self.fabric.schematic.version, self.viewport().size().toTuple(),
+                self.transform().m11(), self.fabric.theme)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        key = self._key()
+        if self._pixmap is None or self._pixmap_key is None:
+            self._render(key)
+        elif key != self._pixmap_key and not self._redraw.isActive():
+            self._redraw.start()  # the design changed: redraw soon, not on every drag step
+        painter = QPainter(self.viewport())
+        painter.drawPixmap(0, 0, self._pixmap)
+        r = self.mapFromScene(self.visible_area()).boundingRect()
+        sel = QColor(self.fabric.theme.selection)
+        painter.setPen(QPen(sel, 1.5))
+        sel.setAlpha(40)
+        # Tint the visible area, unless the canvas shows it all (nothing to point at).
+        whole = r.contains(self.viewport().rect())
+        painter.setBrush(Qt.BrushStyle.NoBrush if whole else sel)
+        painter.drawRect(r.adjusted(0, 0, -1, -1))
+        painter.end()
+
+    def _render(self, key: tuple) -> None:
+        ratio = self.devicePixelRatioF()
+        size = self.viewport().size()
+        pm = QPixmap(max(1, round(size.width() * ratio)), max(1, round(size.height() * ratio)))
+        pm.setDevicePixelRatio(ratio)
+        p = QPainter(pm)
+        p.fillRect(QRectF(0, 0, size.width(), size.height()), self.fabric.theme.background)
+        p.setWorldTransform(self.viewportTransform())
+        area = self.mapToScene(self.viewport().rect()).boundingRect()
+        self.fabric.schematic.paint(p, area, labels=False)
+        p.end()
+        self._pixmap, self._pixmap_key = pm, key
+
+    def _on_redraw_timeout(self) -> None:
+        self._render(self._key())
+        self.viewport().update()
+
+    # ---------------------------------------------------------------- input
+    def _recentre(self, pos: QPointF) -> None:
+        self.canvas.note_motion()
+        self.canvas.centerOn(self.mapToScene(pos.toPoint()))
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            self._recentre(event.position())
+            event.accept()
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if event.buttons() & Qt.MouseButton.LeftButton:
+            self._recentre(event.position())
+            event.accept()
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        event.accept()
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        event.accept()
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        steps = event.angleDelta().y() / 120.0
+        if steps:
+            self.canvas.zoom(ZOOM_STEP ** steps)
+        event.accept()
+
+    def contextMenuEvent(self, event) -> None:
+        event.accept()
+
+
+class MinimapDock(QDockWidget):
+    """The overview as a dock: ``MinimapDock(view)``; toggle it with
+    ``toggleViewAction()`` (View menu)."""
+
+    def __init__(self, view: FabricView, parent: QWidget | None = None):
+        super().__init__("Overview", parent)
+        self.setObjectName("minimap_dock")
+        self.minimap = MinimapView(view, self)
+        self.setWidget(self.minimap)
+        self.setAllowedAreas(Qt.DockWidgetArea.LeftDockWidgetArea
+                             | Qt.DockWidgetArea.RightDockWidgetArea
+                             | Qt.DockWidgetArea.BottomDockWidgetArea)
