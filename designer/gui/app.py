@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from designer import __version__
@@ -45,7 +46,8 @@ def run(file: str | None = None) -> int:
     app = application()
     window, error = create_window(file)
     window.show()
-    window.view.fit()
+    # Fit once the docks have their sizes, so the design fills the canvas.
+    QTimer.singleShot(0, window.view.fit)
     if error:
         QMessageBox.warning(window, "Cannot open design", error)
     elif file is None:

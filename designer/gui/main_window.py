@@ -13,6 +13,7 @@ from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QToolBar
 
 from designer.gui.actions import make_actions
+from designer.gui.analysis.install import install_analysis
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.canvas.theming import ThemeMenu
 from designer.gui.canvas.view import FabricView
@@ -57,6 +58,7 @@ class MainWindow(QMainWindow):
         document.topology_replaced.connect(self._on_document_topology_replaced)
         self._update_title()
         self._on_scene_selection_changed()
+        self.analysis = install_analysis(self)
         self.files.start_autosave()
         self.resize(1400, 900)
 
@@ -167,6 +169,8 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.files.maybe_save():
+            self.analysis.runner.shutdown()
+            self.files.discard_recovery()
             event.accept()
         else:
             event.ignore()

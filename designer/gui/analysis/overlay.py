@@ -93,8 +93,9 @@ class AnalysisOverlay(QObject):
         self.load: dict[str, float] = {}
         self.capacity: dict[str, float] = {}
         self.legend = Legend(view.viewport())
-        self.legend.move(10, 10)
         self.legend.hide()
+        self._place_legend()
+        view.view_changed.connect(self._place_legend)
         view.viewport().installEventFilter(self)
         view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         view.customContextMenuRequested.connect(self._on_view_context_menu)
@@ -135,6 +136,10 @@ class AnalysisOverlay(QObject):
             else:
                 item.set_color(None)
         self.legend.setVisible(colour)
+
+    def _place_legend(self) -> None:
+        vp = self.view.viewport()
+        self.legend.move(10, max(vp.height() - self.legend.height() - 10, 0))
 
     def eventFilter(self, watched, event) -> bool:
         # Link tooltips are built when asked for, not for every link on every result.
@@ -184,20 +189,23 @@ class AnalysisOverlay(QObject):
     def _on_view_context_menu(self, pos: QPoint) -> None:
         item = next((i for i in self.view.items(pos) if isinstance(i, NodeItem | LinkItem)),
                     None)
-        if item is None:
-            return
         menu = QMenu(self.view)
         if isinstance(item, NodeItem):
             failed = item.node.failed
-            act = menu.addAction(f"{'Restore' if failed else 'Fail'} {item.node.name}")
+            act = menu.addAction(f"{'Restore' if failed else 'Fail'} {item.node.name} (what-if)")
             act.triggered.connect(lambda: self.set_failed(node_ids=[item.node_id],
                                                           failed=not failed))
-        else:
+        elif isinstance(item, LinkItem):
             failed = item.link.failed
-            act = menu.addAction(f"{'Restore' if failed else 'Fail'} link {item.link_id}")
+            act = menu.addAction(f"{'Restore' if failed else 'Fail'} link {item.link_id} "
+                                 "(what-if)")
             act.triggered.connect(lambda: self.set_failed(link_ids=[item.link_id],
                                                           failed=not failed))
-        menu.popup(self.view.viewport().mapToGlobal(pos))
+        if item is not None:
+            menu.addSeparator()
+        self.view.add_group_actions(menu, pos)  # Collapse / Expand the group there
+        if not menu.isEmpty():
+            menu.popup(self.view.viewport().mapToGlobal(pos))
 
     def set_failed(self, node_ids=(), link_ids=(), failed: bool = True) -> None:
         """Fail or restore devices and links (undoable); the solve reroutes around them."""

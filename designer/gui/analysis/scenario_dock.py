@@ -7,6 +7,7 @@ scenarios save with the design; the runner re-solves on the resulting change eve
 
 from __future__ import annotations
 
+import shiboken6
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QLabel,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -111,7 +113,12 @@ class ScenarioDock(QDockWidget):
         outer.addWidget(self.status)
         outer.addWidget(self.results)
         outer.addStretch(1)
-        self.setWidget(body)
+        # Scroll rather than impose the form's full height on the whole right column.
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(body)
+        self.setWidget(scroll)
 
         for combo in (self.collective, self.size, self.algorithm, self.ranks):
             combo.activated.connect(self._on_scenario_edited)
@@ -122,12 +129,18 @@ class ScenarioDock(QDockWidget):
         runner.started.connect(self._on_runner_started)
         runner.result_ready.connect(self._on_runner_result_ready)
         runner.failed.connect(self._on_runner_failed)
-        document.undo_stack.indexChanged.connect(lambda _i: self.refresh())
-        document.topology_replaced.connect(lambda _t: self.refresh())
+        # Bound slots: PySide drops them with the dock (lambdas would outlive it).
+        document.undo_stack.indexChanged.connect(self._on_document_changed)
+        document.topology_replaced.connect(self._on_document_changed)
+        self.refresh()
+
+    def _on_document_changed(self, *_args) -> None:
         self.refresh()
 
     # ------------------------------------------------------------ settings -> form
     def refresh(self) -> None:
+        if not shiboken6.isValid(self) or not shiboken6.isValid(self.ranks):
+            return  # being torn down
         self._updating = True
         try:
             topo = self.document.topology

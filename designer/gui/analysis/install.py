@@ -1,0 +1,128 @@
+"""Put the live analysis into a main window: runner, canvas overlay, scenario dock and the
+four panels, wired to each other only through signals.
+
+Kept out of ``main_window.py`` so the window stays a thin composition of parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import shiboken6
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QApplication, QMainWindow, QTabBar
+
+from designer.gui.analysis.overlay import AnalysisOverlay
+from designer.gui.analysis.panels import BusBwPanel, JitterPanel, LinkLoadPanel, TimelinePanel
+from designer.gui.analysis.runner import SolveRunner
+from designer.gui.analysis.scenario_dock import ScenarioDock
+
+
+@dataclass
+class Analysis:
+    """The analysis parts of one window."""
+
+    runner: SolveRunner
+    overlay: AnalysisOverlay
+    scenario: ScenarioDock
+    timeline: TimelinePanel
+    busbw: BusBwPanel
+    linkload: LinkLoadPanel
+    jitter: JitterPanel
+    colour_action: QAction
+
+    @property
+    def panels(self):
+        return (self.timeline, self.busbw, self.linkload, self.jitter)
+
+
+def install_analysis(window: QMainWindow) -> Analysis:
+    """Create and dock the analysis parts in ``window`` (a `MainWindow`)."""
+    doc, scene, view = window.document, window.scene, window.view
+    runner = SolveRunner(doc, window)
+    overlay = AnalysisOverlay(doc, scene, view, runner, window)
+    scenario = ScenarioDock(doc, runner, window)
+    panels = (TimelinePanel(window), BusBwPanel(window), LinkLoadPanel(window),
+              JitterPanel(window))
+    timeline, busbw, linkload, jitter = panels
+
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, scenario)
+    window.tabifyDockWidget(window.inspector, scenario)
+    window.inspector.raise_()
+    bottom = Qt.DockWidgetArea.BottomDockWidgetArea
+    # The plots get the full width; the palette and inspector columns stop above them.
+    window.setCorner(Qt.Corner.BottomLeftCorner, bottom)
+    window.setCorner(Qt.Corner.BottomRightCorner, bottom)
+    window.addDockWidget(bottom, timeline, Qt.Orientation.Horizontal)
+    window.addDockWidget(bottom, busbw, Qt.Orientation.Horizontal)
+    window.tabifyDockWidget(busbw, linkload)
+    window.tabifyDockWidget(busbw, jitter)
+    busbw.raise_()
+    _hide_stale_tab_bars(window)
+    # Sizes only stick once the window is laid out: give the plots room then.
+    QTimer.singleShot(0, window, lambda: window.resizeDocks(
+        [timeline], [max(window.height() // 3, 280)], Qt.Orientation.Vertical))
+
+    for panel in panels:
+        runner.result_ready.connect(panel.set_result)
+        runner.failed.connect(lambda _g, msg, p=panel: p.set_message(f"Solve failed: {msg}"))
+        doc.topology_replaced.connect(_alive(panel, lambda _t, p=panel: p.set_result(None)))
+        panel.exported.connect(lambda path: window.show_message(f"Exported {path}"))
+    busbw.set_design_name(doc.title)
+    doc.path_changed.connect(_alive(busbw, lambda _p: busbw.set_design_name(doc.title)))
+    linkload.link_activated.connect(lambda lid: _select_link(window, lid))
+    for source in (overlay, scenario):
+        source.message.connect(window.show_message)
+    runner.failed.connect(lambda _g, msg: window.show_message(f"Analysis: {msg}"))
+    runner.progress.connect(window.show_message)
+    runner.result_ready.connect(
+        lambda r: window.show_message(f"Analysis updated in {r.seconds * 1e3:.0f} ms"))
+
+    colour = QAction("Colour Links by &Utilisation", window)
+    colour.setCheckable(True)
+    colour.setChecked(True)
+    colour.setShortcut("U")
+    colour.setStatusTip("Colour links by solver utilisation, or by technology")
+    colour.toggled.connect(overlay.set_mode)
+    if hasattr(window, "view_menu"):
+        window.view_menu.addSeparator()
+        window.view_menu.addAction(colour)
+        window.view_menu.addAction(scenario.toggleViewAction())
+        for panel in panels:
+            window.view_menu.addAction(panel.toggleViewAction())
+    app = QApplication.instance()
+    if app is not None:
+        app.aboutToQuit.connect(runner.shutdown)
+    window.destroyed.connect(lambda *_: runner.shutdown())
+    runner.schedule()
+    return Analysis(runner, overlay, scenario, timeline, busbw, linkload, jitter, colour)
+
+
+def _alive(widget, slot):
+    """``slot``, skipped once ``widget`` is deleted: the document outlives the window's
+    widgets, and a lambda connected to it is not dropped with them."""
+
+    def call(*args):
+        if shiboken6.isValid(widget):
+            slot(*args)
+
+    return call
+
+
+def _hide_stale_tab_bars(window: QMainWindow) -> None:
+    """Qt 6.11 leaves the two-tab bar of an intermediate tabify step visible (drawn over
+    the neighbouring dock) when a third dock joins the group before the window is shown;
+    hide any tab bar whose tabs are all in a larger bar."""
+    bars = [b for b in window.findChildren(QTabBar) if b.parent() is window]
+    tabs = {b: {b.tabText(i) for i in range(b.count())} for b in bars}
+    for b in bars:
+        if any(tabs[b] < tabs[o] for o in bars if o is not b):
+            b.hide()
+
+
+def _select_link(window: QMainWindow, link_id: str) -> None:
+    window.scene.select_ids(link_ids=[link_id])
+    item = window.scene.links.get(link_id)
+    if item is not None:
+        window.view.centerOn(item)
