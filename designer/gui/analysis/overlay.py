@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QPoint, QRectF, Qt, Signal
+import shiboken6
+from PySide6.QtCore import QEvent, QObject, QPoint, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import QMenu, QToolTip, QWidget
 
@@ -26,6 +27,7 @@ from designer.model.errors import DesignError
 CMAP = pg.colormap.get("cividis")
 SATURATED = QColor("#D55E00")
 IDLE = QColor(150, 150, 150, 90)
+CHUNK = 4000  # links recoloured per turn of the event loop (~10 ms)
 HIGHLIGHT = QColor("#CC79A7")
 # A lookup table: mapping through the colour map per link is the slow part of a recolour.
 _LUT = [CMAP.map(i / 255, mode="qcolor") for i in range(256)]
@@ -92,6 +94,7 @@ class AnalysisOverlay(QObject):
         self.utilisation: dict[str, float] = {}
         self.load: dict[str, float] = {}
         self.capacity: dict[str, float] = {}
+        self._pass = 0
         self.legend = Legend(view.viewport())
         self.legend.hide()
         self._place_legend()
@@ -126,16 +129,32 @@ class AnalysisOverlay(QObject):
         self.apply()
 
     def apply(self) -> None:
-        """Recolour every link and refresh tooltips from the last result."""
+        """Recolour every link from the last result.
+
+        Large designs are recoloured in slices of `CHUNK` links per turn of the event
+        loop, so a 100,000-link fabric never freezes the window while it updates; a
+        newer result restarts the pass.
+        """
         colour = self.by_utilisation and bool(self.utilisation)
         util = self.utilisation
-        for lid, item in self.scene.links.items():
-            if colour:
-                u = util.get(lid)
-                item.set_color(util_color(u) if u is not None else IDLE)
-            else:
-                item.set_color(None)
         self.legend.setVisible(colour)
+        items = list(self.scene.links.items())
+        self._pass += 1
+        token = self._pass
+
+        def run(start: int) -> None:
+            if token != self._pass or not shiboken6.isValid(self.scene):
+                return  # superseded by a newer result, or the window is gone
+            for lid, item in items[start:start + CHUNK]:
+                if colour:
+                    u = util.get(lid)
+                    item.set_color(util_color(u) if u is not None else IDLE)
+                else:
+                    item.set_color(None)
+            if start + CHUNK < len(items):
+                QTimer.singleShot(0, self, lambda: run(start + CHUNK))
+
+        run(0)
 
     def _place_legend(self) -> None:
         vp = self.view.viewport()

@@ -158,6 +158,7 @@ class SolveRunner(QObject):
         self._cancel = threading.Event()
         self._running_generation = -1
         self._last_start = -1e9
+        self._last_schedule = -1e9
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._debounce_ms = debounce_ms
@@ -187,7 +188,9 @@ class SolveRunner(QObject):
         if not self.enabled:
             return
         self._cancel.set()  # whatever is running is already stale
-        quiet = time.monotonic() - self._last_start >= self._debounce_ms / 1000
+        now = time.monotonic()
+        quiet = now - self._last_schedule >= self._debounce_ms / 1000
+        self._last_schedule = now
         if quiet and not self._timer.isActive() and not self.busy:
             self._timer.start(0)
         else:
