@@ -8,6 +8,7 @@ state.
 
 from __future__ import annotations
 
+import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QToolBar
@@ -141,6 +142,8 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(text, STATUS_MS)
 
     def _update_title(self, *_args) -> None:
+        if not (shiboken6.isValid(self) and shiboken6.isValid(self.document.undo_stack)):
+            return  # the undo stack announces its own destruction at exit
         self.setWindowTitle(f"{self.document.title}[*] — Fabric Designer")
         self.setWindowModified(self.document.is_modified)
 
