@@ -61,8 +61,7 @@ def install_analysis(window: QMainWindow) -> Analysis:
     busbw.raise_()
     _hide_stale_tab_bars(window)
     # Sizes only stick once the window is laid out: give the plots room then.
-    QTimer.singleShot(0, window, lambda: window.resizeDocks(
-        [timeline], [max(window.height() // 3, 280)], Qt.Orientation.Vertical))
+    QTimer.singleShot(0, window, lambda: _initial_sizes(window, timeline))
 
     for panel in panels:
         runner.result_ready.connect(panel.set_result)
@@ -97,6 +96,14 @@ def install_analysis(window: QMainWindow) -> Analysis:
     window.destroyed.connect(lambda *_: runner.shutdown())
     runner.schedule()
     return Analysis(runner, overlay, scenario, timeline, busbw, linkload, jitter, colour)
+
+
+def _initial_sizes(window: QMainWindow, timeline) -> None:
+    """Room for the plots below, and for the scenario's results above the overview."""
+    window.resizeDocks([timeline], [max(window.height() // 3, 280)], Qt.Orientation.Vertical)
+    minimap = getattr(window, "minimap", None)
+    if minimap is not None:
+        window.resizeDocks([window.inspector, minimap], [3, 1], Qt.Orientation.Vertical)
 
 
 def _alive(widget, slot):

@@ -171,6 +171,8 @@ class SolveRunner(QObject):
 
     # ------------------------------------------------------------ triggers
     def _watch(self, topo: Topology) -> None:
+        if not self.enabled:
+            return
         if self._topology is not None:
             self._topology.changed.disconnect(self.schedule)
         self._topology = topo
@@ -268,7 +270,12 @@ class SolveRunner(QObject):
             self.result_ready.emit(result)
 
     def shutdown(self, timeout: float = 10.0) -> None:
-        """Stop the timer, cancel any solve and wait for its thread (window close)."""
+        """Stop for good (window close): no more solves, cancel the running one and wait
+        for its thread."""
+        self.enabled = False
+        if self._topology is not None:
+            self._topology.changed.disconnect(self.schedule)
+            self._topology = None
         self._timer.stop()
         self._cancel.set()
         if self._thread is not None:
