@@ -7,6 +7,9 @@ for headers).  Failed links, and every link at a failed node, are left out.
 
 The snapshot is taken on the GUI thread and handed to a worker, so it holds only numpy
 arrays and tuples, and the topology's ``generation`` so a stale result can be dropped.
+Reading a large graph dominates its cost, so what was read is kept per topology and
+patched from the topology's change events (`_Columns`): a snapshot after a what-if edit
+(fail a link, change a count) costs array work only.
 
 Example
 -------
@@ -18,8 +21,11 @@ Example
 
 from __future__ import annotations
 
+import operator
 import re
+import weakref
 from dataclasses import dataclass
+from itertools import compress
 
 import numpy as np
 
@@ -89,22 +95,178 @@ class Snapshot:
 
 
 def _components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Connected-component label per node for the undirected edges (src, dst)."""
+    """Connected-component label per node for the undirected edges (src, dst): the
+    smallest node index of the component."""
     label = np.arange(n)
-    # Pointer jumping over edges: converges in O(log n) sweeps on these graphs.
+    if len(src) == 0:
+        return label
+    # Edges in both directions, sorted by their first end, so that each sweep takes the
+    # minimum over a node's neighbours with one reduceat (a minimum is order-free).
+    u = np.concatenate([src, dst]).astype(np.int64)
+    v = np.concatenate([dst, src]).astype(np.int64)
+    order = np.argsort(u, kind="stable")
+    u, v = u[order], v[order]
+    starts = np.flatnonzero(np.r_[True, u[1:] != u[:-1]])
+    heads = u[starts]
+    # Label propagation with pointer jumping: converges in O(log n) sweeps on these graphs.
     while True:
-        lo = np.minimum(label[src], label[dst])
         new = label.copy()
-        np.minimum.at(new, src, lo)
-        np.minimum.at(new, dst, lo)
+        new[heads] = np.minimum(new[heads], np.minimum.reduceat(label[v], starts))
         new = new[new]
         if np.array_equal(new, label):
             return label
         label = new
 
 
+def _sorted_by_natural_key(ids: list[str]) -> list[int]:
+    """Positions of ``ids`` in natural order (``gpu-2`` before ``gpu-10``).
+
+    When every id has the same shape (the same text with digit runs of equal length, as
+    template ids are zero-padded), plain string order is natural order and much cheaper.
+    """
+    shapes = {i.translate(_DIGITS_TO_ZERO) for i in ids}
+    if len(shapes) <= 1:
+        return sorted(range(len(ids)), key=ids.__getitem__)
+    return sorted(range(len(ids)), key=lambda k: natural_key(ids[k]))
+
+
+_DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
+_LINK_FIELDS = operator.itemgetter("a", "b", "tech", "count", "plane", "failed")
+
+
+def _link_rows(g) -> tuple[list[str], list[tuple]]:
+    """Link ids and ``(a, b, tech, count, plane, failed)`` in ``g.edges`` order (each edge
+    once, at the first of its ends in node order), read from the adjacency in one pass."""
+    keys: list[str] = []
+    rows: list[dict] = []
+    seen: set[str] = set()
+    for u, nbrs in g.adjacency():
+        for v, keydict in nbrs.items():
+            if v not in seen:
+                keys.extend(keydict)
+                rows.extend(keydict.values())
+        seen.add(u)
+    return keys, list(map(_LINK_FIELDS, rows))
+
+
+class _Columns:
+    """One topology's nodes and links as columns, in snapshot order (``g.edges`` order).
+
+    Reading a big graph node by node and link by link is most of a snapshot's cost, so
+    the columns are kept between snapshots and patched from the topology's events: a
+    changed node or link (failed, count, tech...) is updated in place; an added or
+    removed one makes the next snapshot read the whole graph again.  Values that come
+    from the catalog are looked up at every snapshot, never kept.
+    """
+
+    def __init__(self, topology: Topology):
+        self.stale = True
+        for signal in (topology.node_added, topology.node_removed, topology.link_added,
+                       topology.link_removed):
+            signal.connect(self._on_structure_changed)
+        topology.node_changed.connect(self._on_node_changed)
+        topology.link_changed.connect(self._on_link_changed)
+
+    def _on_structure_changed(self, *_) -> None:
+        self.stale = True
+
+    def _on_node_changed(self, old, new) -> None:
+        if not self.stale:
+            i = self.index[new.id]
+            self.kind_of[i] = _code(self.kind_names, new.kind)
+            self.model_of[i] = _code(self.model_names, new.model)
+            self.node_failed[i] = new.failed
+            self.names = None
+
+    def _on_link_changed(self, old, new) -> None:
+        if not self.stale:
+            if self.link_pos is None:
+                self.link_pos = {k: i for i, k in enumerate(self.keys)}
+            k = self.link_pos[new.id]
+            self.tech_of[k] = _code(self.tech_names, new.tech)
+            self.counts[k] = new.count
+            if self.planes[k] != new.plane:
+                self.planes[k] = new.plane
+                self.live = None
+            self.link_failed[k] = new.failed
+
+    def read(self, g) -> None:
+        """Read every node and link of ``g`` (a topology's graph)."""
+        node_items = list(g.nodes(data=True))
+        self.node_ids = tuple(map(operator.itemgetter(0), node_items))
+        attrs = list(map(operator.itemgetter(1), node_items))
+        self.index = {nid: i for i, nid in enumerate(self.node_ids)}
+        n = len(self.node_ids)
+        self.kind_names, self.kind_of = _codes(list(map(operator.itemgetter("kind"), attrs)))
+        self.model_names, self.model_of = _codes(list(map(operator.itemgetter("model"),
+                                                          attrs)))
+        self.node_failed = np.fromiter(map(operator.itemgetter("failed"), attrs), bool, n)
+        self.keys, rows = _link_rows(g)
+        if rows:
+            a_ids, b_ids, techs, counts, planes, failed = zip(*rows, strict=True)
+        else:
+            a_ids = b_ids = techs = counts = planes = failed = ()
+        m = len(rows)
+        self.a_idx = np.fromiter(map(self.index.__getitem__, a_ids), np.int64, m)
+        self.b_idx = np.fromiter(map(self.index.__getitem__, b_ids), np.int64, m)
+        self.tech_names, self.tech_of = _codes(techs)
+        self.counts = np.fromiter(counts, float, m)
+        self.planes = list(planes)
+        self.link_failed = np.fromiter(failed, bool, m)
+        self.link_pos: dict[str, int] | None = None
+        # Derived values reused while their inputs do not change (see `take_snapshot`).
+        self.names: tuple | None = None         # (node kinds, node models) as tuples
+        self.live: tuple | None = None          # (live mask, link ids, arc planes, compute)
+        self.gpu_order: tuple | None = None     # (GPU nodes, in natural id order)
+        self.stale = False
+
+    def node_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        if self.names is None:
+            self.names = (tuple(map(self.kind_names.__getitem__, self.kind_of.tolist())),
+                          tuple(map(self.model_names.__getitem__, self.model_of.tolist())))
+        return self.names
+
+    def link_names(self, live: np.ndarray) -> tuple[tuple, tuple, np.ndarray]:
+        """Ids of the live links, the plane of each of their arcs, and per live link
+        whether it is on the compute plane."""
+        if self.live is None or not np.array_equal(self.live[0], live):
+            planes = list(compress(self.planes, live))
+            arc_plane: list[str] = [""] * (2 * len(planes))
+            arc_plane[0::2] = arc_plane[1::2] = planes
+            if len(set(planes)) <= 1:  # one plane: no need to test every link
+                compute = np.full(len(planes), bool(planes) and planes[0] == "compute")
+            else:
+                compute = np.fromiter(map("compute".__eq__, planes), bool, len(planes))
+            self.live = (live, tuple(compress(self.keys, live)), tuple(arc_plane), compute)
+        return self.live[1], self.live[2], self.live[3]
+
+    def gpus_in_order(self, gpu_nodes: np.ndarray) -> np.ndarray:
+        """``gpu_nodes`` (node indices) sorted by natural id order."""
+        if self.gpu_order is None or not np.array_equal(self.gpu_order[0], gpu_nodes):
+            names = [self.node_ids[i] for i in gpu_nodes.tolist()]
+            self.gpu_order = (gpu_nodes, gpu_nodes[_sorted_by_natural_key(names)])
+        return self.gpu_order[1]
+
+
+_COLUMNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _columns(topology: Topology) -> _Columns:
+    """The topology's columns, read now if they are not current."""
+    cols = _COLUMNS.get(topology)
+    if cols is None:
+        cols = _COLUMNS[topology] = _Columns(topology)
+    if cols.stale:
+        cols.read(topology.graph)
+    return cols
+
+
 def take_snapshot(topology: Topology) -> Snapshot:
     """Freeze ``topology`` into arrays for the solver.
+
+    The first snapshot of a topology reads its whole graph; later ones reuse what was
+    read, patched from the topology's change events (see `_Columns`), unless nodes or
+    links were added or removed since.
 
     Parameters
     ----------
@@ -115,92 +277,106 @@ def take_snapshot(topology: Topology) -> Snapshot:
     Snapshot
     """
     cat = topology.catalog
-    g = topology.graph
-    node_ids = tuple(g.nodes)
-    index = {nid: i for i, nid in enumerate(node_ids)}
-    attrs = [g.nodes[n] for n in node_ids]
-    kinds = tuple(a["kind"] for a in attrs)
-    models = tuple(a["model"] for a in attrs)
-    failed_node = np.fromiter((a["failed"] for a in attrs), bool, len(attrs))
-    dev_latency = {m: cat.device(m).specs.get("latency_ns", 0.0) * 1e-9 for m in set(models)}
-    node_latency = np.fromiter((dev_latency[m] for m in models), float, len(models))
+    c = _columns(topology)
+    node_ids, n = c.node_ids, len(c.node_ids)
+    kinds, models = c.node_names()
+    failed_node = c.node_failed.copy()
+    # Per-model and per-kind facts are looked up once per distinct value, then indexed.
+    model_of = c.model_of
+    present = set(np.unique(model_of).tolist())  # names no node uses any more are skipped
+    specs = [cat.device(m).specs if i in present else {} for i, m in enumerate(c.model_names)]
+    node_latency = np.array([s.get("latency_ns", 0.0) * 1e-9 for s in specs],
+                            dtype=float)[model_of]
+    is_kind = {k: c.kind_of == i for i, k in enumerate(c.kind_names)}
+    none = np.zeros(n, dtype=bool)
 
-    link_ids, ends, caps, lines, lats, jits, fams, planes = [], [], [], [], [], [], [], []
-    tech_cache = {}
-    for _u, _v, key, d in g.edges(keys=True, data=True):
-        if d["failed"]:
-            continue
-        a, b = index[d["a"]], index[d["b"]]
-        if failed_node[a] or failed_node[b]:
-            continue
-        t = tech_cache.get(d["tech"]) or tech_cache.setdefault(d["tech"], cat.tech(d["tech"]))
-        link_ids.append(key)
-        ends.append((a, b))
-        line = d["count"] * t.GBps
-        caps.append(line * t.efficiency)
-        lines.append(line)
-        lats.append(t.latency_ns * 1e-9)
-        jits.append(t.jitter_ns * 1e-9)
-        fams.append(FAMILIES.index(t.family))
-        planes.append(d["plane"])
-    ends_arr = np.array(ends, dtype=np.int32).reshape(-1, 2)
-    arc_src = ends_arr.reshape(-1)  # a, b, a, b ... -> arcs a->b then b->a
-    arc_dst = ends_arr[:, ::-1].reshape(-1)
-    rep = lambda xs, dt: np.repeat(np.asarray(xs, dtype=dt), 2)  # noqa: E731
-    arc_latency = rep(lats, float) + node_latency[arc_dst] if len(arc_dst) else rep(lats, float)
+    a_idx, b_idx = c.a_idx, c.b_idx
+    live = ~c.link_failed & ~failed_node[a_idx] & ~failed_node[b_idx]
+    sel = np.flatnonzero(live)
+    tech_of = c.tech_of[sel]
+    used = np.unique(tech_of)
+    # Catalog facts of the technologies in use (others may be stale names).
+    tech = {i: cat.tech(c.tech_names[i]) for i in used.tolist()}
+    fact = lambda f, dt=float: np.array(  # noqa: E731  one value per tech code
+        [f(tech[i]) if i in tech else 0 for i in range(len(c.tech_names))], dtype=dt)
+    t_GBps, t_eff = fact(lambda t: t.GBps), fact(lambda t: t.efficiency)
+    t_lat, t_jit = fact(lambda t: t.latency_ns * 1e-9), fact(lambda t: t.jitter_ns * 1e-9)
+    t_fam = fact(lambda t: FAMILIES.index(t.family), np.int8)
+    line = c.counts[sel] * t_GBps[tech_of]
+    link_ids, arc_plane, compute_link = c.link_names(live)
+
+    ends = np.stack([a_idx[sel], b_idx[sel]], axis=1).astype(np.int32).reshape(-1, 2)
+    arc_src = ends.reshape(-1)  # a, b, a, b ... -> arcs a->b then b->a
+    arc_dst = ends[:, ::-1].reshape(-1)
+    arc_latency = np.repeat(t_lat[tech_of], 2) + node_latency[arc_dst]
+    fam = np.repeat(t_fam[tech_of], 2)
 
     # GPUs in natural id order; NVLink domains = components over NVLink arcs.
-    gpus = np.array(sorted((i for i, k in enumerate(kinds) if k == "gpu" and not failed_node[i]),
-                           key=lambda i: natural_key(node_ids[i])), dtype=np.int32)
-    fam = rep(fams, np.int8)
+    gpu_nodes = np.flatnonzero(is_kind.get("gpu", none) & ~failed_node)
+    gpus = c.gpus_in_order(gpu_nodes).astype(np.int32)
     nv = fam == NVLINK
-    comp = _components(len(node_ids), arc_src[nv], arc_dst[nv]) if len(node_ids) else \
-        np.zeros(0, int)
-    _, gpu_domain = np.unique(comp[gpus], return_inverse=True) if len(gpus) else (None, gpus)
-    gpu_domain = np.asarray(gpu_domain, dtype=np.int32)
-    gpu_local = np.zeros(len(gpus), dtype=np.int32)
-    seen: dict[int, int] = {}
-    for r, dom in enumerate(gpu_domain.tolist()):
-        gpu_local[r] = seen.get(dom, 0)
-        seen[dom] = gpu_local[r] + 1
+    comp = _components(n, arc_src[nv], arc_dst[nv])
+    _, gpu_domain = np.unique(comp[gpus], return_inverse=True)
+    gpu_domain = gpu_domain.reshape(-1).astype(np.int32)
+    # Position inside the domain, counting ranks in order.
+    by_dom = np.argsort(gpu_domain, kind="stable")
+    first = np.searchsorted(gpu_domain[by_dom], gpu_domain[by_dom])
+    gpu_local = np.empty(len(gpus), dtype=np.int32)
+    gpu_local[by_dom] = np.arange(len(gpus)) - first
 
     # Rail NIC: a NIC joined to the GPU by PCIe that has a compute-plane network link.
-    net_nodes = {int(s) for s, f, p in zip(arc_src, fam, rep(planes, object), strict=True)
-                 if f not in (NVLINK, PCIE) and p == "compute"}
-    gpu_nic = np.full(len(gpus), -1, dtype=np.int32)
-    pcie = np.flatnonzero(fam == PCIE)
-    nic_of = {}
-    for arc in pcie:
-        s, t = int(arc_src[arc]), int(arc_dst[arc])
-        if kinds[s] == "gpu" and kinds[t] == "nic" and t in net_nodes:
-            nic_of.setdefault(s, t)
-    for r, gi in enumerate(gpus.tolist()):
-        gpu_nic[r] = nic_of.get(gi, -1)
+    net_arc = ~nv & (fam != PCIE) & np.repeat(compute_link, 2)
+    net_node = np.zeros(n, dtype=bool)
+    net_node[arc_src[net_arc]] = True
+    pcie = np.flatnonzero((fam == PCIE) & is_kind.get("gpu", none)[arc_src]
+                          & is_kind.get("nic", none)[arc_dst] & net_node[arc_dst])
+    nic_of = np.full(n, -1, dtype=np.int32)
+    gpu_with, first_arc = np.unique(arc_src[pcie], return_index=True)  # lowest arc first
+    nic_of[gpu_with] = arc_dst[pcie[first_arc]]
+    gpu_nic = nic_of[gpus]
 
     # In-switch reduction: every NVLink switch of the domain and every GPU support NVLS.
-    n_dom = int(gpu_domain.max()) + 1 if len(gpus) else 0
-    domain_nvls = np.zeros(n_dom, dtype=bool)
-    specs = {m: cat.device(m).specs for m in set(models)}
-    for dom in range(n_dom):
-        members = set(np.flatnonzero(comp == comp[gpus[gpu_domain == dom][0]]).tolist())
-        switches = [i for i in members if kinds[i] in ("nvswitch", "nvlink-switch-tray")]
-        gpus_in = [i for i in members if kinds[i] == "gpu"]
-        domain_nvls[dom] = bool(switches) and len(gpus_in) > 1 and all(
-            specs[models[i]].get("nvls", False) for i in switches + gpus_in)
-    fabric_switches = [i for i in net_nodes if kinds[i] in ("leaf", "spine", "core", "switch")]
-    net_sharp = bool(fabric_switches) and all(specs[models[i]].get("sharp", False)
-                                              for i in fabric_switches)
-    net_techs = [t for t in tech_cache.values() if t.family not in ("nvlink", "pcie")]
+    nvls_model = np.array([bool(s.get("nvls", False)) for s in specs], dtype=bool)[model_of]
+    nv_switch = is_kind.get("nvswitch", none) | is_kind.get("nvlink-switch-tray", none)
+    is_gpu = is_kind.get("gpu", none)
+    count = lambda mask: np.bincount(comp[mask], minlength=n)  # noqa: E731  per component
+    n_switch, n_gpu = count(nv_switch), count(is_gpu)
+    n_without = count((nv_switch | is_gpu) & ~nvls_model)
+    dom_comp = np.zeros(int(gpu_domain.max()) + 1 if len(gpus) else 0, dtype=np.int64)
+    dom_comp[gpu_domain] = comp[gpus]
+    domain_nvls = (n_switch[dom_comp] > 0) & (n_gpu[dom_comp] > 1) & (n_without[dom_comp] == 0)
+    fabric_kind = np.zeros(n, dtype=bool)
+    for k in ("leaf", "spine", "core", "switch"):
+        fabric_kind |= is_kind.get(k, none)
+    fabric_switches = np.flatnonzero(net_node & fabric_kind)
+    sharp_model = np.array([bool(s.get("sharp", False)) for s in specs], dtype=bool)[model_of]
+    net_sharp = bool(fabric_switches.size) and bool(sharp_model[fabric_switches].all())
+    net_techs = [t for t in tech.values() if t.family not in ("nvlink", "pcie")]
     return Snapshot(
         generation=topology.generation,
         routing=topology.settings["routing"],
         node_ids=node_ids, node_kind=kinds, node_model=models,
-        link_ids=tuple(link_ids),
+        link_ids=link_ids,
         arc_src=arc_src.astype(np.int32), arc_dst=arc_dst.astype(np.int32),
-        arc_cap=rep(caps, float), arc_line=rep(lines, float),
-        arc_latency_s=arc_latency, arc_jitter_s=rep(jits, float),
-        arc_family=fam, arc_plane=tuple(p for p in planes for _ in (0, 1)),
+        arc_cap=np.repeat(line * t_eff[tech_of], 2), arc_line=np.repeat(line, 2),
+        arc_latency_s=arc_latency, arc_jitter_s=np.repeat(t_jit[tech_of], 2),
+        arc_family=fam, arc_plane=arc_plane,
         gpus=gpus, gpu_domain=gpu_domain, gpu_local=gpu_local, gpu_nic=gpu_nic,
         domain_nvls=domain_nvls, net_sharp=net_sharp,
         net_lossless=all(t.lossless for t in net_techs),
     )
+
+
+def _codes(values) -> tuple[list, np.ndarray]:
+    """Distinct ``values`` (first-seen order) and each value's index among them."""
+    names = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    return list(names), np.fromiter(map(names.__getitem__, values), np.int64, len(values))
+
+
+def _code(names: list, value) -> int:
+    """Index of ``value`` in ``names``, appending it when new."""
+    try:
+        return names.index(value)
+    except ValueError:
+        names.append(value)
+        return len(names) - 1

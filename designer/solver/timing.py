@@ -134,16 +134,19 @@ def _shape(plan: Plan, snap: Snapshot,
 
 def _node_nic_GBps(snap: Snapshot, ranks: np.ndarray) -> float:
     """The smallest per-domain sum of the ranks' NIC uplink capacities."""
-    per_domain: dict[int, float] = {}
-    for r in ranks.tolist():
-        nic = int(snap.gpu_nic[r])
-        if nic < 0:
-            continue
-        cap = snap.arc_cap[snap.arc_src == nic]
-        cap = cap[snap.arc_family[snap.arc_src == nic] > 1]
-        dom = int(snap.gpu_domain[r])
-        per_domain[dom] = per_domain.get(dom, 0.0) + float(cap.max() if cap.size else 0.0)
-    return min(per_domain.values()) if per_domain else float("inf")
+    ranks = np.asarray(ranks, dtype=np.int64)
+    nic = snap.gpu_nic[ranks].astype(np.int64)
+    has = nic >= 0
+    if not has.any():
+        return float("inf")
+    # A NIC's uplink: its best network arc (0 when it has none).
+    net = snap.arc_family > 1
+    best = np.zeros(snap.n_nodes)
+    np.maximum.at(best, snap.arc_src[net], snap.arc_cap[net])
+    dom = snap.gpu_domain[ranks[has]]
+    # Summed per domain in rank order (bincount adds sequentially, as a running sum would).
+    total = np.bincount(dom, weights=best[nic[has]])
+    return float(total[np.unique(dom)].min())
 
 
 def solve_collective(snap: Snapshot, collective: str = "allreduce", *,

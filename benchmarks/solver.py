@@ -1,0 +1,293 @@
+"""Benchmark of the flow solver end to end: snapshot -> routes -> max-min rates -> time.
+
+Run ``python benchmarks/solver.py`` (a few minutes, a minute of it building the
+131,072-GPU design) or ``python benchmarks/solver.py --quick`` (a 2,048-GPU ring instead
+of cases a and b; under a minute).
+
+Each case runs in a fresh process that first builds its design; build times are printed
+apart (building a topology is not part of the solver's budget), and the peak RSS is the
+case's own (``RSS in``: once the design is built; ``peak``: its peak).  Two figures per
+case:
+
+cold
+    the design's first snapshot plus a solve (routes from scratch, max-min rates, the
+    NCCL time model); the solve is the median of a few runs where a run is cheap.
+edit
+    snapshot plus solve after a one-link what-if edit, the GUI's path on every edit: the
+    snapshot reuses what it read of the design, patched from the edit event.
+
+Cases (issue 3, "Speed"):
+
+a. ring all-reduce on a 16,384-GPU DGX B200 SuperPOD (rail-optimised fat tree, 64 SUs):
+   snapshot + routes + rates + time.  Goal 50 ms.
+b. the same at 131,072 GPUs (a rail-optimised Clos of 16,384 HGX B200 servers; RoCE on
+   128-port switches, as a 64-port three-tier Clos tops out at 65,536 NICs).  Goal 0.5 s.
+c. all-to-all among 1,024 GPUs (1,047,552 flows) on the 4-SU SuperPOD, adaptive routing
+   (the design's setting) and ECMP.  Goal 1 s.
+d. the same with unequal capacities: a random 30% of the bundles lose links, 2% of the
+   leaf-spine bundles fail.  Goal 3 s.
+e. busbw sweep, 20 sizes (32 KiB .. 16 GiB), all-reduce with automatic algorithm
+   choice, on the 4-SU SuperPOD.  Goal 1 s.
+
+"flows / pairs" are those of the largest phase solved (a ring is one flow per channel
+crossing every arc of its ring); "rounds" are the max-min solver's freezing steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from designer.model.templates import build_template
+from designer.solver import timing
+from designer.solver.snapshot import take_snapshot
+from designer.solver.timing import SWEEP, solve_collective
+
+
+# ----------------------------------------------------------------- machine
+def machine() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, "
+            f"numpy {np.__version__}, {platform.system()} {platform.release()}")
+
+
+def rss_mb() -> float:
+    """Current resident set size in MB (Linux), else the peak so far."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return peak_mb()
+
+
+def peak_mb() -> float:
+    """Peak resident set size of this process in MB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024  # bytes vs KiB
+
+
+# ----------------------------------------------------------------- solver counters
+class Counters:
+    """Flows, pairs and max-min rounds of the largest phase a solve meets."""
+
+    def __init__(self):
+        self.flows = self.pairs = self.rounds = 0
+        self._solve_phase = timing.solve_phase
+        self._max_min = timing.max_min_rates
+
+    def __enter__(self):
+        def solve_phase(snap, phase):
+            if len(phase.pair_arc) > self.pairs:
+                self.flows, self.pairs = phase.n_flows, len(phase.pair_arc)
+            return self._solve_phase(snap, phase)
+
+        def max_min(*args, **kwargs):
+            res = self._max_min(*args, **kwargs)
+            self.rounds = max(self.rounds, res.rounds)
+            return res
+
+        timing.solve_phase, timing.max_min_rates = solve_phase, max_min
+        return self
+
+    def __exit__(self, *exc):
+        timing.solve_phase, timing.max_min_rates = self._solve_phase, self._max_min
+
+    def text(self) -> str:
+        return f"{self.flows:,} / {self.pairs:,} / {self.rounds}"
+
+
+# ----------------------------------------------------------------- designs
+def degrade(topology, seed: int = 1) -> None:
+    """Unequal capacities: each bundle of several links (NVLink x9, leaf-spine x2) loses
+    some of them with probability 0.3, and 2% of the leaf-spine bundles fail."""
+    rng = np.random.default_rng(seed)
+    for link in list(topology.links()):
+        kinds = {topology.node(link.a).kind, topology.node(link.b).kind}
+        if link.count > 1 and rng.random() < 0.3:
+            topology.update_link(link.id, count=int(rng.integers(1, link.count)))
+        elif kinds == {"leaf", "spine"} and rng.random() < 0.02:
+            topology.update_link(link.id, failed=True)
+
+
+def _degraded_pod():
+    topo = build_template("superpod", gpu="B200", sus=4)
+    degrade(topo)
+    return topo
+
+
+DESIGNS: dict[str, tuple[str, Callable]] = {
+    "pod": ("SuperPOD B200, 4 SU", lambda: build_template("superpod", gpu="B200", sus=4)),
+    "degraded": ("SuperPOD B200, 4 SU, degraded", _degraded_pod),
+    "pod8": ("SuperPOD B200, 8 SU", lambda: build_template("superpod", gpu="B200", sus=8)),
+    "pod64": ("SuperPOD B200, 64 SU",
+              lambda: build_template("superpod", gpu="B200", sus=64)),
+    "rail131k": ("rail cluster, 16,384 x HGX B200",
+                 lambda: build_template("rail-cluster", nodes=16384, gpu="B200",
+                                        fabric="roce", leaf_radix=128)),
+}
+
+
+# ----------------------------------------------------------------- cases
+def nudge(topology) -> None:
+    """A small what-if edit: one leaf-spine bundle gains a link, or loses it again."""
+    for link in topology.links():
+        if {topology.node(link.a).kind, topology.node(link.b).kind} == {"leaf", "spine"}:
+            topology.update_link(link.id, count=link.count + 1 if link.count % 2 else
+                                 link.count - 1)
+            return
+
+
+def measure(topo, solve: Callable, runs: int, edits: int) -> dict:
+    """Cold: the first snapshot of the design plus a solve (median of ``runs`` solves of
+    that snapshot; each builds its routes from scratch).  After an edit: `nudge`, then
+    snapshot + solve, median of ``edits`` rounds (the GUI's path: the snapshot reuses
+    what it read before, patched from the edit)."""
+    t = time.perf_counter()
+    snap = take_snapshot(topo)
+    cold_snap = time.perf_counter() - t
+    with Counters() as counters:
+        solve_s, res = time_runs(lambda: solve(snap), runs)
+    after = []
+    for _ in range(edits):
+        nudge(topo)
+        t = time.perf_counter()
+        solve(take_snapshot(topo))
+        after.append(time.perf_counter() - t)
+    ms = res.timing_ms
+    return {"cold": cold_snap + solve_s, "edit": statistics.median(after) if after else None,
+            "detail": f"cold: snapshot {cold_snap * 1e3:.0f} ms + solve {solve_s * 1e3:.0f} ms "
+                      f"(routes {ms['route']:.0f}, rates {ms['rates']:.0f}, time "
+                      f"{ms['time']:.0f} ms); busbw {res.busbw_GBps[-1]:.1f} GB/s",
+            "counts": counters.text()}
+
+
+def time_runs(fn: Callable, runs: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(runs):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), out
+
+
+def ring(snap):
+    return solve_collective(snap, "allreduce", sizes=[1 << 30], algorithm="ring")
+
+
+def alltoall(snap):
+    return solve_collective(snap, "alltoall", sizes=[1 << 30])
+
+
+def sweep(snap):
+    return solve_collective(snap, "allreduce", sizes=SWEEP)
+
+
+CASES: dict[str, tuple[str, float | None, str, str | None, Callable, int, int]] = {
+    # key: (label, goal s, design, routing, solve, solve runs, edit rounds)
+    "a": ("a. ring all-reduce, 16,384 GPUs", 0.050, "pod64", None, ring, 3, 3),
+    "a-quick": ("a. ring all-reduce, 2,048 GPUs", None, "pod8", None, ring, 3, 3),
+    "b": ("b. ring all-reduce, 131,072 GPUs", 0.5, "rail131k", None, ring, 1, 1),
+    "c-adaptive": ("c. all-to-all 1,024 GPUs, adaptive", 1.0, "pod", "adaptive", alltoall,
+                   1, 0),
+    "c-ecmp": ("c. all-to-all 1,024 GPUs, ECMP", 1.0, "pod", "ecmp", alltoall, 1, 0),
+    "d-adaptive": ("d. all-to-all, degraded, adaptive", 3.0, "degraded", "adaptive",
+                   alltoall, 1, 0),
+    "d-ecmp": ("d. all-to-all, degraded, ECMP", 3.0, "degraded", "ecmp", alltoall, 1, 0),
+    "e": ("e. busbw sweep, 20 sizes, 1,024 GPUs", 1.0, "pod", None, sweep, 3, 3),
+}
+
+
+def _child(key: str, conn) -> None:
+    """One case in a fresh process: build its design, then measure."""
+    _, _, design, routing, solve, runs, edits = CASES[key]
+    try:
+        name, make = DESIGNS[design]
+        t = time.perf_counter()
+        topo = make()
+        build_s = time.perf_counter() - t
+        if routing:
+            topo.set_setting("routing", routing)
+        rss_in = rss_mb()
+        out = measure(topo, solve, runs, edits)
+        gpus = sum(1 for _ in topo.nodes("gpu"))
+        out.update(rss_in=rss_in, rss_peak=peak_mb(),
+                   build=(name, gpus, topo.graph.number_of_edges(), build_s))
+    except Exception as e:  # reported in the table
+        out = {"error": f"{type(e).__name__}: {e}"}
+    conn.send(out)
+    conn.close()
+
+
+def run_case(key: str) -> dict:
+    """Run case ``key`` in a fresh (spawned) process, so its peak RSS and cold snapshot
+    are its own (a forked child would pay copy-on-write for the parent's objects)."""
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(key, child))
+    proc.start()
+    out = parent.recv()
+    proc.join()
+    return out
+
+
+# ----------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="smaller ring (2,048 GPUs) and no 131k design: a smoke run")
+    args = ap.parse_args(argv)
+    keys = (["a-quick"] if args.quick else ["a", "b"]) + [
+        "c-adaptive", "c-ecmp", "d-adaptive", "d-ecmp", "e"]
+    print(f"Machine: {machine()}")
+    print("Each case runs in its own process, which first builds its design (not timed).",
+          flush=True)
+    results = []
+    for key in keys:
+        label, goal = CASES[key][:2]
+        out = run_case(key)
+        results.append((label, goal, out))
+        if "error" in out:
+            print(f"  {label}: {out['error']}", flush=True)
+            continue
+        name, gpus, links, build_s = out["build"]
+        print(f"  {label}: {out['cold']:.3f} s cold  ({out['detail']})\n"
+              f"      design: {name}, {gpus:,} GPUs, {links:,} links, built in {build_s:.1f} s",
+              flush=True)
+
+    print()
+    head = (f"{'case':38s} {'goal':>6s} {'cold':>8s} {'edit':>8s}  {'flows / pairs / rounds':>28s}"
+            f" {'RSS in':>7s} {'peak':>7s}")
+    print(head)
+    print("-" * len(head))
+    for label, goal, out in results:
+        goal_s = f"{goal:.3g} s" if goal else "-"
+        if "error" in out:
+            print(f"{label:38s} {goal_s:>6s} {'error':>8s}  {out['error']}")
+            continue
+        edit = f"{out['edit']:.3f} s" if out["edit"] is not None else "-"
+        print(f"{label:38s} {goal_s:>6s} {out['cold']:>6.3f} s {edit:>8s}  {out['counts']:>28s}"
+              f" {out['rss_in']:>5.0f} M {out['rss_peak']:>5.0f} M")
+    print("\ncold = first snapshot of the design + solve (routes, max-min rates, time model);"
+          "\nedit = snapshot + solve after a one-link edit (what the GUI does on every edit);"
+          "\nRSS in / peak: the case's process once its design is built / at its peak.")
+
+
+if __name__ == "__main__":
+    main()
