@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes.util
+import os
 import sys
 from pathlib import Path
 
@@ -41,8 +43,23 @@ def create_window(file: str | Path | None = None) -> tuple[MainWindow, str | Non
     return window, error
 
 
+def missing_display_library() -> str | None:
+    """On Linux/X11, Qt >= 6.5 aborts without libxcb-cursor; say so in one line first."""
+    if (sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
+            and os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")
+            and ctypes.util.find_library("xcb-cursor") is None):
+        return ("Qt needs the system library libxcb-cursor0 to open a window on X11 "
+                "(Debian/Ubuntu: sudo apt-get install libxcb-cursor0); the subcommands "
+                "work without it")
+    return None
+
+
 def run(file: str | None = None) -> int:
     """Show the main window and run the event loop; returns the exit code."""
+    problem = missing_display_library()
+    if problem:
+        print(f"fabric-designer: error: {problem}", file=sys.stderr)
+        return 1
     app = application()
     window, error = create_window(file)
     window.show()

@@ -153,6 +153,9 @@ class AnalysisOverlay(QObject):
                     item.set_color(None)
             if start + CHUNK < len(items):
                 QTimer.singleShot(0, self, lambda: run(start + CHUNK))
+            else:
+                # Repaint the canvas now: on a real display nothing else may ask for it.
+                self.view.viewport().update()
 
         run(0)
 
