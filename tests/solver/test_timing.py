@@ -6,10 +6,10 @@ import itertools
 
 import numpy as np
 import pytest
+from fabrics import small_fabric
 
 from designer.model.errors import DesignError
 from designer.model.templates import build_template
-from designer.model.topology import Link, Node, Topology
 from designer.solver.errors import SolverError
 from designer.solver.nccl_model import bus_factor
 from designer.solver.snapshot import NVLINK, take_snapshot
@@ -18,25 +18,6 @@ from designer.solver.timing import SWEEP, solve_collective
 GiB = 1 << 30
 H100_NV = 18 * 25 * 0.824  # 370.8 GB/s
 NDR = 50 * 0.94  # 47 GB/s
-
-
-def small_fabric(hosts_per_leaf: int = 2, leaves: int = 2, spines: int = 2) -> Topology:
-    """One-GPU hosts (GPU -PCIe- NIC -NDR- leaf) under leaves joined to every spine."""
-    t = Topology()
-    k = 0
-    for li in range(leaves):
-        t.add_node(Node(f"L{li}", "leaf", "QM9700", f"leaf {li}"))
-        for _ in range(hosts_per_leaf):
-            t.add_node(Node(f"g{k}", "gpu", "H100", f"gpu {k}"))
-            t.add_node(Node(f"c{k}", "nic", "ConnectX-7", f"nic {k}"))
-            t.add_link(Link(f"g{k}-c{k}", f"g{k}", f"c{k}", "pcie5"))
-            t.add_link(Link(f"c{k}-L{li}", f"c{k}", f"L{li}", "ib-ndr"))
-            k += 1
-    for si in range(spines):
-        t.add_node(Node(f"S{si}", "spine", "QM9700", f"spine {si}"))
-        for li in range(leaves):
-            t.add_link(Link(f"L{li}-S{si}", f"L{li}", f"S{si}", "ib-ndr"))
-    return t
 
 
 @pytest.fixture(scope="module")
