@@ -44,9 +44,13 @@ def create_window(file: str | Path | None = None) -> tuple[MainWindow, str | Non
 
 
 def missing_display_library() -> str | None:
-    """On Linux/X11, Qt >= 6.5 aborts without libxcb-cursor; say so in one line first."""
-    if (sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
-            and os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")
+    """Why Qt would abort instead of opening a window on Linux, in one line (or None):
+    no display at all, or X11 without libxcb-cursor (required by Qt >= 6.5)."""
+    linux = sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
+    if linux and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        return ("no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset); "
+                "the subcommands work headless, see fabric-designer --help")
+    if (linux and os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")
             and ctypes.util.find_library("xcb-cursor") is None):
         return ("Qt needs the system library libxcb-cursor0 to open a window on X11 "
                 "(Debian/Ubuntu: sudo apt-get install libxcb-cursor0); the subcommands "

@@ -320,3 +320,14 @@ def test_run_with_a_bad_file_warns_once_and_shows_the_example(
     (win,) = shown
     assert sum(1 for _ in win.document.topology.nodes("gpu")) == 32
     close_window(win)
+
+
+def test_no_display_is_one_clear_line_not_a_qt_abort(monkeypatch, capsys):
+    from designer.gui import app as app_module
+
+    monkeypatch.setattr(app_module.sys, "platform", "linux")
+    for var in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(var, raising=False)
+    assert app_module.run(None) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("fabric-designer: error: no display") and err.count("\n") == 1
