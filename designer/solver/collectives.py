@@ -311,8 +311,15 @@ def _ring_phase(router: Router, ranks: np.ndarray, collective: str, name: str,
     chain = collective in ("broadcast", "reduce")  # pipelined chain: no wrap-around edge
     flows = fb.new_flows(np.full(c_count, _RING_FACTOR[collective](n) * scale / c_count),
                          [f"{name} ch{c}" for c in range(c_count)])
-    _ring_transfers(fb, flows, _ring_orders(grouped, range(c_count)), chain,
-                    np.arange(c_count))
+    orders = _ring_orders(grouped, range(c_count))
+    if chain:
+        # Every channel's chain starts at the root (the first rank): rotating the ring
+        # per channel would give each channel a different root, i.e. more sources of
+        # data than a broadcast has.
+        root = ranks[0]
+        start = np.argmax(orders == root, axis=1)
+        orders = np.stack([np.roll(o, -s) for o, s in zip(orders, start, strict=True)])
+    _ring_transfers(fb, flows, orders, chain, np.arange(c_count))
     return fb.phase(name, _RING_STEPS[collective](n))
 
 
@@ -591,13 +598,16 @@ def candidate_plans(router: Router, ranks: np.ndarray, collective: str,
                               f"{', '.join(ALGORITHMS)}")
         return [builders[algorithm](router, ranks, collective)]
     plans = []
+    first_error: SolverError | None = None
     for name in ALGORITHMS:
         if name == "nvls" and len(ranks) <= 4:
             continue  # NCCL's tuner enables NVLS only above 4 GPUs (force it to see it)
         try:
             plans.append(builders[name](router, ranks, collective))
-        except SolverError:
+        except SolverError as exc:
+            first_error = first_error or exc  # ring's reason is the most telling
             continue  # not applicable here (e.g. nvls across domains)
     if not plans:
-        raise SolverError(f"no algorithm can run {collective} on these ranks")
+        reason = f": {first_error}" if first_error else ""
+        raise SolverError(f"no algorithm can run {collective} on these ranks{reason}")
     return plans

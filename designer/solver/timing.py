@@ -179,6 +179,8 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
     CollectiveResult
     """
     t0 = time.perf_counter()
+    if len(sizes) == 0:
+        raise SolverError("no message sizes to time")
     check = cancelled or (lambda: False)
     rank_arr = np.arange(snap.n_gpus) if ranks is None else np.asarray(ranks, dtype=np.int64)
     if rank_arr.size and (rank_arr.min() < 0 or rank_arr.max() >= snap.n_gpus):

@@ -141,12 +141,6 @@ def test_ring_broadcast_is_a_chain():
         assert (phase.pair_flow == f).sum() == 7 * 4 * 2  # n-1 edges, no wrap-around
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="collectives._ring_phase rotates the broadcast/reduce "
-    "chain per channel, so each channel has a different root and the root's "
-    "egress no longer bounds algbw: 370.8 x 8/7 = 423.8 GB/s",
-)
 @pytest.mark.parametrize("collective", ["broadcast", "reduce"])
 def test_ring_broadcast_is_bounded_by_the_root(collective):
     # One root must send (broadcast) or receive (reduce) the whole buffer through its
@@ -370,11 +364,6 @@ def test_gpu_without_a_nic_across_domains_is_named():
     assert ceiling(snap, algorithm="ring", ranks=range(8, 16)) == pytest.approx(H100_NV)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="collectives.candidate_plans (auto) swallows every plan's "
-    "SolverError and says only 'no algorithm can run allreduce on these ranks'",
-)
 def test_auto_names_the_gpu_without_a_nic():
     topo = build_template("rail-cluster", nodes=2)
     topo.update_node("n02-nic3", failed=True)

@@ -138,12 +138,6 @@ def test_bad_sizes(hgx):
         solve_collective(hgx, sizes=[0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason="timing.solve_collective indexes best[-1] without checking that "
-    "sizes is non-empty (IndexError instead of a SolverError)",
-)
 def test_no_sizes_is_a_solver_error(hgx):
     with pytest.raises(SolverError, match="size"):
         solve_collective(hgx, sizes=[])
