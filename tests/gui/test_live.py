@@ -293,3 +293,30 @@ def test_colour_mode_is_a_view_menu_action_with_a_shortcut(qtbot, live):
     action.trigger()
     assert overlay.by_utilisation and overlay.legend.isVisible()
     assert set(overlay.utilisation) == set(result.snapshot.link_ids)
+
+
+def test_a_long_solve_shows_a_busy_bar_and_can_be_cancelled(live, qtbot, monkeypatch):
+    from designer.gui.analysis import runner as runner_module
+
+    def endless(snap, scenario, ranks, training, cancelled, on_focus=None):
+        while not cancelled():  # a solve that only stops when asked to
+            runner_module.time.sleep(0.005)
+        raise runner_module._Cancelled
+
+    monkeypatch.setattr(runner_module, "analyse", endless)
+    runner = live.analysis.runner
+    bar, button = live.analysis_busy
+    before = runner.latest
+    with qtbot.waitSignal(runner.started, timeout=SOLVE_TIMEOUT_MS):
+        live.document.push(SetLinkProps(["n01-gpu0:n01-nvs0"], failed=True))
+    assert bar.isVisible() and button.isVisible()
+    with qtbot.waitSignal(runner.cancelled, timeout=SOLVE_TIMEOUT_MS):
+        button.click()
+    qtbot.waitUntil(lambda: not runner.busy, timeout=SOLVE_TIMEOUT_MS)
+    assert not bar.isVisible() and not button.isVisible()
+    assert runner.latest is before  # nothing applied
+    assert "cancelled" in live.statusBar().currentMessage().lower()
+    monkeypatch.undo()  # the real solver again: the next edit solves
+    with qtbot.waitSignal(runner.result_ready, timeout=SOLVE_TIMEOUT_MS) as got:
+        live.document.undo_stack.undo()
+    assert got.args[0].generation == live.document.topology.generation

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import shiboken6
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QApplication, QMainWindow, QTabBar
+from PySide6.QtWidgets import QApplication, QMainWindow, QProgressBar, QTabBar, QToolButton
 
 from designer.gui.analysis.overlay import AnalysisOverlay
 from designer.gui.analysis.panels import BusBwPanel, JitterPanel, LinkLoadPanel, TimelinePanel
@@ -78,6 +78,8 @@ def install_analysis(window: QMainWindow) -> Analysis:
     runner.result_ready.connect(
         lambda r: window.show_message(f"Analysis updated in {r.seconds * 1e3:.0f} ms"))
 
+    _busy_indicator(window, runner)
+
     colour = QAction("Colour Links by &Utilisation", window)
     colour.setCheckable(True)
     colour.setChecked(True)
@@ -96,6 +98,32 @@ def install_analysis(window: QMainWindow) -> Analysis:
     window.destroyed.connect(lambda *_: runner.shutdown())
     runner.schedule()
     return Analysis(runner, overlay, scenario, timeline, busbw, linkload, jitter, colour)
+
+
+def _busy_indicator(window: QMainWindow, runner: SolveRunner) -> None:
+    """A busy bar and a Cancel button in the status bar while a solve runs."""
+    bar = QProgressBar(window)
+    bar.setRange(0, 0)  # the solver reports stages, not percentages
+    bar.setMaximumWidth(140)
+    bar.setTextVisible(False)
+    button = QToolButton(window)
+    button.setText("Cancel analysis")
+    button.setToolTip("Stop the running solve; the next edit solves again")
+    for w in (bar, button):
+        window.statusBar().addPermanentWidget(w)
+        w.hide()
+
+    def show(busy: bool) -> None:
+        if shiboken6.isValid(bar):
+            bar.setVisible(busy)
+            button.setVisible(busy)
+
+    runner.started.connect(lambda _g: show(True))
+    runner.result_ready.connect(lambda _r: show(False))
+    runner.failed.connect(lambda _g, _m: show(False))
+    runner.cancelled.connect(lambda _g: (show(False), window.show_message("Analysis cancelled")))
+    button.clicked.connect(runner.cancel)
+    window.analysis_busy = (bar, button)
 
 
 def _initial_sizes(window: QMainWindow, timeline) -> None:

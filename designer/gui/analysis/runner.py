@@ -136,6 +136,8 @@ class SolveRunner(QObject):
         The solve of that generation failed; the message is one line.
     progress(str)
         Stage messages while a solve runs.
+    cancelled(int)
+        The solve of the current generation was cancelled (`cancel`).
     """
 
     started = Signal(int)
@@ -143,6 +145,7 @@ class SolveRunner(QObject):
     result_ready = Signal(object)
     failed = Signal(int, str)
     progress = Signal(str)
+    cancelled = Signal(int)
     _done = Signal(int, object, object)  # generation, result or None, error or None
     _focus = Signal(int, object)
 
@@ -268,6 +271,13 @@ class SolveRunner(QObject):
         elif result is not None:
             self.latest = result
             self.result_ready.emit(result)
+        else:
+            self.cancelled.emit(generation)
+
+    def cancel(self) -> None:
+        """Stop the running solve (the user's Cancel); the next edit solves again."""
+        self._timer.stop()
+        self._cancel.set()
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop for good (window close): no more solves, cancel the running one and wait
