@@ -3,8 +3,14 @@
 from designer.model.topology import Link, Node, Topology
 
 
-def small_fabric(hosts_per_leaf: int = 2, leaves: int = 2, spines: int = 2) -> Topology:
-    """One-GPU hosts (GPU -PCIe- NIC -NDR- leaf) under leaves joined to every spine."""
+def small_fabric(
+    hosts_per_leaf: int = 2,
+    leaves: int = 2,
+    spines: int = 2,
+    uplinks: tuple[int, ...] | None = None,
+) -> Topology:
+    """One-GPU hosts (GPU -PCIe- NIC -NDR- leaf); leaf i has ``uplinks[j]`` links to spine j."""
+    uplinks = uplinks or (1,) * spines
     t = Topology()
     k = 0
     for li in range(leaves):
@@ -18,5 +24,5 @@ def small_fabric(hosts_per_leaf: int = 2, leaves: int = 2, spines: int = 2) -> T
     for si in range(spines):
         t.add_node(Node(f"S{si}", "spine", "QM9700", f"spine {si}"))
         for li in range(leaves):
-            t.add_link(Link(f"L{li}-S{si}", f"L{li}", f"S{si}", "ib-ndr"))
+            t.add_link(Link(f"L{li}-S{si}", f"L{li}", f"S{si}", "ib-ndr", count=uplinks[si]))
     return t

@@ -6,37 +6,13 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from fabrics import small_fabric
 
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node, Topology
 from designer.solver.errors import SolverError
 from designer.solver.routing import Router
 from designer.solver.snapshot import take_snapshot
-
-
-def small_fabric(
-    hosts_per_leaf: int = 2,
-    leaves: int = 2,
-    spines: int = 2,
-    uplinks: tuple[int, ...] | None = None,
-) -> Topology:
-    """One-GPU hosts (GPU -PCIe- NIC -NDR- leaf); leaf i has ``uplinks[j]`` links to spine j."""
-    uplinks = uplinks or (1,) * spines
-    t = Topology()
-    k = 0
-    for li in range(leaves):
-        t.add_node(Node(f"L{li}", "leaf", "QM9700", f"leaf {li}"))
-        for _ in range(hosts_per_leaf):
-            t.add_node(Node(f"g{k}", "gpu", "H100", f"gpu {k}"))
-            t.add_node(Node(f"c{k}", "nic", "ConnectX-7", f"nic {k}"))
-            t.add_link(Link(f"g{k}-c{k}", f"g{k}", f"c{k}", "pcie5"))
-            t.add_link(Link(f"c{k}-L{li}", f"c{k}", f"L{li}", "ib-ndr"))
-            k += 1
-    for si in range(spines):
-        t.add_node(Node(f"S{si}", "spine", "QM9700", f"spine {si}"))
-        for li in range(leaves):
-            t.add_link(Link(f"L{li}-S{si}", f"L{li}", f"S{si}", "ib-ndr", count=uplinks[si]))
-    return t
 
 
 def named(snap, route) -> dict[tuple[str, str], float]:
