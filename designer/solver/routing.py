@@ -461,6 +461,9 @@ class Router:
         cur = np.full(m, leaf_a)
         flows, arcs = [], []
         idx = np.arange(m)
+        # Static (d-mod-k): each tier uses the next digit of the destination in the
+        # radix of its fan-out, so destinations spread over every core, not k of them.
+        q = np.asarray(dest_ids, dtype=np.int64).copy()
         for hop in range(int(dist[leaf_a])):
             step = np.empty(m, dtype=np.int64)
             for node in np.unique(cur).tolist():
@@ -469,7 +472,8 @@ class Router:
                 if mode == "ecmp":
                     pick = _hash(keys[sel], self.seed * 1_000_003 + hop) % np.uint64(out.size)
                 else:  # static: destination-based, the same for every source
-                    pick = dest_ids[sel] % out.size
+                    pick = q[sel] % out.size
+                    q[sel] //= out.size
                 step[sel] = out[pick.astype(np.int64)]
             flows.append(idx)
             arcs.append(step)
@@ -824,6 +828,7 @@ class _FabricGroups:
         grp = self.groups_of(leaf_b) if len(leaf_b) else np.zeros(0, np.int64)
         live = np.flatnonzero(hops > 0)
         cur = leaf_a[live]
+        q = np.asarray(dest_ids, dtype=np.int64)[live]  # static: one digit per tier
         for hop in range(width):
             dist = hops[live] - hop
             row, table = self._next(cur, grp[live], leaf_b[live], dist)
@@ -831,10 +836,11 @@ class _FabricGroups:
             if mode == "ecmp":
                 pick = _hash(keys[live], seed * 1_000_003 + hop) % lengths.astype(np.uint64)
             else:  # static: destination-based, the same for every source
-                pick = dest_ids[live] % lengths
+                pick = q % lengths
+                q = q // lengths
             step = table.arcs[table.ptr[row] + pick.astype(np.int64)]
             out[live, hop] = step
             cur = s.arc_dst[step].astype(np.int64)
             keep = dist > 1
-            live, cur = live[keep], cur[keep]
+            live, cur, q = live[keep], cur[keep], q[keep]
         return out

@@ -239,12 +239,6 @@ def test_static_routes_by_destination(four_spines):
     assert [p[1] for _, p in sorted(_paths(snap, f2, a2).items())] == via
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="routing.Router.fabric_paths static mode uses the same "
-    "d mod k digit at every tier, so only k/2 of the (k/2)^2 fat-tree cores "
-    "carry traffic",
-)
 def test_static_spreads_destinations_over_every_core_of_a_fat_tree():
     """D-mod-k on a full fat-tree: destinations spread over all (k/2)^2 cores.
 
