@@ -43,7 +43,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, fields
@@ -52,6 +51,7 @@ from typing import Any
 from designer.io.atomic import atomic_write_bytes
 from designer.model.catalog import Catalog
 from designer.model.errors import DesignError
+from designer.model.naming import natural_key
 from designer.model.topology import (
     GROUP_FIELDS,
     LINK_FIELDS,
@@ -101,23 +101,6 @@ class FileFormatError(DesignError):
 
 
 # --------------------------------------------------------------------------- writing
-
-_DIGITS = re.compile(r"(\d+)")
-
-
-def natural_key(text: str) -> tuple[tuple[Any, ...], str]:
-    """Sort key putting ``gpu-2`` before ``gpu-10``.
-
-    Examples
-    --------
-    >>> sorted(["gpu-10", "gpu-2", "gpu-1"], key=natural_key)
-    ['gpu-1', 'gpu-2', 'gpu-10']
-    """
-    # re.split puts text at even and numbers at odd positions, so the parts always
-    # compare str with str and int with int; the raw text breaks ties ("02" vs "2").
-    parts = _DIGITS.split(text)
-    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), text
-
 
 def _by_id(items: Iterable[Any]) -> list[Any]:
     return sorted(items, key=lambda item: natural_key(item.id))

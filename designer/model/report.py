@@ -22,13 +22,13 @@ Example
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import networkx as nx
 
 from designer.model.catalog import NODE_KINDS
+from designer.model.naming import natural_key
 from designer.model.topology import Topology
 
 #: Switch tiers whose oversubscription is reported, bottom up, with their rank.
@@ -37,22 +37,6 @@ TIERS: dict[str, int] = {"leaf": 1, "spine": 2, "core": 3}
 #: Node kinds that make up an NVLink (scale-up) domain.
 NVLINK_KINDS: frozenset[str] = frozenset({"gpu", "nvswitch", "nvlink-switch-tray"})
 
-_DIGITS = re.compile(r"(\d+)")
-
-
-def natural_key(text: str) -> tuple:
-    """Sort key that orders digit runs by value: ``g2`` before ``g10``.
-
-    Examples
-    --------
-    >>> sorted(["g10", "g2", "g1"], key=natural_key)
-    ['g1', 'g2', 'g10']
-    """
-    return tuple(
-        (0, int(part), "") if part.isdigit() else (1, 0, part)
-        for part in _DIGITS.split(text)
-        if part
-    )
 
 
 # --------------------------------------------------------------------------- info

@@ -22,7 +22,6 @@ Example
 from __future__ import annotations
 
 import operator
-import re
 import weakref
 from dataclasses import dataclass
 from itertools import compress
@@ -30,16 +29,11 @@ from itertools import compress
 import numpy as np
 
 from designer.model.catalog import FAMILIES
+from designer.model.naming import natural_key
 from designer.model.topology import Topology
 
 NVLINK, PCIE = FAMILIES.index("nvlink"), FAMILIES.index("pcie")
 SWITCH_KINDS = frozenset({"leaf", "spine", "core", "switch", "nvswitch", "nvlink-switch-tray"})
-_NUM = re.compile(r"(\d+)")
-
-
-def natural_key(text: str) -> tuple:
-    """Sort key that orders ``gpu-2`` before ``gpu-10``."""
-    return tuple(int(p) if p.isdigit() else p for p in _NUM.split(text))
 
 
 @dataclass(frozen=True, eq=False)
