@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from designer.solver.errors import SolverError
+from designer.solver.shared_routes import RouteState, SharedRoutes
 
 __all__ = ["TIE_RTOL", "MaxMinResult", "max_min_rates"]
 
@@ -76,6 +77,7 @@ def max_min_rates(
     demand=None,
     tie_rtol=TIE_RTOL,
     strategy="auto",
+    routes: SharedRoutes | None = None,
 ) -> MaxMinResult:
     """Weighted max-min fair rates of flows with fixed path splits (progressive filling).
 
@@ -102,6 +104,10 @@ def max_min_rates(
         ``"global"`` only the links at the lowest share (cheap steps, one per distinct
         level), ``"auto"`` chooses step by step from their cost.  Rates agree to within
         ``tie_rtol``; only ``rounds`` and the running time differ.
+    routes : SharedRoutes, optional
+        More incidence, factored: routes stored once and the flows that take them (see
+        `designer.solver.shared_routes`).  Same rates as passing ``routes.expand()`` as
+        extra pairs, at the cost of the distinct routes instead of every flow's copy.
 
     Returns
     -------
@@ -141,10 +147,20 @@ def max_min_rates(
         )
     weight = _weight_array(pair_weight, flow.size)
     link = _check_range(link, n_links, "pair_link", "link")
+    if routes is not None:
+        routes = routes.checked(n_links, n_flows)
+        if n_flows is None:
+            n_flows = max(int(flow.max(initial=-1)), int(routes.pair_flow.max(initial=-1))) + 1
+            if demand is not None:
+                n_flows = max(n_flows, int(np.size(demand)))
     n_flows = _flow_count(n_flows, flow, demand)
     flow = _check_range(flow, n_flows, "pair_flow", "flow")
     dem = _demand_array(demand, n_flows)
-    linkless = np.flatnonzero(np.bincount(flow, minlength=n_flows) == 0)
+    crossings = np.bincount(flow, minlength=n_flows)
+    if routes is not None:
+        routes = routes.checked(n_links, n_flows)
+        crossings += np.bincount(routes.pair_flow, minlength=n_flows)
+    linkless = np.flatnonzero(crossings == 0)
     if linkless.size and (dem is None or np.isinf(dem[linkless]).any()):
         i = linkless[0] if dem is None else linkless[np.argmax(np.isinf(dem[linkless]))]
         raise SolverError(
@@ -152,8 +168,13 @@ def max_min_rates(
         )
     dead = cap == 0
     starved = np.unique(flow[dead[link]]) if dead.any() else flow[:0].copy()
+    if routes is not None and dead.any():
+        dead_route = np.zeros(routes.n_routes, bool)
+        dead_route[routes.route_of_entry()[dead[routes.link]]] = True
+        starved = np.union1d(starved, routes.pair_flow[dead_route[routes.pair_route]])
+        starved = starved.astype(np.int32)
     rates, load, bottleneck, rounds = _solve(
-        cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless
+        cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless, routes
     )
     return MaxMinResult(rates, load, bottleneck, rounds, starved)
 
@@ -185,7 +206,8 @@ class _Filling:
     global steps for that price before it tries a local round again.
     """
 
-    def __init__(self, cap, flow, link, weight, n_flows, dem, tie_rtol, linkless):
+    def __init__(self, cap, flow, link, weight, n_flows, dem, tie_rtol, linkless,
+                 routes=None):
         self.cap, self.dem = cap, dem
         self.n_flows = n_flows
         self.slack = 1.0 + tie_rtol
@@ -195,10 +217,13 @@ class _Filling:
         self.frozen = np.zeros(n_flows, bool)
         self.n_active = n_flows
         self.load = np.zeros(n_links)
-        self.unfrozen_weight = np.bincount(link, weights=weight, minlength=n_links)
-        if weight is None:
-            self.unfrozen_weight = self.unfrozen_weight.astype(np.float64)
+        self.unfrozen_weight = np.bincount(link, weights=weight, minlength=n_links).astype(
+            np.float64, copy=False)  # int64 for unit (or no) weights
         self.unfrozen_pairs = np.bincount(link, minlength=n_links)
+        self.routes = None if routes is None else RouteState(routes, n_links)
+        if self.routes is not None:
+            self.unfrozen_weight += self.routes.link_weight()
+            self.unfrozen_pairs += self.routes.link_pairs()
         # Unfrozen pairs for local rounds; compacted lazily at the next local round.
         self.pairs = (flow, link, weight)
         self.pairs_stale = False
@@ -221,6 +246,12 @@ class _Filling:
         return flows[self.stamp[flows] == position]
 
     # ------------------------------------------------------------------ common state
+
+    def local_work(self) -> float:
+        """Pairs a local round passes over (routes count once, not per flow)."""
+        if self.routes is None:
+            return float(self.unfrozen_pairs.sum())
+        return float(len(self.pairs[0]) + self.routes.size())
 
     def _shares_of(self, links):
         residual = self.cap[links] - self.load[links]
@@ -254,6 +285,13 @@ class _Filling:
         self.unfrozen_pairs -= frozen_pairs
         return frozen_pairs
 
+    def _settle_routes(self, links, load, frozen_weight, frozen_pairs):
+        """Apply what `RouteState.settle` returned; the links whose share changed."""
+        self.load += load
+        self.unfrozen_weight -= frozen_weight
+        self.unfrozen_pairs -= frozen_pairs
+        return links
+
     # ------------------------------------------------------------------ local rounds
 
     def local_round(self) -> int:
@@ -264,23 +302,30 @@ class _Filling:
             flow, link = flow[keep], link[keep]
             weight = None if weight is None else weight[keep]
             self.pairs, self.pairs_stale = (flow, link, weight), False
+            if self.routes is not None:
+                self.routes.compact(self.frozen)
+        rt = self.routes
         crossed = self.unfrozen_pairs > 0
         share = self._shares_of(slice(None))
 
         # The lowest share each flow sees (its demand counts as one more link) ...
         pair_share = share[link]
         flow_min = self.flow_min
-        if flow.size >= self.n_flows:  # resetting all flows is cheaper than a scatter
+        if flow.size >= self.n_flows or rt is not None:  # cheaper than a scatter
             flow_min[:] = np.inf if self.dem is None else self.dem
         else:
             flow_min[flow] = np.inf if self.dem is None else self.dem[flow]
         np.minimum.at(flow_min, flow, pair_share)
+        if rt is not None:
+            np.minimum.at(flow_min, rt.rp_flow, rt.route_min(share)[rt.rp_route])
         pair_min = flow_min[flow]
         # ... and a link is a local minimum unless one of its flows sees a lower share
         # elsewhere.  (Equivalent to s_l <= min over its flows of their minimum share,
         # without a second segment-min over the pairs.)
         blocked = np.zeros(self.cap.size, bool)
         blocked[link[pair_min * self.slack < pair_share]] = True
+        if rt is not None:
+            rt.block(blocked, share, flow_min, self.slack)
         local_min = crossed & ~blocked
 
         by_link = local_min[link]
@@ -288,9 +333,14 @@ class _Filling:
         self.bottleneck[frozen_by_link] = link[by_link]
         self.frozen[frozen_by_link] = True
         del frozen_by_link
+        if rt is not None:
+            rt.freeze_hit(local_min, self.frozen, self.bottleneck)
         n_capped = 0
         if self.dem is not None:  # capped flows keep bottleneck -1 unless a link froze them
             capped = flow[self.dem[flow] <= pair_min * self.slack]
+            if rt is not None:
+                f = rt.rp_flow
+                capped = np.concatenate([capped, f[self.dem[f] <= flow_min[f] * self.slack]])
             self.frozen[capped] = True
             n_capped = capped.size
         n_frozen = int(np.count_nonzero(self.frozen)) - (self.n_flows - self.n_active)
@@ -299,6 +349,11 @@ class _Filling:
         self.n_active -= n_frozen
         # Each flow freezes at the lowest share it sees: s_l in exact arithmetic, and
         # never above any of its links' shares, so ties within tie_rtol cannot overload.
+        if rt is not None:
+            sel = self.frozen[rt.rp_flow]
+            self.rates[rt.rp_flow[sel]] = flow_min[rt.rp_flow[sel]]
+            self._settle_routes(*rt.settle(rt.rp_route[sel], rt.rp_mult[sel],
+                                           flow_min[rt.rp_flow[sel]]))
         if self.n_active == 0:  # common for symmetric traffic: skip the subsetting
             self.rates[flow] = pair_min
             self._freeze_link_state(link, weight, pair_min, last=True)
@@ -337,6 +392,8 @@ class _Filling:
             finite = np.flatnonzero(np.isfinite(self.dem) & ~self.frozen)
             by_demand = finite[np.argsort(self.dem[finite], kind="stable")]
             self.demand_queue = [by_demand, self.dem[by_demand], 0]
+        if self.routes is not None:
+            self.routes.build_indexes(self.n_flows)
 
     def _next_demand(self) -> float:
         if self.demand_queue is None:
@@ -368,6 +425,12 @@ class _Filling:
         candidate_link = np.repeat(links, link_ptr[links + 1] - link_ptr[links])
         unfrozen = ~self.frozen[candidates]
         candidates, candidate_link = candidates[unfrozen], candidate_link[unfrozen]
+        rt = self.routes
+        if rt is not None:
+            more, more_link = rt.candidates(links, _ranges)
+            unfrozen = ~self.frozen[more]
+            candidates = np.concatenate([candidates, more[unfrozen]])
+            candidate_link = np.concatenate([candidate_link, more_link[unfrozen]])
         self.bottleneck[candidates] = candidate_link
         flows = self._distinct(candidates)
         self.frozen[flows] = True
@@ -386,6 +449,11 @@ class _Filling:
             flow_link[pairs], None if flow_weight is None else flow_weight[pairs], level
         )
         touched = np.flatnonzero(frozen_pairs)
+        if rt is not None:
+            route, mult = rt.pairs_of(flows, _ranges)
+            if route.size:
+                more = self._settle_routes(*rt.settle(route, mult, level))
+                touched = np.union1d(touched, more)
         self.share[touched] = self._shares_of(touched)
 
 
@@ -404,14 +472,14 @@ _GLOBAL_NS = 80_000.0  # fixed cost of a global step (a few dozen numpy calls)
 _GLOBAL_NS_PER_LINK = 10.0  # its scans over the links
 
 
-def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless):
+def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless, routes=None):
     """Run the filling; ``auto`` alternates strategies like a ski-rental with backoff.
 
     After a local round that froze fewer links than global steps could have for its
     price, run global steps for that price times ``backoff`` and double ``backoff``, so
     unproductive local rounds cost at most about as much as the global steps around them.
     """
-    filling = _Filling(cap, flow, link, weight, n_flows, dem, tie_rtol, linkless)
+    filling = _Filling(cap, flow, link, weight, n_flows, dem, tie_rtol, linkless, routes)
     step_ns = _GLOBAL_NS + _GLOBAL_NS_PER_LINK * cap.size
     use_local = strategy != "global"
     budget_ns, backoff = 0.0, 1.0
@@ -419,7 +487,7 @@ def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless):
     while filling.n_active:
         rounds += 1
         if use_local:
-            round_ns = _LOCAL_NS_PER_PAIR * float(filling.unfrozen_pairs.sum())
+            round_ns = _LOCAL_NS_PER_PAIR * filling.local_work()
             n_frozen_links = filling.local_round()
             if strategy == "auto" and n_frozen_links * step_ns < round_ns:
                 use_local, budget_ns = False, round_ns * backoff

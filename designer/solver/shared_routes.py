@@ -1,0 +1,284 @@
+"""Routes shared by many flows: the factored flow-link incidence of the max-min solver.
+
+An all-to-all among 1,024 GPUs under adaptive routing is a million flows, each spread
+over every equal-cost path between its two leaf switches: listed flow by flow that is
+36 million flow-link pairs, nearly all of them in the fabric.  But the fabric part of a
+flow depends only on its pair of leaf switches (a route *class*): a thousand distinct
+routes carry a million flows.  `SharedRoutes` stores each route once (links and split
+weights) and, per flow, which routes it takes; the max-min solver then works on
+per-route counts of unfrozen flows instead of expanding every flow's copy of the route.
+
+The meaning is exactly that of the expanded pairs: a flow ``f`` taking route ``r`` with
+multiplicity ``m`` puts ``m * w * rate_f`` on every link of ``r`` with weight ``w``
+(`SharedRoutes.expand` gives those pairs; the tests solve both forms and compare).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from designer.solver.errors import SolverError
+
+__all__ = ["SharedRoutes"]
+
+
+@dataclass(frozen=True)
+class SharedRoutes:
+    """Routes (links with split weights) and the flows that take them.
+
+    Attributes
+    ----------
+    ptr : ndarray of int64, shape (R + 1,)
+        Route ``r`` is entries ``ptr[r]:ptr[r + 1]`` of ``link`` and ``weight``.
+    link : ndarray of int, shape (E,)
+        Link of each route entry.
+    weight : ndarray of float64, shape (E,)
+        Fraction of a flow's rate that the route puts on that link, ``> 0``.
+    pair_flow, pair_route : ndarray of int, shape (Q,)
+        Flow ``pair_flow[q]`` takes route ``pair_route[q]``; a flow may take several
+        routes (a ring channel crosses one fabric route per hop) and a route may repeat.
+    pair_mult : ndarray of float64, shape (Q,), optional
+        How many times the flow takes that route (weights scale by it); default 1.
+
+    Examples
+    --------
+    Two flows share route 0 (links 0 and 1, half each); flow 1 also takes route 1.
+
+    >>> r = SharedRoutes.build([[0, 1], [2]], [[0.5, 0.5], [1.0]], [0, 1, 1], [0, 0, 1])
+    >>> r.expand()
+    (array([0, 0, 1, 1, 1]), array([0, 1, 0, 1, 2]), array([0.5, 0.5, 0.5, 0.5, 1. ]))
+    """
+
+    ptr: np.ndarray
+    link: np.ndarray
+    weight: np.ndarray
+    pair_flow: np.ndarray
+    pair_route: np.ndarray
+    pair_mult: np.ndarray | None = None
+
+    @classmethod
+    def build(cls, links, weights, pair_flow, pair_route, pair_mult=None) -> SharedRoutes:
+        """From per-route lists of links and weights (for tests and small cases)."""
+        lengths = np.array([len(x) for x in links], dtype=np.int64)
+        ptr = np.zeros(len(links) + 1, np.int64)
+        np.cumsum(lengths, out=ptr[1:])
+        flat = lambda xs, dt: np.concatenate([np.asarray(x, dt) for x in xs]) if xs else (  # noqa: E731
+            np.zeros(0, dt))
+        return cls(ptr, flat(links, np.int64), flat(weights, np.float64),
+                   np.asarray(pair_flow, np.int64), np.asarray(pair_route, np.int64),
+                   None if pair_mult is None else np.asarray(pair_mult, np.float64))
+
+    @property
+    def n_routes(self) -> int:
+        return len(self.ptr) - 1
+
+    def route_of_entry(self) -> np.ndarray:
+        """The route of each entry of ``link``."""
+        return np.repeat(np.arange(self.n_routes, dtype=np.int32), np.diff(self.ptr))
+
+    def expand(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The equivalent flow-link pairs ``(flow, link, weight)`` (memory: every copy)."""
+        starts, lengths = self.ptr[self.pair_route], np.diff(self.ptr)[self.pair_route]
+        total = int(lengths.sum())
+        entries = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+        mult = np.ones(len(self.pair_flow)) if self.pair_mult is None else self.pair_mult
+        return (np.repeat(self.pair_flow, lengths), self.link[entries],
+                self.weight[entries] * np.repeat(mult, lengths))
+
+    def link_load(self, rates: np.ndarray, n_links: int) -> np.ndarray:
+        """``sum_f m * w * rates[f]`` on each link: the load the routes put there."""
+        mult = 1.0 if self.pair_mult is None else self.pair_mult
+        per_route = np.bincount(self.pair_route, weights=mult * rates[self.pair_flow],
+                                minlength=self.n_routes)
+        return np.bincount(self.link, weights=self.weight * per_route[self.route_of_entry()],
+                           minlength=n_links)
+
+    def offset(self, flows: int, links: int = 0) -> SharedRoutes:
+        """The same routes with flow ids (and link ids) shifted: for merging phases."""
+        return SharedRoutes(self.ptr, self.link + links, self.weight, self.pair_flow + flows,
+                            self.pair_route, self.pair_mult)
+
+    @classmethod
+    def concat(cls, parts: list[SharedRoutes]) -> SharedRoutes:
+        """Routes of several sets side by side (route ids renumbered)."""
+        ptrs, base_entry, base_route = [np.zeros(1, np.int64)], 0, 0
+        route_ids, mults = [], []
+        for p in parts:
+            ptrs.append(p.ptr[1:] + base_entry)
+            route_ids.append(p.pair_route + base_route)
+            mults.append(np.ones(len(p.pair_flow)) if p.pair_mult is None else p.pair_mult)
+            base_entry += int(p.ptr[-1])
+            base_route += p.n_routes
+        cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+        return cls(np.concatenate(ptrs), cat([p.link for p in parts], np.int64),
+                   cat([p.weight for p in parts], np.float64),
+                   cat([p.pair_flow for p in parts], np.int64), cat(route_ids, np.int64),
+                   cat(mults, np.float64))
+
+    def checked(self, n_links: int, n_flows: int | None) -> SharedRoutes:
+        """Validated copy with compact dtypes; raises SolverError naming the culprit."""
+        ptr = np.asarray(self.ptr, np.int64)
+        link = np.asarray(self.link)
+        weight = np.asarray(self.weight, np.float64)
+        if ptr.ndim != 1 or ptr.size == 0 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) \
+                or ptr[-1] != link.size:
+            raise SolverError("routes.ptr must rise from 0 to the number of route entries")
+        if weight.shape != link.shape:
+            raise SolverError(f"routes.weight has shape {weight.shape}, expected {link.shape}")
+        if link.size and (link.min() < 0 or link.max() >= n_links):
+            p = int(np.argmax((link < 0) | (link >= n_links)))
+            raise SolverError(f"routes.link[{p}] = {link[p]} but there are only {n_links} links")
+        bad = np.flatnonzero(~(weight > 0) | ~np.isfinite(weight))
+        if bad.size:
+            raise SolverError(f"routes.weight[{bad[0]}] = {weight[bad[0]]}; weights must be "
+                              "finite and > 0")
+        flow = np.asarray(self.pair_flow)
+        route = np.asarray(self.pair_route)
+        if flow.shape != route.shape:
+            raise SolverError("routes.pair_flow and routes.pair_route must pair up one to one")
+        if route.size and (route.min() < 0 or route.max() >= self.n_routes):
+            raise SolverError(f"routes.pair_route refers to a route outside 0..{self.n_routes - 1}")
+        if flow.size and (flow.min() < 0 or (n_flows is not None and flow.max() >= n_flows)):
+            raise SolverError("routes.pair_flow refers to a flow outside the flows")
+        mult = None
+        if self.pair_mult is not None:
+            mult = np.asarray(self.pair_mult, np.float64)
+            if mult.shape != flow.shape or not np.all((mult > 0) & np.isfinite(mult)):
+                raise SolverError("routes.pair_mult must be finite and > 0, one per pair")
+        return SharedRoutes(ptr, link.astype(np.int32), weight, flow.astype(np.int32),
+                            route.astype(np.int32), mult)
+
+
+class RouteState:
+    """The max-min filling's view of shared routes: unfrozen multiplicity per route.
+
+    ``w[r]`` is the sum of multiplicities of the unfrozen flows taking route ``r`` (so
+    route ``r`` puts ``w[r] * weight`` of unfrozen weight on each of its links), ``c[r]``
+    the number of those (flow, route) pairs (so the link's count of unfrozen pairs, as if
+    expanded, stays exact).
+    """
+
+    def __init__(self, routes: SharedRoutes, n_links: int):
+        self.ptr, self.link, self.weight = routes.ptr, routes.link, routes.weight
+        self.n_links = n_links
+        self.n_routes = routes.n_routes
+        self.of = routes.route_of_entry()
+        self.rp_flow, self.rp_route = routes.pair_flow, routes.pair_route
+        self.rp_mult = (np.ones(len(self.rp_flow)) if routes.pair_mult is None
+                        else routes.pair_mult)
+        self.w = np.bincount(self.rp_route, weights=self.rp_mult, minlength=self.n_routes)
+        self.c = np.bincount(self.rp_route, minlength=self.n_routes).astype(np.int64)
+        self.lengths = np.diff(self.ptr)
+        self.indexes = None
+
+    # ------------------------------------------------------------------ per link totals
+    def link_weight(self) -> np.ndarray:
+        """Unfrozen weight each link carries from the routes."""
+        return np.bincount(self.link, weights=self.weight * self.w[self.of],
+                           minlength=self.n_links)
+
+    def link_pairs(self) -> np.ndarray:
+        """Unfrozen (flow, link) pairs each link carries from the routes, as if expanded."""
+        return np.bincount(self.link, weights=self.c[self.of],
+                           minlength=self.n_links).round().astype(np.int64)
+
+    def size(self) -> int:
+        """Work of one pass over the state (for the solver's cost model)."""
+        return len(self.rp_flow) + len(self.link)
+
+    def compact(self, frozen: np.ndarray) -> None:
+        keep = ~frozen[self.rp_flow]
+        if not keep.all():
+            self.rp_flow, self.rp_route = self.rp_flow[keep], self.rp_route[keep]
+            self.rp_mult = self.rp_mult[keep]
+
+    # ------------------------------------------------------------------ local rounds
+    def route_min(self, share: np.ndarray) -> np.ndarray:
+        """The lowest share on each route (inf for a route without links)."""
+        out = np.full(self.n_routes, np.inf)
+        if self.link.size:
+            nonempty = self.lengths > 0
+            out[nonempty] = np.minimum.reduceat(share[self.link], self.ptr[:-1][nonempty])
+        return out
+
+    def block(self, blocked: np.ndarray, share: np.ndarray, flow_min: np.ndarray,
+              slack: float) -> None:
+        """Mark the links of each route on which some unfrozen flow of the route sees a
+        lower share elsewhere (they are not local minima)."""
+        lowest = np.full(self.n_routes, np.inf)
+        np.minimum.at(lowest, self.rp_route, flow_min[self.rp_flow])
+        blocked[self.link[lowest[self.of] * slack < share[self.link]]] = True
+
+    def freeze_hit(self, local_min: np.ndarray, frozen: np.ndarray,
+                   bottleneck: np.ndarray) -> None:
+        """Freeze the flows of every route that crosses a local-minimum link."""
+        hit = np.flatnonzero(local_min[self.link])
+        if not hit.size:
+            return
+        route_bn = np.full(self.n_routes, -1, np.int32)
+        route_bn[self.of[hit]] = self.link[hit]
+        at = route_bn[self.rp_route]
+        sel = at >= 0
+        flows = self.rp_flow[sel]
+        bottleneck[flows] = at[sel]
+        frozen[flows] = True
+
+    def settle(self, route: np.ndarray, mult: np.ndarray, rates: np.ndarray | float
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Remove route pairs (``route``, ``mult``: of flows just frozen at ``rates``, per
+        pair or one level) from the unfrozen totals.  Returns the links touched and, on
+        each link, the load added, the unfrozen weight and the unfrozen pairs removed."""
+        k = np.bincount(route, weights=mult, minlength=self.n_routes)
+        c = np.bincount(route, minlength=self.n_routes)
+        if np.ndim(rates):
+            load_r = np.bincount(route, weights=mult * rates, minlength=self.n_routes)
+        else:
+            load_r = k * rates
+        self.w -= k
+        self.c -= c
+        routes = np.flatnonzero(c)
+        starts, lengths = self.ptr[routes], self.lengths[routes]
+        total = int(lengths.sum())
+        entries = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+        link, weight, of = self.link[entries], self.weight[entries], self.of[entries]
+        n = self.n_links
+        return (link,
+                np.bincount(link, weights=weight * load_r[of], minlength=n),
+                np.bincount(link, weights=weight * k[of], minlength=n),
+                np.bincount(link, weights=c[of], minlength=n).round().astype(np.int64))
+
+    # ------------------------------------------------------------------ global steps
+    def build_indexes(self, n_flows: int) -> None:
+        """link -> routes, route -> flows and flow -> route pairs (CSR)."""
+        order = np.argsort(self.link, kind="stable")
+        lr_ptr = np.zeros(self.n_links + 1, np.int64)
+        np.cumsum(np.bincount(self.link, minlength=self.n_links), out=lr_ptr[1:])
+        lr_route = self.of[order]
+        order = np.argsort(self.rp_route, kind="stable")
+        rf_ptr = np.zeros(self.n_routes + 1, np.int64)
+        np.cumsum(np.bincount(self.rp_route, minlength=self.n_routes), out=rf_ptr[1:])
+        rf_flow = self.rp_flow[order]
+        order = np.argsort(self.rp_flow, kind="stable")
+        fr_ptr = np.zeros(n_flows + 1, np.int64)
+        np.cumsum(np.bincount(self.rp_flow, minlength=n_flows), out=fr_ptr[1:])
+        # The route pairs as they are now (a later compaction replaces the arrays).
+        self.indexes = (lr_ptr, lr_route, rf_ptr, rf_flow, fr_ptr,
+                        self.rp_route[order], self.rp_mult[order])
+
+    def candidates(self, links: np.ndarray, ranges) -> tuple[np.ndarray, np.ndarray]:
+        """Flows (and the link) of the routes with unfrozen flows crossing ``links``."""
+        lr_ptr, lr_route, rf_ptr, rf_flow = self.indexes[:4]
+        routes = lr_route[ranges(lr_ptr[links], lr_ptr[links + 1])]
+        route_link = np.repeat(links, lr_ptr[links + 1] - lr_ptr[links])
+        live = self.c[routes] > 0
+        routes, route_link = routes[live], route_link[live]
+        counts = rf_ptr[routes + 1] - rf_ptr[routes]
+        return rf_flow[ranges(rf_ptr[routes], rf_ptr[routes + 1])], np.repeat(route_link, counts)
+
+    def pairs_of(self, flows: np.ndarray, ranges) -> tuple[np.ndarray, np.ndarray]:
+        """Routes and multiplicities of the route pairs of ``flows`` (indexed flows)."""
+        fr_ptr, fr_route, fr_mult = self.indexes[4:]
+        sel = ranges(fr_ptr[flows], fr_ptr[flows + 1])
+        return fr_route[sel], fr_mult[sel]
