@@ -21,12 +21,22 @@ bits) as routing them one by one with `_FlowBuilder.transfer` would.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from designer.solver.errors import SolverError
-from designer.solver.routing import RouteBatch, Router, ragged_arange, unique_inverse
+from designer.solver.labels import Labels
+from designer.solver.routing import (
+    RouteBatch,
+    Router,
+    _concat,
+    _single,
+    ragged_arange,
+    unique_inverse,
+)
+from designer.solver.shared_routes import SharedRoutes
 from designer.solver.snapshot import NVLINK, Snapshot
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall",
@@ -43,14 +53,32 @@ class Phase:
     pair_arc: np.ndarray
     pair_weight: np.ndarray
     flow_bytes: np.ndarray
-    flow_label: tuple[str, ...]
+    flow_label: Sequence[str]
     steps: int
     nvlink_hops: int
     net_hops: int
+    routes: SharedRoutes | None = None
+    """Fabric routes shared by many flows (adaptive routing), on top of the pairs."""
 
     @property
     def n_flows(self) -> int:
         return len(self.flow_bytes)
+
+    @property
+    def n_pairs(self) -> int:
+        """Flow-arc pairs as if every flow listed its own copy of its routes."""
+        if self.routes is None:
+            return len(self.pair_arc)
+        lengths = np.diff(self.routes.ptr)[self.routes.pair_route]
+        return len(self.pair_arc) + int(lengths.sum())
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every ``(flow, arc, weight)`` of the phase, shared routes expanded (memory!)."""
+        if self.routes is None:
+            return self.pair_flow, self.pair_arc, self.pair_weight
+        f, a, w = self.routes.expand()
+        return (np.concatenate([self.pair_flow, f]), np.concatenate([self.pair_arc, a]),
+                np.concatenate([self.pair_weight, w]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,7 +109,8 @@ class _FlowBuilder:
         self.arcs: list[np.ndarray] = []
         self.weights: list[np.ndarray] = []
         self.bytes: list[np.ndarray] = []
-        self.labels: list[str] = []
+        self.labels: list[Sequence[str]] = []
+        self.routes: list[SharedRoutes] = []
         self.n_flows = 0
         self.net_hops = 0
         self.nv_hops = 0
@@ -89,11 +118,11 @@ class _FlowBuilder:
     def new_flow(self, nbytes: float, label: str) -> int:
         return int(self.new_flows(np.array([nbytes], dtype=float), [label])[0])
 
-    def new_flows(self, nbytes: np.ndarray, labels: list[str]) -> np.ndarray:
+    def new_flows(self, nbytes: np.ndarray, labels: Sequence[str]) -> np.ndarray:
         """Open ``len(labels)`` flows at once; returns their ids."""
         first = self.n_flows
         self.bytes.append(np.asarray(nbytes, dtype=float))
-        self.labels.extend(labels)
+        self.labels.append(labels)
         self.n_flows += len(labels)
         return np.arange(first, self.n_flows, dtype=np.int64)
 
@@ -103,37 +132,20 @@ class _FlowBuilder:
         self.weights.append(np.asarray(weights, dtype=float))
 
     def transfer(self, flow: int, a: int, b: int, key: int) -> None:
-        """Route rank ``a`` -> rank ``b`` into ``flow`` (NVLink in a domain, else NICs)."""
-        s, r = self.snap, self.router
-        ga, gb = int(s.gpus[a]), int(s.gpus[b])
-        if s.gpu_domain[a] == s.gpu_domain[b]:
-            arcs, w = r.nvlink_route(ga, gb)
-            self.add(flow, arcs, w)
-            # Hops as NCCL counts them: through one NVSwitch plane (2 arcs) is one hop.
-            self.nv_hops = max(self.nv_hops, int(r.nvlink.dist_to(gb)[ga]) - 1, 1)
-            return
-        na, nb = int(s.gpu_nic[a]), int(s.gpu_nic[b])
-        for g, n in ((ga, na), (gb, nb)):
-            if n < 0:
-                raise SolverError(f"GPU {s.node_ids[g]} has no NIC on the compute fabric, so "
-                                  "it cannot reach GPUs outside its NVLink domain")
-        up, down = r.edge_arc(na), r.edge_arc(nb) ^ 1
-        la, lb = int(s.arc_dst[up]), int(s.arc_src[down])
-        local = np.array([r.pcie_arc(ga, na), up, down, r.pcie_arc(nb, gb)])
-        self.add(flow, local, np.ones(4))
-        if s.routing == "adaptive":
-            arcs, w = r.fabric_dag(la, lb)
-            self.add(flow, arcs, w)
-        else:
-            _, arcs = r.fabric_paths(la, lb, np.array([key]), np.array([b]), s.routing)
-            self.add(flow, arcs, np.ones(len(arcs)))
-        hops = 2 + (0 if la == lb else int(r.net.dist_to(lb, r.is_switch)[la]))
-        self.net_hops = max(self.net_hops, hops)
+        """Route rank ``a`` -> rank ``b`` into ``flow`` (NVLink in a domain, else NICs):
+        `transfers` of one transfer."""
+        self.transfers(np.array([flow]), np.array([a]), np.array([b]), np.array([key]))
 
     def transfers(self, flows: np.ndarray, a: np.ndarray, b: np.ndarray,
                   keys: np.ndarray) -> None:
-        """`transfer` of rank ``a[i]`` -> ``b[i]`` into ``flows[i]`` for every ``i``, in
-        order, with array code."""
+        """Route rank ``a[i]`` -> ``b[i]`` into ``flows[i]`` for every ``i``, in order, with
+        array code.
+
+        Inside an NVLink domain: the NVLink spray.  Across domains: the sender's way to
+        its NIC (`RankLinks.access_up`), the NIC's cable, the fabric between the two
+        edge switches and the far NIC's cable, then the receiver's way from its NIC.  Two
+        NICs cabled to each other (servers back to back) cross that one cable only.
+        """
         s, r = self.snap, self.router
         flows, a, b, keys = (np.asarray(x, dtype=np.int64).reshape(-1)
                              for x in (flows, a, b, keys))
@@ -147,45 +159,74 @@ class _FlowBuilder:
         if same.size:
             self.nv_hops = max(self.nv_hops, int(nv.hops.max()) - 1, 1)
 
-        # Cross-domain: GPU -PCIe- NIC -> edge switch ... edge switch -> NIC -PCIe- GPU,
-        # then the fabric route between the two edge switches.
         ac, bc = a[cross], b[cross]
-        local = np.stack([rl.pcie_up[ac], rl.up[ac], rl.up[bc] ^ 1, rl.pcie_down[bc]],
-                         axis=1).reshape(-1)
+        if cross.size:
+            self._check_ranks(ac, bc)
+        # The cable between the NICs: a's own, else b's, walked from a to b.
+        to_b, to_a = rl.leaf[ac] == rl.nic[bc], rl.leaf[bc] == rl.nic[ac]
+        direct = to_b | to_a
+        mid = np.stack([np.where(to_b | ~to_a, rl.up[ac], rl.up[bc] ^ 1), rl.up[bc] ^ 1],
+                       axis=1).reshape(-1)
+        mid_len = np.where(direct, 1, 2)
         fab = RouteBatch(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0),
                          np.zeros(0, np.int64))
         fab_at, fab_len = np.zeros(len(cross), np.int64), np.zeros(len(cross), np.int64)
-        if cross.size:
-            fab, fab_at, fab_len = self._fabric_routes(flows, a, b, keys, cross)
+        switched = np.flatnonzero(~direct)
+        if switched.size:
+            fab, at, length = self._fabric_routes(ac[switched], bc[switched],
+                                                  keys[cross][switched])
+            fab_at[switched], fab_len[switched] = at, length
+        if direct.any():
+            self.net_hops = max(self.net_hops, 1)
 
-        # Every transfer is one or two pieces of a pool (its NVLink route; or its 4 local
-        # arcs, then its fabric route), laid out in order with one gather.
-        pool_arcs = np.concatenate([nv.arcs, local, fab.arcs])
-        pool_w = np.concatenate([nv.weights, np.ones(len(local)), fab.weights])
-        head = np.zeros(len(a), dtype=np.int64)
-        head_len = np.zeros(len(a), dtype=np.int64)
-        tail = np.zeros(len(a), dtype=np.int64)
-        tail_len = np.zeros(len(a), dtype=np.int64)
-        head[same], head_len[same] = nv.ptr[:-1], nv.lengths
-        head[cross] = len(nv.arcs) + 4 * np.arange(len(cross))
-        head_len[cross] = 4
-        tail[cross] = len(nv.arcs) + len(local) + fab.ptr[fab_at]
-        tail_len[cross] = fab_len
-        pieces = ragged_arange(np.stack([head, tail], axis=1).reshape(-1),
-                               np.stack([head_len, tail_len], axis=1).reshape(-1))
-        self.flows.append(np.repeat(flows, head_len + tail_len))
+        # Every transfer is up to four pieces of one pool, laid out in order with one
+        # gather: its NVLink route; or its way up, its NIC cable(s), its way down, and
+        # its fabric route.
+        up_t, down_t = rl.access_up, rl.access_down
+        at = np.cumsum([0, len(nv.arcs), len(up_t.arcs), len(mid), len(down_t.arcs)])
+        pool_arcs = np.concatenate([nv.arcs, up_t.arcs, mid, down_t.arcs, fab.arcs])
+        pool_w = np.concatenate([nv.weights, up_t.weights, np.ones(len(mid)),
+                                 down_t.weights, fab.weights])
+        head = np.zeros((len(a), 4), dtype=np.int64)
+        size = np.zeros((len(a), 4), dtype=np.int64)
+        head[same, 0], size[same, 0] = nv.ptr[:-1], nv.lengths
+        head[cross, 0], size[cross, 0] = at[1] + up_t.ptr[ac], up_t.lengths[ac]
+        head[cross, 1], size[cross, 1] = at[2] + 2 * np.arange(len(cross)), mid_len
+        head[cross, 2], size[cross, 2] = at[3] + down_t.ptr[bc], down_t.lengths[bc]
+        head[cross, 3], size[cross, 3] = at[4] + fab.ptr[fab_at], fab_len
+        pieces = ragged_arange(head.reshape(-1), size.reshape(-1))
+        self.flows.append(np.repeat(flows, size.sum(axis=1)))
         self.arcs.append(pool_arcs[pieces])
         self.weights.append(pool_w[pieces])
 
-    def _fabric_routes(self, flows, a, b, keys, cross: np.ndarray):
-        """Fabric routes of the cross-domain transfers ``cross``: a table of routes, and
-        per transfer the index of its route in the table and that route's length."""
+    def _check_ranks(self, a: np.ndarray, b: np.ndarray) -> None:
+        """Raise, naming the first culprit, if a transfer ``a[i]`` -> ``b[i]`` across
+        domains lacks a NIC, an arc to it, or a switch at the end of a NIC's cable."""
         s, r = self.snap, self.router
         rl = r.rank_links()
-        ac, bc = a[cross], b[cross]
-        ok = rl.ok[ac] & rl.ok[bc]
-        if not ok.all():
-            ac, bc = ac[ok], bc[ok]
+        direct = (rl.leaf[a] == rl.nic[b]) | (rl.leaf[b] == rl.nic[a])
+        sw = r.is_switch
+        ok = (rl.ok[a] & rl.ok[b]
+              & (direct | (sw[np.maximum(rl.leaf[a], 0)] & sw[np.maximum(rl.leaf[b], 0)])))
+        if ok.all():
+            return
+        i = int(np.flatnonzero(~ok)[0])
+        for rank in (int(a[i]), int(b[i])):
+            r.check_rank(rank)
+        far = int(b[i])
+        for rank in (int(a[i]), int(b[i])):
+            if not sw[rl.leaf[rank]]:
+                raise SolverError(
+                    f"NIC {s.node_ids[rl.nic[rank]]} is cabled to "
+                    f"{s.node_ids[rl.leaf[rank]]}, not to a switch: no path from GPU "
+                    f"{s.node_ids[rl.gpu[int(a[i])]]} to GPU {s.node_ids[rl.gpu[far]]}")
+
+    def _fabric_routes(self, ac: np.ndarray, bc: np.ndarray, keys: np.ndarray):
+        """Fabric routes of transfers ``ac[i]`` -> ``bc[i]`` between edge switches: a
+        table of routes, and per transfer the index of its route in the table and that
+        route's length."""
+        s, r = self.snap, self.router
+        rl = r.rank_links()
         # Fabric routes are per (edge switch, edge switch) class: find the classes by
         # counting, route each once, then hand them out.
         n_leaf = len(rl.leaves)
@@ -193,23 +234,16 @@ class _FlowBuilder:
                                       n_leaf * n_leaf)
         la, lb = rl.leaves[cls // n_leaf], rl.leaves[cls % n_leaf]
         cls_hops = r.fabric_hops(la, lb)
-        no_path = cls_hops[inverse] < 0
-        if not ok.all() or no_path.any():
-            culprits = np.concatenate([cross[~ok], cross[ok][no_path]])
-            self._raise_first(flows, a, b, keys, culprits)
+        if np.any(cls_hops < 0):
+            i = int(np.flatnonzero(cls_hops < 0)[0])
+            r.fabric_dag(int(la[i]), int(lb[i]))  # raises naming the pair
         self.net_hops = max(self.net_hops, 2 + int(cls_hops.max()))
         if s.routing == "adaptive":
             dags = r.fabric_dags(la, lb)          # one DAG per class, shared
             return dags, inverse, dags.lengths[inverse]
-        walks = r.fabric_walks(la[inverse], lb[inverse], keys[cross], bc, s.routing,
+        walks = r.fabric_walks(la[inverse], lb[inverse], keys, bc, s.routing,
                                hops=cls_hops[inverse])
-        return walks, np.arange(len(cross)), walks.lengths
-
-    def _raise_first(self, flows, a, b, keys, culprits: np.ndarray) -> None:
-        """Let the one-transfer path raise its exact message for the first culprit."""
-        i = int(culprits.min())
-        self.transfer(int(flows[i]), int(a[i]), int(b[i]), int(keys[i]))
-        raise SolverError(f"cannot route rank {a[i]} to rank {b[i]}")
+        return walks, np.arange(len(ac)), walks.lengths
 
     def phase(self, name: str, steps: int) -> Phase:
         def cat(xs, dt):
@@ -219,15 +253,8 @@ class _FlowBuilder:
 
         return Phase(name, cat(self.flows, np.int64), cat(self.arcs, np.int64),
                      cat(self.weights, float), cat(self.bytes, float),
-                     tuple(self.labels), steps, self.nv_hops, self.net_hops)
-
-
-def _at(values: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """``values[index]`` as int64, -1 where ``index`` is -1 (a missing arc or NIC)."""
-    out = np.full(len(index), -1, dtype=np.int64)
-    ok = index >= 0
-    out[ok] = values[index[ok]]
-    return out
+                     Labels.chain(self.labels), steps, self.nv_hops, self.net_hops,
+                     SharedRoutes.concat(self.routes) if self.routes else None)
 
 
 # ----------------------------------------------------------------- rank layout
@@ -249,38 +276,98 @@ def _by_domain(snap: Snapshot, ranks: np.ndarray) -> list[np.ndarray]:
     return [srt[i:i + n] for i, n in zip(starts.tolist(), sizes.tolist(), strict=True)]
 
 
-def _ring_orders(grouped: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 channels: range | list[int]) -> np.ndarray:
+@dataclass(frozen=True, eq=False)
+class _RingLayout:
+    """Ranks of a ring, grouped by domain (``srt``, ``starts``, ``sizes`` as `_grouped`),
+    and ``heads``: the position in its domain where each channel starts."""
+
+    srt: np.ndarray
+    starts: np.ndarray
+    sizes: np.ndarray
+    heads: np.ndarray
+
+
+def _ring_layout(snap: Snapshot, ranks: np.ndarray) -> _RingLayout:
+    """Domain order for rings, and one channel per NIC when the ring leaves its domain.
+
+    Inside one domain: local order, a channel per GPU.  Across domains, GPUs that share a
+    NIC (PXN, see `snapshot._assign_nics`) are put next to each other (by the first local
+    index of their NIC's GPUs, then local index; the identity when every GPU has its own
+    NIC) and channel ``c`` starts at the ``c``-th NIC's first GPU of the domain with the
+    fewest NICs, so every NIC sends one channel and receives one (NCCL opens channels per
+    NIC: 4 NICs give 4 x the NIC rate, not 8 channels on 4 NICs).
+    """
+    srt, starts, sizes = _grouped(snap, ranks)
+    if len(starts) <= 1:
+        return _RingLayout(srt, starts, sizes, np.arange(int(sizes.min(initial=1))))
+    n_dom = len(starts)
+    dom = np.repeat(np.arange(n_dom), sizes)
+    pos = np.arange(len(srt)) - np.repeat(starts, sizes)
+    nic = snap.gpu_nic[srt].astype(np.int64)
+    width = snap.n_nodes + int(sizes.max())
+    # A rank without a NIC is a group of its own (the route will say what is missing).
+    key = dom * width + np.where(nic >= 0, nic, snap.n_nodes + pos)
+    uniq, inverse = np.unique(key, return_inverse=True)
+    first = np.full(len(uniq), len(srt), dtype=np.int64)
+    np.minimum.at(first, inverse.reshape(-1), pos)
+    head_of = first[inverse.reshape(-1)]
+    order = np.lexsort((pos, head_of, dom))
+    srt, head_of = srt[order], head_of[order]
+    new_group = np.r_[True, head_of[1:] != head_of[:-1]] | (pos == 0)
+    groups = np.bincount(dom, weights=new_group, minlength=n_dom).astype(np.int64)
+    poorest = int(np.argmin(groups))
+    sl = slice(int(starts[poorest]), int(starts[poorest] + sizes[poorest]))
+    heads = np.flatnonzero(new_group[sl])
+    return _RingLayout(srt, starts, sizes, heads)
+
+
+def _ring_orders(layout: _RingLayout, channels: range | list[int]) -> np.ndarray:
     """`ring_order` for each channel, one row per channel."""
-    srt, starts, sizes = grouped
-    j = np.repeat(np.arange(len(starts)), sizes)
+    srt, starts, sizes = layout.srt, layout.starts, layout.sizes
+    n_dom = len(starts)
+    j = np.repeat(np.arange(n_dom), sizes)
     base = np.repeat(starts, sizes)
     k = np.arange(len(srt)) - base
     size = np.repeat(sizes, sizes)
     odd = j % 2 == 1
+    # With an odd number of domains the alternation would end where it started (one hop
+    # between two rails): the last domain starts one position further on instead, and
+    # the one before it swaps its last two GPUs to end there.
+    fix = n_dom % 2 == 1 and n_dom >= 3 and bool(np.all(sizes[-2:] >= 3))
+    last = j == n_dom - 1 if fix else np.zeros(len(srt), dtype=bool)
+    swap = (j == n_dom - 2) & (k >= size - 2) if fix else np.zeros(len(srt), dtype=bool)
     out = np.empty((len(channels), len(srt)), dtype=srt.dtype)
     for row, c in enumerate(channels):
-        shift = c % size
-        # Even groups: rolled to start at `c`; odd groups: the same, reversed.
-        out[row] = srt[base + np.where(odd, (size - 1 - k + shift) % size, (k + shift) % size)]
+        shift = int(layout.heads[c % len(layout.heads)]) % size + last
+        # Even groups: rolled to start at the channel's head; odd groups: the same,
+        # reversed (start one before the head, end on it).
+        at = np.where(odd, (size - 1 - k + shift) % size, (k + shift) % size)
+        at = np.where(swap, (k - (size - 2) + shift) % size, at)
+        out[row] = srt[base + at]
     return out
 
 
 def ring_order(snap: Snapshot, ranks: np.ndarray, channel: int) -> np.ndarray:
     """Rail-aware ring order of ``ranks`` for ``channel``.
 
-    Inside a domain the ring is rotated to start at local position ``channel``; domains
-    alternate direction, so the hop from one domain to the next joins GPUs of the same
-    rail (domain j ends on the rail where domain j+1 starts): inter-node traffic stays
-    on one leaf per rail, as in NCCL's rail-aligned rings.
+    Inside a domain the ring is rotated to start at the channel's head (local position
+    ``channel`` when every GPU has its own NIC; see `_ring_layout`).  Domains alternate
+    direction, so the hop from one domain to the next joins GPUs of the same rail
+    (domain j ends on the rail where domain j+1 starts) and inter-node traffic stays on
+    one leaf per rail.  With an odd number of domains the last one enters on a third rail
+    (the one before it ends there), so the wrap-around hop is rail-aligned too; only
+    domains of 2 GPUs cannot do that.  NCCL gets the same by entering and leaving a node
+    through one NIC (the last GPU sends through PXN); here no hop needs the relay.
+
+    >>> from designer.model.templates import build_template
+    >>> from designer.solver.snapshot import take_snapshot
+    >>> snap = take_snapshot(build_template("rail-cluster", nodes=3))
+    >>> order = ring_order(snap, np.arange(snap.n_gpus), 0)
+    >>> [(int(snap.gpu_local[a]), int(snap.gpu_local[b])) for a, b in
+    ...  zip(order, np.roll(order, -1)) if snap.gpu_domain[a] != snap.gpu_domain[b]]
+    [(7, 7), (1, 1), (0, 0)]
     """
-    return _ring_orders(_grouped(snap, ranks), [channel])[0]
-
-
-def _channels(groups: list[np.ndarray]) -> int:
-    # One channel per rail when crossing domains (every NIC busy); inside one domain the
-    # channel count does not change max-min totals, so use the GPU count too.
-    return max(1, min(len(g) for g in groups))
+    return _ring_orders(_ring_layout(snap, ranks), [channel])[0]
 
 
 # ----------------------------------------------------------------- algorithms
@@ -305,13 +392,13 @@ def _ring_transfers(fb: _FlowBuilder, flows: np.ndarray, orders: np.ndarray, cha
 def _ring_phase(router: Router, ranks: np.ndarray, collective: str, name: str,
                 scale: float = 1.0, channels: int | None = None) -> Phase:
     snap, n = router.snap, len(ranks)
-    grouped = _grouped(snap, ranks)
-    c_count = channels or max(1, int(grouped[2].min()))
+    layout = _ring_layout(snap, ranks)
+    c_count = channels or max(1, len(layout.heads))
     fb = _FlowBuilder(router)
     chain = collective in ("broadcast", "reduce")  # pipelined chain: no wrap-around edge
     flows = fb.new_flows(np.full(c_count, _RING_FACTOR[collective](n) * scale / c_count),
                          [f"{name} ch{c}" for c in range(c_count)])
-    orders = _ring_orders(grouped, range(c_count))
+    orders = _ring_orders(layout, range(c_count))
     if chain:
         # Every channel's chain starts at the root (the first rank): rotating the ring
         # per channel would give each channel a different root, i.e. more sources of
@@ -501,44 +588,45 @@ def plan_hierarchical(router: Router, ranks: np.ndarray, collective: str,
 
 
 def _sharp_phase(router: Router, ranks: np.ndarray, g: int) -> Phase:
-    """SHARP: each GPU sends its 1/g shard up to its edge switch and gets the result back."""
+    """SHARP: each GPU sends its 1/g shard up to its edge switch and gets the result back
+    (through its NIC, however it reaches it: `RankLinks.access_up`)."""
     snap, r = router.snap, router
-    gpu = snap.gpus[ranks].astype(np.int64)
-    nic = snap.gpu_nic[ranks].astype(np.int64)
-    pcie = r.pcie_arcs(gpu, nic)
-    edge = _at(r.edge_arcs(), nic)
-    if np.any((nic < 0) | (pcie < 0) | (edge < 0)):
-        for rank in ranks.tolist():   # the one-by-one checks, for the exact message
-            gi, ni = int(snap.gpus[rank]), int(snap.gpu_nic[rank])
-            if ni < 0:
-                raise SolverError(f"GPU {snap.node_ids[gi]} has no NIC on the fabric")
-            r.pcie_arc(gi, ni)
-            r.edge_arc(ni)
+    ranks = np.asarray(ranks, dtype=np.int64)
+    rl = r.rank_links()
+    bad = np.flatnonzero(~rl.ok[ranks])
+    if bad.size:
+        r.check_rank(int(ranks[bad[0]]))  # raises naming the GPU and what it lacks
     fb = _FlowBuilder(r)
-    names = [snap.node_ids[i] for i in gpu.tolist()]
+    names = [snap.node_ids[i] for i in rl.gpu[ranks].tolist()]
     flows = fb.new_flows(np.full(2 * len(ranks), 1.0 / g),
                          [f"sharp {d} {nid}" for nid in names for d in ("up", "down")])
-    # Per GPU: flow "up" crosses [pcie, edge], flow "down" [edge reversed, pcie reversed].
-    arcs = np.stack([pcie, edge, edge ^ 1, pcie ^ 1], axis=1).reshape(-1)
-    fb.flows.append(np.repeat(flows, 2))
-    fb.arcs.append(arcs)
-    fb.weights.append(np.ones(len(arcs)))
+    # Per GPU: flow "up" crosses its way to the NIC and the NIC's cable; flow "down" the
+    # cable back and its way from the NIC.
+    edge = rl.up[ranks]
+    up = _concat([rl.access_up.take(ranks), _single(edge)])
+    down = _concat([_single(edge ^ 1), rl.access_down.take(ranks)])
+    fb.flows += [np.repeat(flows[0::2], up.lengths), np.repeat(flows[1::2], down.lengths)]
+    fb.arcs += [up.arcs, down.arcs]
+    fb.weights += [up.weights, down.weights]
     fb.net_hops = 2
     return fb.phase("SHARP in-network all-reduce", 2)
 
 
 def _merge(phases: list[Phase], name: str) -> Phase:
     """Run several phases' flows together (e.g. every domain's ring at once)."""
-    offset, flows = 0, []
+    offset, flows, routes = 0, [], []
     for p in phases:
         flows.append(p.pair_flow + offset)
+        if p.routes is not None:
+            routes.append(p.routes.offset(offset))
         offset += p.n_flows
     return Phase(name, np.concatenate(flows), np.concatenate([p.pair_arc for p in phases]),
                  np.concatenate([p.pair_weight for p in phases]),
                  np.concatenate([p.flow_bytes for p in phases]),
-                 tuple(lbl for p in phases for lbl in p.flow_label),
+                 Labels.chain([p.flow_label for p in phases]),
                  max(p.steps for p in phases), max(p.nvlink_hops for p in phases),
-                 max(p.net_hops for p in phases))
+                 max(p.net_hops for p in phases),
+                 SharedRoutes.concat(routes) if routes else None)
 
 
 def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall") -> Plan:
@@ -551,10 +639,9 @@ def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall
     j += j >= i
     a, b = ranks_arr[i], ranks_arr[j]
     fb = _FlowBuilder(router)
-    # Labels "a->b": a million f-strings cost 3x more than joining prebuilt pieces.
+    # Labels "a->b", made when read: a million strings would cost more than the routes.
     txt = [str(x) for x in ranks_arr.tolist()]
-    head = [t + "->" for t in txt]
-    labels = [h + t for k, h in enumerate(head) for t in txt[:k] + txt[k + 1:]]
+    labels = Labels(len(i), lambda k: f"{txt[k // (n - 1)]}->{txt[int(j[k])]}")
     flows = fb.new_flows(np.full(len(i), 1.0 / n), labels)
     fb.transfers(flows, a, b, i * n + j)
     phase = fb.phase("all-to-all", n - 1)

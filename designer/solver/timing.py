@@ -89,8 +89,9 @@ def solve_phase(snap: Snapshot, phase) -> PhaseSolution:
     if phase.n_flows == 0:
         return PhaseSolution(phase.name, phase.steps, 0.0, np.zeros(0), np.zeros(snap.n_arcs),
                              -1, "")
+    routes = getattr(phase, "routes", None)
     mm = max_min_rates(snap.arc_cap, phase.pair_flow, phase.pair_arc, phase.pair_weight,
-                       n_flows=phase.n_flows)
+                       n_flows=phase.n_flows, routes=routes)
     rates = mm.rates
     dead = np.flatnonzero(rates <= 0)
     if dead.size:
@@ -104,6 +105,8 @@ def solve_phase(snap: Snapshot, phase) -> PhaseSolution:
     pace = phase.flow_bytes / t / 1e9
     load = np.bincount(phase.pair_arc, weights=phase.pair_weight * pace[phase.pair_flow],
                        minlength=snap.n_arcs)
+    if routes is not None:
+        load += routes.link_load(pace, snap.n_arcs)
     return PhaseSolution(phase.name, phase.steps, t, rates, load,
                          int(mm.bottleneck[slowest]), phase.flow_label[slowest])
 

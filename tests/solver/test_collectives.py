@@ -448,7 +448,7 @@ def test_ecmp_collides_where_adaptive_spreads():
     # same bytes, so busbw = (n-1) x min over arcs of capacity / flows on the arc.
     snap = _with_routing(topo, "ecmp")
     (phase,) = plan_alltoall(Router(snap), np.arange(16)).phases
-    flows_on = np.bincount(phase.pair_arc, minlength=snap.n_arcs)
+    flows_on = np.bincount(phase.pairs()[1], minlength=snap.n_arcs)
     used = flows_on > 0
     assert ecmp == pytest.approx(15 * np.min(snap.arc_cap[used] / flows_on[used]))
     # adaptive puts 24 flows' worth on every leaf-spine arc; ECMP overloads at least one
