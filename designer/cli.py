@@ -4,22 +4,30 @@ With no arguments (or just a design file) it opens the GUI; otherwise the first
 argument names a subcommand.  Everything the GUI computes is available here, headless.
 Exit codes: 0 success, 1 a failed check or a bad file, 2 a usage error.  Errors are one
 line on stderr, never a traceback (``--verbose`` shows the traceback of a bug).
+
+Every run appends to the log file (`designer.logs`); ``--verbose`` also prints DEBUG
+records on stderr, and an internal error names the log file that holds its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from designer import __version__
+from designer.io.atomic import save_error_message
+from designer.logs import FILE_ONLY, setup_logging
 from designer.model.errors import DesignError
 
 PROG = "fabric-designer"
+log = logging.getLogger(__name__)
 
 
 class UsageError(Exception):
@@ -39,7 +47,10 @@ def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
 def _load(path: str):
     from designer.io.fabric_json import load
 
-    return load(Path(path))
+    t0 = time.perf_counter()
+    topo = load(Path(path))
+    log.info("opened %s: %d nodes in %.0f ms", path, len(topo), (time.perf_counter() - t0) * 1e3)
+    return topo
 
 
 # ----------------------------------------------------------------- subcommands
@@ -76,6 +87,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     except DesignError as exc:
         raise UsageError(str(exc)) from None
     save(topo, Path(args.output))
+    log.info("saved %s (template %s)", args.output, args.template)
     gpus = sum(1 for _ in topo.nodes("gpu"))
     print(f"wrote {args.output}: {len(topo)} nodes, {sum(1 for _ in topo.links())} links, "
           f"{gpus} GPUs")
@@ -149,6 +161,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         from designer.io.graph_export import export
 
         export(topo, out)
+    log.info("exported %s to %s", args.file, out)
     print(f"wrote {out}")
     return 0
 
@@ -218,6 +231,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     timing = {"load": (t_load - t0) * 1e3, "snapshot": (t_snap - t_load) * 1e3,
               "route": res.timing_ms["route"], "rates": res.timing_ms["rates"],
               "total": (time.perf_counter() - t_load) * 1e3}
+    log.info("solved %s on %d GPUs (%d size(s), %s): %s", res.collective, res.n_ranks,
+             len(sizes), args.file, ", ".join(f"{k} {v:.1f} ms" for k, v in timing.items()))
     bottlenecks = res.bottlenecks(snap, top=10)
     if args.json:
         out = {
@@ -311,7 +326,7 @@ def _fmt_size(n: int) -> str:
     return f"{n}B"
 
 
-def cmd_gui(file: str | None) -> int:
+def cmd_gui(file: str | None, verbose: bool = False) -> int:
     # The editor lands with issue 4; until then say so clearly instead of failing.
     try:
         from designer.gui.app import run  # type: ignore[import-not-found]
@@ -320,7 +335,8 @@ def cmd_gui(file: str | None) -> int:
               f"(`{PROG} --help`), e.g. `{PROG} new example -o example.fabric.json`.",
               file=sys.stderr)
         return 1
-    return run(file)
+    # The plain call stays plain: wrappers and tests stand in for `run` with `run(file)`.
+    return run(file, verbose=True) if verbose else run(file)
 
 
 # ----------------------------------------------------------------- parser
@@ -331,7 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "With no subcommand (or just a FILE) the GUI opens.",
     )
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    p.add_argument("-v", "--verbose", action="store_true", help="show tracebacks of bugs")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show tracebacks of bugs and debug logging on stderr")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     s = sub.add_parser("templates", help="list templates, their parameters and defaults")
@@ -421,34 +438,57 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = "-v" in argv or "--verbose" in argv
-    # No subcommand: the GUI, optionally on a design file.
-    if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
-        if len(argv) > 1:
-            print(f"{PROG}: error: unknown command {argv[0]!r} (see --help)", file=sys.stderr)
+    # No subcommand: the GUI, optionally on a design file (``-v`` allowed around it).
+    rest = [a for a in argv if a not in ("-v", "--verbose")]
+    if not rest or (rest[0] not in COMMANDS and not rest[0].startswith("-")):
+        if len(rest) > 1:
+            print(f"{PROG}: error: unknown command {rest[0]!r} (see --help)", file=sys.stderr)
             return 2
-        return cmd_gui(argv[0] if argv else None)
+        # Logging first, so a failure while the window is built lands in the log too.
+        log_path = setup_logging(verbose=verbose, gui=True)
+        file = rest[0] if rest else None
+        return _run(lambda _args: cmd_gui(file, verbose=verbose), argparse.Namespace(),
+                    verbose, log_path)
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 on usage errors
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
         parser.print_help()
         return 2
+    log_path = setup_logging(verbose=verbose)
+    log.info("run: %s %s", PROG, shlex.join(argv))
+    t0 = time.perf_counter()
+    code = _run(func, args, verbose, log_path)
+    log.info("exit %d after %.2f s", code, time.perf_counter() - t0)
+    return code
+
+
+def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, verbose: bool,
+         log_path: Path | None) -> int:
+    """Run one subcommand, turning every failure into an exit code and one line."""
     try:
         return func(args)
     except UsageError as exc:
+        log.info("usage error: %s", exc)
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except DesignError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        message = save_error_message(exc)  # a failed save says why in plain words
+        log.info("error: %s", message)
+        print(f"{PROG}: error: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        log.info("interrupted")
         return 130
     except BrokenPipeError:  # output piped into `head`: not an error
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         return 0
     except Exception as exc:  # a bug: one line unless --verbose
+        # The traceback goes to the log file; the terminal gets it from `raise` below.
+        log.error("internal error", exc_info=True, extra=FILE_ONLY)
         if verbose:
             raise
-        print(f"{PROG}: internal error: {type(exc).__name__}: {exc} (run with --verbose)",
+        where = f"the traceback is in {log_path}" if log_path else "run with --verbose"
+        print(f"{PROG}: internal error: {type(exc).__name__}: {exc} ({where})",
               file=sys.stderr)
         return 1

@@ -50,6 +50,16 @@ def _qt_pool_active() -> int:
     return QThreadPool.globalInstance().activeThreadCount()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_log_dir(tmp_path_factory):
+    """Every command run appends to the log file (`designer.logs`): keep it out of the
+    real home directory.  Set in the environment, so subprocesses inherit it."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("FABRIC_DESIGNER_LOG_DIR", str(tmp_path_factory.mktemp("logs")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(autouse=True)
 def no_thread_left_running(request):
     """Fail a test that leaves a Python thread or a Qt pool worker running."""

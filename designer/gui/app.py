@@ -1,20 +1,46 @@
-"""Start the desktop application: ``fabric-designer [FILE]``."""
+"""Start the desktop application: ``fabric-designer [FILE]``.
+
+`run` sets up the log file (`designer.logs`) and, while the event loop runs, the crash
+handler (`designer.gui.crash`): an unhandled exception autosaves the design and explains
+itself in a dialog instead of vanishing into a terminal nobody watches.
+"""
 
 from __future__ import annotations
 
 import ctypes.util
+import logging
 import os
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QTimer, QtMsgType, qInstallMessageHandler
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from designer import __version__
+from designer.gui.crash import install_crash_handler
 from designer.gui.document import Document
 from designer.gui.main_window import MainWindow
+from designer.logs import FILE_ONLY, setup_logging
+from designer.model.catalog import resources_dir
 from designer.model.errors import DesignError
 from designer.model.templates import build_template
+
+log = logging.getLogger(__name__)
+qt_log = logging.getLogger("designer.qt")
+
+_QT_LEVELS = {
+    QtMsgType.QtDebugMsg: logging.DEBUG,
+    QtMsgType.QtInfoMsg: logging.INFO,
+    QtMsgType.QtWarningMsg: logging.WARNING,
+    QtMsgType.QtCriticalMsg: logging.ERROR,
+    QtMsgType.QtFatalMsg: logging.CRITICAL,
+}
+
+
+def _on_qt_message(kind: QtMsgType, context, text: str) -> None:
+    """Qt's own warnings (a failed QPainter, a missing plugin) go to the log too."""
+    qt_log.log(_QT_LEVELS.get(kind, logging.WARNING), "%s", text)
 
 
 def application(argv: list[str] | None = None) -> QApplication:
@@ -25,7 +51,12 @@ def application(argv: list[str] | None = None) -> QApplication:
     app.setApplicationName("Fabric Designer")
     app.setOrganizationName("Fabric Designer")
     app.setApplicationVersion(__version__)
-    app.setDesktopFileName("fabric-designer")
+    # The desktop entry's id (packaging/linux/): Wayland finds the window's .desktop file
+    # and icon by it.
+    app.setDesktopFileName("io.github.fabricdesigner.FabricDesigner")
+    icon = resources_dir() / "icons" / "fabric-designer.svg"
+    if icon.is_file():  # the window and taskbar icon; packaging/ has the desktop one
+        app.setWindowIcon(QIcon(str(icon)))
     return app
 
 
@@ -50,7 +81,9 @@ def missing_display_library() -> str | None:
     if linux and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         return ("no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset); "
                 "the subcommands work headless, see fabric-designer --help")
+    # A frozen bundle ships its own libxcb-cursor, which find_library cannot see.
     if (linux and os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")
+            and not getattr(sys, "frozen", False)
             and ctypes.util.find_library("xcb-cursor") is None):
         return ("Qt needs the system library libxcb-cursor0 to open a window on X11 "
                 "(Debian/Ubuntu: sudo apt-get install libxcb-cursor0); the subcommands "
@@ -58,14 +91,22 @@ def missing_display_library() -> str | None:
     return None
 
 
-def run(file: str | None = None) -> int:
-    """Show the main window and run the event loop; returns the exit code."""
+def run(file: str | None = None, verbose: bool = False) -> int:
+    """Show the main window and run the event loop; returns the exit code.
+
+    ``verbose`` logs DEBUG records to stderr as well as to the log file.
+    """
+    setup_logging(verbose=verbose, gui=True)
     problem = missing_display_library()
     if problem:
+        log.error("%s", problem, extra=FILE_ONLY)  # the terminal gets the line below
         print(f"fabric-designer: error: {problem}", file=sys.stderr)
         return 1
     app = application()
+    previous_qt_handler = qInstallMessageHandler(_on_qt_message)
     window, error = create_window(file)
+    crash = install_crash_handler(window)
+    log.info("window open on %s", file or "the example design")
     window.show()
     # Fit once the docks have their sizes, so the design fills the canvas.
     QTimer.singleShot(0, window.view.fit)
@@ -73,4 +114,10 @@ def run(file: str | None = None) -> int:
         QMessageBox.warning(window, "Cannot open design", error)
     elif file is None:
         window.files.offer_recovery()
-    return app.exec()
+    try:
+        code = app.exec()
+    finally:
+        crash.uninstall()
+        qInstallMessageHandler(previous_qt_handler)
+    log.info("event loop ended with %d after %d unhandled error(s)", code, crash.errors)
+    return code

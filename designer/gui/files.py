@@ -2,7 +2,9 @@
 the unsaved-changes prompt, autosave and crash recovery.
 
 A bad file gives one clear message and leaves the open design untouched: the document is
-only replaced after a file has loaded completely.
+only replaced after a file has loaded completely.  A failed save (read-only file or folder,
+full disk) says why in one line and leaves the design unsaved, the file on disk as it was.
+A failing autosave says so in the status bar once, not at every tick.
 
 Recent files and the autosave interval live in `QSettings`: the application's own
 (organisation and name set by `designer.gui.app.application`), or an INI file in
@@ -12,6 +14,7 @@ never touch the user's real settings.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMenu, QMe
 
 from designer.gui.document import Document
 from designer.gui.recovery import DATA_DIR_ENV, Autosaver, RecoveryEntry, find_recoveries
+from designer.io.atomic import save_error_message
 from designer.model.errors import DesignError
 from designer.model.topology import Topology
 
@@ -28,6 +32,8 @@ FILTER = "Fabric designs (*.fabric.json);;JSON (*.json);;All files (*)"
 MAX_RECENT = 10
 RECENT_KEY = "recent/files"
 AUTOSAVE_KEY = "autosave/interval_s"
+
+log = logging.getLogger(__name__)
 
 
 def user_settings() -> QSettings:
@@ -120,7 +126,10 @@ class FileController(QObject):
         self.recent = RecentFiles(self.settings)
         self._recent_menu: QMenu | None = None
         self.autosaver = Autosaver(document, folder=recovery_folder, parent=self)
-        self.autosaver.failed.connect(self.message)
+        self.autosaver.failed.connect(self._on_autosaver_failed)
+        self.autosaver.saved.connect(self._on_autosaver_saved)
+        self._autosave_problem: str | None = None  # the failure already reported
+        self._keep_recovery = False
 
     def _error(self, title: str, text: str) -> None:
         self.message.emit(text)
@@ -180,8 +189,10 @@ class FileController(QObject):
         try:
             self.document.open(Path(path))
         except DesignError as exc:
+            log.info("cannot open %s: %s", path, exc)
             self._error("Cannot open design", str(exc))
             return False
+        log.info("opened %s: %d nodes", path, len(self.document.topology))
         self.recent.add(path)
         self.message.emit(f"Opened {path}")
         self.opened.emit(Path(path))
@@ -207,8 +218,12 @@ class FileController(QObject):
         try:
             self.document.save(path)
         except (DesignError, OSError) as exc:
-            self._error("Cannot save design", str(exc))
+            # One line that says why (disk full, read-only) and that nothing was lost.
+            text = save_error_message(exc)
+            log.warning("save failed: %s", text)
+            self._error("Cannot save design", text)
             return False
+        log.info("saved %s: %d nodes", path, len(self.document.topology))
         self.recent.add(path)
         self.message.emit(f"Saved {path}")
         return True
@@ -264,11 +279,44 @@ class FileController(QObject):
         if app is not None:
             # A clean quit (the window already asked about unsaved changes) leaves nothing
             # to recover; only a crash leaves the copy behind.
-            app.aboutToQuit.connect(self.autosaver.shutdown)
+            app.aboutToQuit.connect(self.discard_recovery)
 
     def discard_recovery(self) -> None:
-        """The session ended cleanly: stop autosaving and remove the recovery copy."""
-        self.autosaver.shutdown()
+        """The session ended cleanly: stop autosaving and remove the recovery copy
+        (after `keep_recovery`, only stop)."""
+        if self._keep_recovery:
+            self.autosaver.stop()
+        else:
+            self.autosaver.shutdown()
+
+    def keep_recovery(self) -> None:
+        """Quitting after an internal error: stop autosaving but leave the recovery copy
+        on disk, so the next start offers it."""
+        if self._keep_recovery:
+            return
+        self._keep_recovery = True
+        saver = self.autosaver
+        saver.stop()
+        saver.wait()
+        # Nothing may delete the copy from here on: not the undo stack turning clean as it
+        # is destroyed at exit, not another design replacing this one.
+        self.document.undo_stack.cleanChanged.disconnect(saver._on_stack_clean_changed)
+        self.document.topology_replaced.disconnect(saver._on_document_topology_replaced)
+
+    def _on_autosaver_failed(self, text: str) -> None:
+        # The timer retries every tick: say it once, not a message per minute.
+        if text == self._autosave_problem:
+            log.debug("%s (again)", text)
+            return
+        self._autosave_problem = text
+        log.warning("%s", text)
+        self.message.emit(text)
+
+    def _on_autosaver_saved(self, path: Path) -> None:
+        log.info("autosaved %s", path)
+        if self._autosave_problem is not None:
+            self._autosave_problem = None
+            self.message.emit("Autosave works again")
 
     def offer_recovery(self) -> bool:
         """After a crash, offer to restore the autosaved design; True if restored.
@@ -304,6 +352,7 @@ class FileController(QObject):
             return False
         self.document.replace(topology, entry.original)
         self.autosaver.adopt(entry)
+        log.info("restored the recovery copy %s (from %s)", entry.design, entry.original)
         # Not the saved state: the title shows "*" and closing asks to save.
         self.document.undo_stack.resetClean()
         self.message.emit(f"Restored the design autosaved at {entry.saved_at:%H:%M}")
@@ -321,7 +370,10 @@ class FileController(QObject):
         try:
             path = export_dialog(self.window, scene, self.document)
         except (DesignError, OSError) as exc:
-            self._error("Cannot export", str(exc))
+            text = save_error_message(exc)
+            log.warning("export failed: %s", text)
+            self._error("Cannot export", text)
             return
         if path is not None:
+            log.info("exported %s", path)
             self.message.emit(f"Exported {path}")

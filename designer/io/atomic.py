@@ -6,6 +6,16 @@ directory (``os.replace`` is atomic only within one file system), is flushed and
 and only then renamed over the target.  When anything fails the temporary file is removed
 and the original file is untouched.
 
+A failure raises `AtomicWriteError`, an `OSError` that keeps the system's ``errno`` and
+``strerror`` and whose ``str()`` is one line a user can act on::
+
+    cannot save /x/y.fabric.json: disk full (No space left on device); the previous version
+    is untouched
+
+A read-only existing file is refused rather than silently replaced (a rename would
+otherwise succeed in a writable folder).  `save_error_message` finds such an error behind
+a domain error raised ``from`` it (``FileFormatError``, ``ExportError``).
+
 Example
 -------
 >>> import pathlib, tempfile
@@ -19,12 +29,84 @@ Example
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import shutil
+import stat
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "backup_path"]
+__all__ = [
+    "AtomicWriteError",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "backup_path",
+    "save_error_message",
+]
+
+#: Plain words for the failures people meet (the system's own text follows in brackets).
+_REASONS = {
+    errno.ENOSPC: "disk full",
+    getattr(errno, "EDQUOT", -1): "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.ENOTDIR: "part of the path is not a folder",
+    errno.EISDIR: "a folder has that name",
+    errno.ENAMETOOLONG: "the name is too long",
+    errno.EFBIG: "the file is too large for this disk",
+    errno.EIO: "the disk reported an error",
+}
+
+
+class AtomicWriteError(OSError):
+    """Writing ``path`` failed and nothing on disk changed.
+
+    ``errno`` and ``strerror`` are the operating system's (so ``err.strerror`` still reads
+    "No space left on device"); ``reason`` says it in plain words; ``existed`` tells
+    whether a previous version is there, untouched.  ``str()`` is the one-line message.
+
+    Examples
+    --------
+    >>> err = AtomicWriteError("/x/d.fabric.json", OSError(28, "No space left on device"),
+    ...                        existed=True)
+    >>> str(err)
+    'cannot save /x/d.fabric.json: disk full (No space left on device); the previous version is untouched'
+    """  # noqa: E501 - a doctest output line cannot wrap
+
+    def __init__(self, path: str | os.PathLike[str], cause: OSError, *,
+                 existed: bool, reason: str | None = None):
+        super().__init__(cause.errno, cause.strerror or str(cause) or type(cause).__name__)
+        self.path = Path(path)
+        self.existed = existed
+        self.reason = reason or _REASONS.get(cause.errno)
+
+    def __str__(self) -> str:
+        why = f"{self.reason} ({self.strerror})" if self.reason else str(self.strerror)
+        kept = "the previous version is untouched" if self.existed else "nothing was written"
+        return f"cannot save {self.path}: {why}; {kept}"
+
+
+def save_error_message(exc: BaseException) -> str:
+    """The message to show for a failed save or export: the `AtomicWriteError` behind
+    ``exc`` (raised ``from`` it, however deep) if there is one, else ``str(exc)``.
+
+    Examples
+    --------
+    >>> cause = AtomicWriteError("d.json", PermissionError(13, "Permission denied"),
+    ...                          existed=False, reason="the folder is read-only")
+    >>> try:
+    ...     raise ValueError("d.json: cannot save: Permission denied") from cause
+    ... except ValueError as err:
+    ...     save_error_message(err)
+    'cannot save d.json: the folder is read-only (Permission denied); nothing was written'
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, AtomicWriteError):
+            return str(current)
+        seen.add(id(current))
+        current = current.__cause__
+    return str(exc)
 
 
 def backup_path(path: str | os.PathLike[str]) -> Path:
@@ -46,6 +128,29 @@ def _temp_beside(path: Path) -> tuple[Path, int]:
             return temp, os.open(temp, flags, 0o666)
         except FileExistsError:  # pragma: no cover - 32 random bits collided
             continue
+
+
+def _is_read_only(path: Path) -> bool:
+    """An existing regular file nobody may write (its write bits are off) or this user
+    may not.  Root passes `os.access` for any file, hence the mode bits as well."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    if not stat.S_ISREG(mode):
+        return False
+    return not mode & 0o222 or not os.access(path, os.W_OK)
+
+
+def _reason(err: OSError, step: str) -> str | None:
+    """Plain words for ``err`` raised while doing ``step`` (create, write, replace)."""
+    if err.errno in (errno.EACCES, errno.EPERM):
+        if step == "create":
+            return "no permission to write in that folder"
+        return "no permission to replace the file"
+    if err.errno == errno.ENOENT and step == "create":
+        return "the folder does not exist"
+    return _REASONS.get(err.errno)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -96,15 +201,25 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, backup: boo
 
     Raises
     ------
-    OSError
-        The folder is not writable, the disk is full, ...  The target is then unchanged
-        and no temporary file is left behind.
+    AtomicWriteError
+        An `OSError`: the folder or the file is not writable, the disk is full, ...  The
+        target is then unchanged and no temporary file is left behind.
     """
     path = Path(path)
     if path.is_symlink():
         path = Path(os.path.realpath(path))
-    temp, fd = _temp_beside(path)
+    existed = path.exists()
+    if existed and _is_read_only(path):
+        denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        raise AtomicWriteError(path, denied, existed=True, reason="the file is read-only")
+    step = "create"
     try:
+        temp, fd = _temp_beside(path)
+    except OSError as err:
+        raise AtomicWriteError(path, err, existed=existed,
+                               reason=_reason(err, step)) from err
+    try:
+        step = "write"
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             out.flush()
@@ -113,12 +228,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, backup: boo
         # should stay so); best effort, the save itself matters more.
         with contextlib.suppress(OSError):
             os.chmod(temp, os.stat(path).st_mode & 0o7777)
-        if backup and path.exists():
+        if backup and existed:
+            step = "backup"
             _keep_backup(path)
+        step = "replace"
         os.replace(temp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(OSError):
             os.unlink(temp)
+        if isinstance(err, OSError) and not isinstance(err, AtomicWriteError):
+            raise AtomicWriteError(path, err, existed=existed,
+                                   reason=_reason(err, step)) from err
         raise
     _fsync_dir(path.parent)
 
