@@ -28,6 +28,9 @@ round trip is exact::
 Loading trusts nothing: every failure (unreadable file, bad UTF-8, bad JSON, wrong
 types, unknown or duplicate keys, dangling ids, a model the catalog lacks) becomes a
 `FileFormatError` whose one-line message names the file, the place and the problem.
+The shape of the file (keys, types, enumerations, bounds) is checked against the JSON
+Schema ``resources/schema/fabric.schema.json`` (`designer.io.fabric_schema`); this
+module then checks what a schema cannot say.  ``docs/file-format.md`` is the reference.
 
 Example
 -------
@@ -44,10 +47,10 @@ import json
 import math
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import MISSING, fields
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from designer.io import fabric_schema
 from designer.io.atomic import atomic_write_bytes
 from designer.model.catalog import Catalog
 from designer.model.errors import DesignError
@@ -89,9 +92,6 @@ MAX_GROUP_DEPTH = 64
 #: Price and power overrides above this are surely typos (and keep floats exact).
 MAX_OVERRIDE = 1e15
 OVERRIDE_FIELDS: tuple[str, ...] = ("price_usd", "power_w")
-
-_TOP_KEYS = ("format", "version", "name", "settings", "overrides", "groups", "nodes", "links")
-_REQUIRED_TOP: tuple[str, ...] = ("format", "version", "nodes", "links")
 
 
 class FileFormatError(DesignError):
@@ -255,95 +255,61 @@ _JSON_TYPE_NAMES = (
 )
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+def _item_where(section: str, index: int, item: Any) -> str:
+    """``nodes[3] (id 'n0-gpu1')`` for an entry (a dict from the file, or a model value)."""
+    item_id = item.get("id") if isinstance(item, dict) else getattr(item, "id", None)
+    if isinstance(item_id, str):
+        return f"{section}[{index}] (id {item_id!r})"
+    return f"{section}[{index}]"
+
+
+def _parse_items(
+    data: Mapping[str, Any], section: str, cls: type, seen: dict[str, tuple[str, int]]
+) -> list[tuple[int, Any]]:
+    """Build one ``cls`` per entry of ``data[section]`` (already checked by the schema),
+    as ``(index, item)`` pairs.
+
+    ``seen`` maps the ids met so far (in any section) to their place: ids are unique
+    across groups, nodes and links.
+    """
+    out = []
+    for index, item in enumerate(data.get(section, ())):
+        item_id = item["id"]
+        if item_id in seen:
+            other, at = seen[item_id]
+            where = _item_where(section, index, item)
+            raise _Invalid(where, f"duplicate id (also {other}[{at}])")
+        seen[item_id] = (section, index)
+        if cls is Node:
+            # The model holds floats; JSON may say 3 for 3.0 (the saver never does).
+            x, y = item.get("x", 0.0), item.get("y", 0.0)
+            if type(x) is not float or type(y) is not float:
+                item = dict(item, x=float(x), y=float(y))
+        elif cls is Link and not _is_count(item.get("count", 1)):
+            # JSON Schema counts 2.0 as an integer; the model wants an int.
+            raise _Invalid(
+                _item_where(section, index, item),
+                f"field 'count' must be a whole number from 1 to {MAX_LINK_COUNT:_}, "
+                f"got {item['count']!r}",
+            )
+        out.append((index, cls(**item)))
+    return out
 
 
 def _is_count(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_LINK_COUNT
 
 
-# What each field accepts: (test, what it must be).
-_Spec = dict[str, tuple[Callable[[Any], bool], str]]
-_STR = (lambda v: isinstance(v, str), "a string")
-_OPT_STR = (lambda v: v is None or isinstance(v, str), "a string or null")
-_BOOL = (lambda v: isinstance(v, bool), "true or false")
-_NUMBER = (_is_number, "a finite number")
-_COUNT = (_is_count, f"a whole number from 1 to {MAX_LINK_COUNT:_}")
-_NODE_SPEC: _Spec = {
-    "id": _STR, "kind": _STR, "model": _STR, "name": _STR, "x": _NUMBER, "y": _NUMBER,
-    "group": _OPT_STR, "plane": _STR, "failed": _BOOL,
-}  # fmt: skip
-_LINK_SPEC: _Spec = {
-    "id": _STR, "a": _STR, "b": _STR, "tech": _STR, "count": _COUNT, "plane": _STR,
-    "failed": _BOOL,
-}  # fmt: skip
-_GROUP_SPEC: _Spec = {"id": _STR, "kind": _STR, "name": _STR, "parent": _OPT_STR}
-#: Fields without a default must be in the file; the others fall back to the default.
-_REQUIRED = {
-    cls: tuple(f.name for f in fields(cls) if f.default is MISSING) for cls in (Node, Link, Group)
-}
-
-
-def _item_where(section: str, index: int, item: Any) -> str:
-    if isinstance(item, dict) and isinstance(item.get("id"), str):
-        return f"{section}[{index}] (id {item['id']!r})"
-    return f"{section}[{index}]"
-
-
-def _parse_items(
-    data: Mapping[str, Any], section: str, cls: type, spec: _Spec, seen: dict[str, str]
-) -> list[Any]:
-    """Check the list ``data[section]`` and build one ``cls`` per entry.
-
-    ``seen`` maps the ids met so far (in any section) to their place: ids are unique
-    across groups, nodes and links.
-    """
-    raw = data.get(section, [])
-    if not isinstance(raw, list):
-        raise _Invalid(section, f"expected a list, got {_type_name(raw)}")
-    out = []
-    for index, item in enumerate(raw):
-        where = _item_where(section, index, item)
-        if not isinstance(item, dict):
-            raise _Invalid(where, f"expected an object, got {_type_name(item)}")
-        for key in item:
-            if key not in spec:
-                raise _Invalid(where, f"unknown field {key!r}")
-        for key in _REQUIRED[cls]:
-            if key not in item:
-                raise _Invalid(where, f"missing field {key!r}")
-        for key, value in item.items():
-            accepts, must_be = spec[key]
-            if not accepts(value):
-                raise _Invalid(where, f"field {key!r} must be {must_be}, got {_type_name(value)}")
-        if item["id"] in seen:
-            raise _Invalid(where, f"duplicate id (also {seen[item['id']]})")
-        seen[item["id"]] = f"{section}[{index}]"
-        values = dict(item)
-        if cls is Node:  # the model holds floats; JSON may say 3 for 3.0
-            for key in ("x", "y"):
-                if key in values:
-                    values[key] = float(values[key])
-        out.append((where, cls(**values)))
-    return out
-
-
-def _parse_overrides(raw: Any, catalog: Catalog) -> dict[str, dict[str, float]]:
-    if not isinstance(raw, dict):
-        raise _Invalid("overrides", f"expected an object, got {_type_name(raw)}")
+def _parse_overrides(raw: Mapping[str, Any], catalog: Catalog) -> dict[str, dict[str, float]]:
+    """The overrides (shape already checked by the schema) against the catalog."""
     out: dict[str, dict[str, float]] = {}
     for model, values in raw.items():
         where = f"overrides[{model!r}]"
         if model not in catalog.devices and model not in catalog.techs:
             raise _Invalid(where, f"unknown device model or link technology {model!r}")
-        if not isinstance(values, dict):
-            raise _Invalid(where, f"expected an object, got {_type_name(values)}")
         out[model] = {}
         for field, value in values.items():
-            if field not in OVERRIDE_FIELDS:
-                raise _Invalid(where, f"unknown field {field!r}")
-            try:
+            try:  # from_dict may be handed a NaN, which no schema bound catches
                 out[model][field] = _override_value(value, where, field)
             except DesignError:
                 raise _Invalid(
@@ -353,7 +319,8 @@ def _parse_overrides(raw: Any, catalog: Catalog) -> dict[str, dict[str, float]]:
 
 
 def _check_header(data: Any) -> None:
-    """Format and version first: a newer file may well have keys this version lacks."""
+    """Format and version first: a newer file may well have keys this version lacks, and
+    deserves "newer version" rather than a complaint about its keys."""
     if not isinstance(data, dict):
         raise _Invalid("top level", f"expected a JSON object, got {_type_name(data)}")
     if "format" not in data:
@@ -371,12 +338,6 @@ def _check_header(data: Any) -> None:
             f"written by a newer Fabric Designer (format version {version}); "
             f"this version reads up to {VERSION}",
         )
-    for key in data:
-        if key not in _TOP_KEYS:
-            raise _Invalid("top level", f"unknown key {key!r}")
-    for key in _REQUIRED_TOP:
-        if key not in data:
-            raise _Invalid("top level", f"missing {key!r}")
 
 
 def _strip_subject(message: str, subject: str) -> str:
@@ -417,35 +378,45 @@ def _order_groups(groups: list[tuple[str, Group]]) -> list[tuple[str, Group]]:
 
 def _build(data: Any, catalog: Catalog | None) -> Topology:
     _check_header(data)
-    name = data.get("name", "untitled")
-    if not isinstance(name, str):
-        raise _Invalid("name", f"expected a string, got {_type_name(name)}")
-    topology = Topology(catalog=catalog, name=name)
-
-    settings = data.get("settings", {})
-    if not isinstance(settings, dict):
-        raise _Invalid("settings", f"expected an object, got {_type_name(settings)}")
-    for key, value in settings.items():
+    # The schema describes the current version.  An older version, once there is one,
+    # is to be migrated to the current shape here, before the schema sees it.
+    try:
+        fabric_schema.validate(data)
+    except fabric_schema.SchemaViolation as err:
+        raise _Invalid(err.where, err.what) from None
+    # From here on the shape is right (every key known, every value of its type and
+    # within its bounds); what is left is what a schema cannot say.
+    topology = Topology(catalog=catalog, name=data.get("name", "untitled"))
+    for key, value in data.get("settings", {}).items():
         try:
             topology.set_setting(key, value)
-        except DesignError as err:
-            raise _Invalid(f"settings[{key!r}]", str(err)) from None
+        except DesignError as err:  # what the schema lets through: ranks 2.0, say
+            raise _Invalid(f"settings.{key}", _strip_subject(str(err), key)) from None
     topology.overrides = _parse_overrides(data.get("overrides", {}), topology.catalog)
 
-    seen: dict[str, str] = {}
-    groups = _order_groups(_parse_items(data, "groups", Group, _GROUP_SPEC, seen))
-    nodes = _parse_items(data, "nodes", Node, _NODE_SPEC, seen)
-    links = _parse_items(data, "links", Link, _LINK_SPEC, seen)
-    for items, adder, noun in (
-        (groups, topology.add_group, "group"),
-        (nodes, topology.add_node, "node"),
-        (links, topology.add_link, "link"),
+    seen: dict[str, tuple[str, int]] = {}
+    groups = _order_groups(
+        [(_item_where("groups", i, g), g) for i, g in _parse_items(data, "groups", Group, seen)]
+    )
+    nodes = _parse_items(data, "nodes", Node, seen)
+    links = _parse_items(data, "links", Link, seen)
+    for where, group in groups:
+        try:
+            topology.add_group(group)
+        except DesignError as err:
+            raise _Invalid(where, _strip_subject(str(err), f"group {group.id!r}")) from None
+    for section, items, adder, noun in (
+        ("nodes", nodes, topology.add_node, "node"),
+        ("links", links, topology.add_link, "link"),
     ):
-        for where, item in items:
+        for index, item in items:
             try:
                 adder(item)
             except DesignError as err:
-                raise _Invalid(where, _strip_subject(str(err), f"{noun} {item.id!r}")) from None
+                raise _Invalid(
+                    _item_where(section, index, item),
+                    _strip_subject(str(err), f"{noun} {item.id!r}"),
+                ) from None
     return topology
 
 

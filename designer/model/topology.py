@@ -239,7 +239,7 @@ class Topology:
 
     # ------------------------------------------------------------------ checking
     def _check_node(self, node: Node) -> None:
-        if not isinstance(node.id, str) or not _ID_RE.match(node.id):
+        if not isinstance(node.id, str) or not _ID_RE.fullmatch(node.id):
             raise DesignError(f"node id {node.id!r} is not a valid id")
         if node.kind not in NODE_KINDS:
             raise DesignError(f"node {node.id!r}: unknown kind {node.kind!r}")
@@ -259,7 +259,7 @@ class Topology:
                 raise DesignError(f"node {node.id!r}: position must be finite numbers")
 
     def _check_link(self, link: Link) -> None:
-        if not isinstance(link.id, str) or not _ID_RE.match(link.id):
+        if not isinstance(link.id, str) or not _ID_RE.fullmatch(link.id):
             raise DesignError(f"link id {link.id!r} is not a valid id")
         for end in (link.a, link.b):
             if end not in self._g:
@@ -274,7 +274,7 @@ class Topology:
             raise DesignError(f"link {link.id!r}: unknown plane {link.plane!r}")
 
     def _check_group(self, group: Group) -> None:
-        if not isinstance(group.id, str) or not _ID_RE.match(group.id):
+        if not isinstance(group.id, str) or not _ID_RE.fullmatch(group.id):
             raise DesignError(f"group id {group.id!r} is not a valid id")
         if group.kind not in GROUP_KINDS:
             raise DesignError(f"group {group.id!r}: unknown kind {group.kind!r}")

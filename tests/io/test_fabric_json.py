@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from designer.io import atomic, fabric_json
+from designer.io import atomic, fabric_json, fabric_schema
 from designer.io.fabric_json import FileFormatError, dumps, from_dict, load, loads, save, to_dict
 from designer.model.errors import DesignError
 from designer.model.topology import (
@@ -440,8 +440,19 @@ BAD_DICTS = [
     (_top("nodes", {}), "nodes: expected a list, got an object"),
     (_top("name", 5), "name: expected a string, got a number"),
     (_top("settings", []), "settings: expected an object, got a list"),
-    (_top("settings", {"routing": "telepathy"}), "settings['routing']: routing must be one of"),
-    (_top("settings", {"speed": 1}), "settings['speed']: unknown design setting 'speed'"),
+    (
+        _top("settings", {"routing": "telepathy"}),
+        "settings: field 'routing' must be one of ecmp, adaptive, static, got 'telepathy'",
+    ),
+    (_top("settings", {"speed": 1}), "settings: unknown field 'speed'"),
+    (
+        _top("settings", {"scenario": {"bytes": 0}}),
+        "settings.scenario: field 'bytes' must be a whole number from 1 to 17_592_186_044_416",
+    ),
+    (
+        _top("settings", {"scenario": {"ranks": 2.0}}),  # a schema integer; not to the model
+        "settings.scenario: ranks must be 'all', N >= 2",
+    ),
     (
         _top("overrides", {"H900": {}}),
         "overrides['H900']: unknown device model or link technology 'H900'",
@@ -457,9 +468,17 @@ BAD_DICTS = [
     ),
     (_top("overrides", {"H100": 3}), "overrides['H100']: expected an object, got a number"),
     (_set("nodes", 3, "model", "H900"), "nodes[3] (id 'n0-gpu1'): unknown device model 'H900'"),
-    (_set("nodes", 3, "kind", "toaster"), "nodes[3] (id 'n0-gpu1'): unknown kind 'toaster'"),
+    (
+        _set("nodes", 3, "kind", "toaster"),
+        "nodes[3] (id 'n0-gpu1'): field 'kind' must be one of core, spine, leaf, switch, "
+        "nvlink-switch-tray, nvswitch, nic, gpu, host, storage, got 'toaster'",
+    ),
     (_set("nodes", 3, "kind", "leaf"), "nodes[3] (id 'n0-gpu1'): a gpu (H100) cannot be a leaf"),
-    (_set("nodes", 3, "plane", "astral"), "nodes[3] (id 'n0-gpu1'): unknown plane 'astral'"),
+    (
+        _set("nodes", 3, "plane", "astral"),
+        "nodes[3] (id 'n0-gpu1'): field 'plane' must be one of compute, storage, frontend, "
+        "management, got 'astral'",
+    ),
     (_set("nodes", 3, "group", "nowhere"), "nodes[3] (id 'n0-gpu1'): no group 'nowhere'"),
     (
         _set("nodes", 3, "x", "12"),
@@ -473,7 +492,11 @@ BAD_DICTS = [
         _set("nodes", 3, "x", 1e308 * 10),  # json.dumps writes Infinity; see the raw tests
         "JSON: Infinity is not a number JSON allows",
     ),
-    (_set("nodes", 3, "x", 2e9), "nodes[3] (id 'n0-gpu1'): position must be finite numbers"),
+    (
+        _set("nodes", 3, "x", 2e9),
+        "nodes[3] (id 'n0-gpu1'): field 'x' must be a finite number from -1_000_000_000 to "
+        "1_000_000_000, got 2000000000.0",
+    ),
     (
         _set("nodes", 3, "failed", 0),
         "nodes[3] (id 'n0-gpu1'): field 'failed' must be true or false, got a number",
@@ -488,7 +511,8 @@ BAD_DICTS = [
     (_set("nodes", 3, "id", 7), "nodes[3]: field 'id' must be a string, got a number"),
     (
         _set("nodes", 3, "id", "has space"),
-        "nodes[3] (id 'has space'): node id 'has space' is not a valid id",
+        "nodes[3] (id 'has space'): field 'id' must be an id of 1 to 128 letters, digits, "
+        "'_', '.', ':', '/' or '-', got 'has space'",
     ),
     (_set("nodes", 3, "id", "n0-gpu0"), "nodes[3] (id 'n0-gpu0'): duplicate id (also nodes[2])"),
     (_set("nodes", 3, "id", "su"), "nodes[3] (id 'su'): duplicate id (also groups[2])"),
@@ -508,7 +532,11 @@ BAD_DICTS = [
     ),
     (_set("links", 0, "id", "n0-gpu0"), "links[0] (id 'n0-gpu0'): duplicate id (also nodes[2])"),
     (_drop("links", 0, "tech"), "links[0] (id 'n0-ib0'): missing field 'tech'"),
-    (_set("groups", 0, "kind", "galaxy"), "groups[0] (id 'a-node0'): unknown kind 'galaxy'"),
+    (
+        _set("groups", 0, "kind", "galaxy"),
+        "groups[0] (id 'a-node0'): field 'kind' must be one of node, tray, rack, pod, su, "
+        "plane, cluster, got 'galaxy'",
+    ),
     (_set("groups", 0, "parent", "nowhere"), "groups[0] (id 'a-node0'): no parent group 'nowhere'"),
     (_set("groups", 2, "parent", "a-node0"), "groups[0] (id 'a-node0'): parent chain loops"),
     (
@@ -615,11 +643,12 @@ def test_errors_are_design_errors():
 
 
 def test_reader_knows_every_model_field():
-    # A field added to Node/Link/Group must be taught to the reader (and the version
-    # bumped if old readers cannot ignore it).
-    assert tuple(fabric_json._NODE_SPEC) == NODE_FIELDS
-    assert tuple(fabric_json._LINK_SPEC) == LINK_FIELDS
-    assert tuple(fabric_json._GROUP_SPEC) == GROUP_FIELDS
+    # A field added to Node/Link/Group must be taught to the schema the reader checks
+    # every file with (and the version bumped if old readers cannot ignore it).
+    definitions = fabric_schema.schema()["definitions"]
+    assert tuple(definitions["node"]["properties"]) == NODE_FIELDS
+    assert tuple(definitions["link"]["properties"]) == LINK_FIELDS
+    assert tuple(definitions["group"]["properties"]) == GROUP_FIELDS
 
 
 def test_group_chains_in_any_order_and_a_depth_limit():
