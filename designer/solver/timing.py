@@ -76,6 +76,7 @@ class CollectiveResult:
     phases: tuple[PhaseSolution, ...]
     timeline: tuple[TimelineBar, ...]
     timing_ms: dict[str, float] = field(default_factory=dict)
+    plan: Plan | None = None  # the chosen plan (its phases' flows and pairs), for views
 
     def bottlenecks(self, snap: Snapshot, top: int = 10) -> list[tuple[str, float]]:
         """The most utilised arcs as ``(arc name, utilisation)``, busiest first."""
@@ -156,7 +157,8 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
                      sizes: Sequence[int] = SWEEP, algorithm: str = "auto",
                      ranks: Sequence[int] | None = None,
                      launch: str = "eager", gpus_per_thread: int = 1,
-                     cancelled: Callable[[], bool] | None = None) -> CollectiveResult:
+                     cancelled: Callable[[], bool] | None = None,
+                     cache: dict | None = None) -> CollectiveResult:
     """Route, rate and time a collective on a snapshot.
 
     Parameters
@@ -176,6 +178,11 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
         GPUs driven by one thread (nccl-tests ``-g``): eager launches serialise.
     cancelled : callable, optional
         Polled between stages; when it returns True the solve raises `SolverError`.
+    cache : dict, optional
+        Shared by several calls on ONE snapshot (a focus size, a sweep, a training
+        all-reduce): the router and the routed, rated plans are kept in it per
+        (collective, algorithm, ranks), so only the first call routes.  Start each
+        snapshot with a new dict.
 
     Returns
     -------
@@ -190,18 +197,30 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
         raise SolverError(f"ranks must be between 0 and {snap.n_gpus - 1}")
     if len(set(rank_arr.tolist())) != len(rank_arr):
         raise SolverError("ranks must not repeat")
-    router = Router(snap)
-    plans = candidate_plans(router, rank_arr, collective, algorithm)
-    t_route = time.perf_counter()
-    if check():
-        raise SolverError("cancelled")
-    solved = []
-    for plan in plans:
-        phases = tuple(solve_phase(snap, ph) for ph in plan.phases)
-        solved.append((plan, phases, _shape(plan, snap, phases)))
+    if cache is not None and cache.setdefault("snapshot", snap) is not snap:
+        raise SolverError("a solve cache serves one snapshot: start a new dict")
+    key = ("solved", collective, algorithm, rank_arr.tobytes())
+    solved = None if cache is None else cache.get(key)
+    t_route = t_rates = time.perf_counter()
+    if solved is None:
+        router = None if cache is None else cache.get("router")
+        if router is None:
+            router = Router(snap)
+            if cache is not None:
+                cache["router"] = router
+        plans = candidate_plans(router, rank_arr, collective, algorithm)
+        t_route = time.perf_counter()
         if check():
             raise SolverError("cancelled")
-    t_rates = time.perf_counter()
+        solved = []
+        for plan in plans:
+            phases = tuple(solve_phase(snap, ph) for ph in plan.phases)
+            solved.append((plan, phases, _shape(plan, snap, phases)))
+            if check():
+                raise SolverError("cancelled")
+        t_rates = time.perf_counter()
+        if cache is not None:
+            cache[key] = solved
     sizes_arr = np.asarray(sizes, dtype=np.int64)
     best, preds = nccl_model.choose([s for _, _, s in solved], sizes_arr, launch=launch,
                                     gpus_per_thread=gpus_per_thread)
@@ -226,6 +245,7 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
         phases=phases, timeline=timeline,
         timing_ms={"route": (t_route - t0) * 1e3, "rates": (t_rates - t_route) * 1e3,
                    "time": (t_end - t_rates) * 1e3, "total": (t_end - t0) * 1e3},
+        plan=plan,
     )
 
 

@@ -61,7 +61,8 @@ def path_jitter(snap: Snapshot, result: CollectiveResult) -> float:
 
 def training_report(snap: Snapshot, workload: TrainingWorkload, *,
                     algorithm: str = "auto", compute_cv: float = 0.02,
-                    n_steps: int = 1000, seed: int = 0) -> TrainingReport:
+                    n_steps: int = 1000, seed: int = 0,
+                    cache: dict | None = None) -> TrainingReport:
     """Step time, communication share, idle-GPU cost and the jitter distribution.
 
     The data-parallel group is the first ``workload.dp_size`` GPUs (in id order).
@@ -76,6 +77,8 @@ def training_report(snap: Snapshot, workload: TrainingWorkload, *,
         Per-GPU compute noise (coefficient of variation).
     n_steps, seed : int
         Monte Carlo samples and seed.
+    cache : dict, optional
+        `solve_collective`'s cache of this snapshot (shared with other solves).
     """
     if workload.dp_size > snap.n_gpus:
         raise SolverError(f"data-parallel size {workload.dp_size} exceeds the design's "
@@ -84,7 +87,7 @@ def training_report(snap: Snapshot, workload: TrainingWorkload, *,
         raise SolverError("data-parallel size must be at least 2")
     nbytes = int(gradient_bytes(workload.params, workload.grad_dtype))
     res = solve_collective(snap, "allreduce", sizes=[nbytes], algorithm=algorithm,
-                           ranks=list(range(workload.dp_size)))
+                           ranks=list(range(workload.dp_size)), cache=cache)
     comm = float(res.time_s[0])
     estimate = estimate_step(workload, lambda _b: comm)
     jitter = path_jitter(snap, res)

@@ -5,6 +5,11 @@ Colours come from *cividis*, a colour map designed to read the same with colour-
 deficiencies; idle links fade to grey, and saturated bottleneck links (>= 99 %) are
 drawn in vermillion so they stand out from the map.  Recolouring never changes item
 geometry (``LinkItem.set_color``), so it is cheap on large designs.
+
+A link's tooltip lists the flows on it (with the GPUs at the ends of their transfer
+there, where the link tells), and selecting a GPU (or a few) outlines the links that
+carry its traffic (`PathHalo`); both read the focus result's plan through a `FlowIndex`
+built on first use, never for every link of every result.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from PySide6.QtCore import QEvent, QObject, QPoint, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import QMenu, QToolTip, QWidget
 
+from designer.gui.analysis.flows import FlowIndex, FlowRow
+from designer.gui.analysis.paths import PathHalo
 from designer.gui.analysis.runner import AnalysisResult, SolveRunner
 from designer.gui.canvas.items import LinkItem, NodeItem
 from designer.gui.canvas.scene import FabricScene
@@ -28,7 +35,9 @@ CMAP = pg.colormap.get("cividis")
 SATURATED = QColor("#D55E00")
 IDLE = QColor(150, 150, 150, 90)
 CHUNK = 4000  # links recoloured per turn of the event loop (~10 ms)
-HIGHLIGHT = QColor("#CC79A7")
+TOOLTIP_FLOWS = 8  # flows named in a link's tooltip before "and N more"
+MAX_PATH_GPUS = 8  # selections with more GPUs outline nothing (a whole pod is noise)
+MAX_PATH_SELECTION = 256  # larger selections are not searched for GPUs at all
 # A lookup table: mapping through the colour map per link is the slow part of a recolour.
 _LUT = [CMAP.map(i / 255, mode="qcolor") for i in range(256)]
 
@@ -94,6 +103,12 @@ class AnalysisOverlay(QObject):
         self.utilisation: dict[str, float] = {}
         self.load: dict[str, float] = {}
         self.capacity: dict[str, float] = {}
+        self.result: AnalysisResult | None = None  # the focus result on the canvas
+        self.path_gpus: list[str] = []             # GPUs whose flows are outlined
+        self.path_links: set[str] = set()          # ... on these links
+        self._index: FlowIndex | None = None
+        self._link_index: dict[str, int] | None = None
+        self._halo: PathHalo | None = None
         self._pass = 0
         self.legend = Legend(view.viewport())
         self.legend.hide()
@@ -105,6 +120,8 @@ class AnalysisOverlay(QObject):
         runner.focus_ready.connect(self._on_runner_result_ready)
         runner.failed.connect(self._on_runner_failed)
         scene.selectionChanged.connect(self._on_scene_selection_changed)
+        scene.changed.connect(self._on_scene_changed)
+        document.topology_replaced.connect(self._on_document_topology_replaced)
 
     # ------------------------------------------------------------ colours
     def set_mode(self, by_utilisation: bool) -> None:
@@ -114,6 +131,8 @@ class AnalysisOverlay(QObject):
         self.apply()
 
     def _on_runner_result_ready(self, result: AnalysisResult) -> None:
+        self.result = result
+        self._index = self._link_index = None
         util = result.focus.arc_util
         load = result.focus.arc_load_GBps
         snap = result.snapshot
@@ -123,10 +142,18 @@ class AnalysisOverlay(QObject):
         self.load = dict(zip(snap.link_ids, both_l.tolist(), strict=True))
         self.capacity = dict(zip(snap.link_ids, snap.arc_cap[0::2].tolist(), strict=True))
         self.apply()
+        self._update_paths()
 
     def _on_runner_failed(self, _generation: int, _text: str) -> None:
         self.utilisation, self.load = {}, {}
+        self.result = self._index = self._link_index = None
         self.apply()
+        self._update_paths()
+
+    def _on_document_topology_replaced(self, _topo) -> None:
+        self.result = self._index = self._link_index = None
+        self._halo = None  # the scene cleared its items, ours too
+        self.path_gpus, self.path_links = [], set()
 
     def apply(self) -> None:
         """Recolour every link from the last result.
@@ -187,25 +214,107 @@ class AnalysisOverlay(QObject):
             return head + "\nno traffic in this scenario" if self.utilisation else head
         load = self.load.get(lk.id, 0.0)
         cap = self.capacity.get(lk.id, 0.0)
-        return (head + f"\nload {load:,.1f} of {cap:,.1f} GB/s achievable ({u * 100:.0f}%)")
+        text = head + f"\nload {load:,.1f} of {cap:,.1f} GB/s achievable ({u * 100:.0f}%)"
+        return text + self._flows_text(lk.id)
+
+    def link_flows(self, link_id: str,
+                   limit: int | None = TOOLTIP_FLOWS) -> tuple[list[FlowRow], int]:
+        """The focus result's flows on ``link_id`` (either direction): the first
+        ``limit`` rows and how many there are (see `FlowIndex.link_flows`)."""
+        index = self._flow_index()
+        if index is None:
+            return [], 0
+        if self._link_index is None:
+            ids = self.result.snapshot.link_ids
+            self._link_index = dict(zip(ids, range(len(ids)), strict=True))
+        k = self._link_index.get(link_id)
+        return ([], 0) if k is None else index.link_flows(k, limit)
+
+    def _flows_text(self, link_id: str) -> str:
+        rows, total = self.link_flows(link_id)
+        if not total:
+            return ""
+        ids = self.result.snapshot.node_ids
+        lines = [f"{'flow' if total == 1 else 'flows'} on it:"]
+        for r in rows:
+            if r.src >= 0 and r.dst >= 0:
+                ends = f" ({ids[r.src]} → {ids[r.dst]})"
+            elif r.src >= 0:
+                ends = f" (from {ids[r.src]})"
+            elif r.dst >= 0:
+                ends = f" (to {ids[r.dst]})"
+            else:
+                ends = ""
+            lines.append(f"  {r.label}{ends}")
+        if total > len(rows):
+            lines.append(f"  and {total - len(rows)} more")
+        return "\n" + "\n".join(lines)
+
+    def _flow_index(self) -> FlowIndex | None:
+        r = self.result
+        if r is None or r.focus.plan is None:
+            return None
+        if self._index is None:
+            self._index = FlowIndex(r.snapshot, r.focus.plan)
+        return self._index
 
     # ------------------------------------------------------------ paths of a GPU
     def _on_scene_selection_changed(self) -> None:
         nodes = self.scene.selected_node_ids()
         self.runner.set_selection(nodes)
-        result = self.runner.latest
+        self._update_paths(nodes)
+
+    def _update_paths(self, nodes: list[str] | None = None) -> None:
+        """Outline the links that carry the selected GPUs' traffic in the focus result
+        (`FlowIndex.gpu_arcs`; at most `MAX_PATH_GPUS` GPUs); clear it otherwise."""
+        if nodes is None:
+            nodes = self.scene.selected_node_ids()
         topo = self.document.topology
-        if (len(nodes) != 1 or result is None or not topo.has_node(nodes[0])
-                or topo.node(nodes[0]).kind != "gpu"):
+        gpus = [n for n in nodes if topo.has_node(n) and topo.node(n).kind == "gpu"] \
+            if len(nodes) <= MAX_PATH_SELECTION else []
+        index = self._flow_index()
+        links: set[str] = set()
+        if index is not None and 0 < len(gpus) <= MAX_PATH_GPUS:
+            snap = self.result.snapshot
+            at = [_find(snap.node_ids, g) for g in gpus]  # a failed GPU is not in it
+            arcs = index.gpu_arcs([i for i in at if i >= 0])
+            links = {snap.link_ids[a] for a in (arcs // 2).tolist()}
+        else:
+            gpus = []
+        changed = (gpus, links) != (self.path_gpus, self.path_links)
+        self.path_gpus, self.path_links = gpus, links
+        self._show_paths()
+        if changed and gpus:
+            whose = f"{gpus[0]}'s" if len(gpus) == 1 else f"the {len(gpus)} selected GPUs'"
+            focus = self.result.focus
+            self.message.emit(f"Outlined: the {len(links)} link{'s' if len(links) != 1 else ''}"
+                              f" that carry {whose} {focus.algorithm} {focus.collective} "
+                              "traffic")
+
+    def _show_paths(self) -> None:
+        """Put the outline on the items that draw ``path_links``: the link items, or
+        the aggregated bundles of collapsed groups that hide them."""
+        if not self.path_links and (self._halo is None or not shiboken6.isValid(self._halo)):
             return
-        arcs = gpu_path_arcs(result, nodes[0])
-        if arcs is None:
-            return
-        links = {result.snapshot.link_ids[a // 2] for a in arcs.tolist()}
-        for lid, item in self.scene.links.items():
-            if lid in links:
-                item.set_color(HIGHLIGHT)
-        self.message.emit(f"{len(links)} link(s) carry {topo.node(nodes[0]).name}'s flows")
+        halo = self._halo_item()
+        items = [self.scene.links[lid] for lid in self.path_links if lid in self.scene.links]
+        shown = [i for i in items if not i.hidden]
+        if len(shown) < len(items):
+            hidden = {i.link_id for i in items if i.hidden}
+            shown += [b for b in self.scene.bundles.values() if hidden & set(b.link_ids)]
+        halo.set_items(shown)
+        self.view.viewport().update()
+
+    def _halo_item(self) -> PathHalo:
+        if self._halo is None or not shiboken6.isValid(self._halo):
+            self._halo = PathHalo()
+            self.scene.addItem(self._halo)
+            self.scene.overlays.add(self._halo)  # far-out views paint it too
+        return self._halo
+
+    def _on_scene_changed(self, _regions) -> None:
+        if self._halo is not None and shiboken6.isValid(self._halo) and self._halo.items:
+            self._halo.sync()  # nodes moved: the outline follows
 
     # ------------------------------------------------------------ what-if
     def _on_view_context_menu(self, pos: QPoint) -> None:
@@ -241,19 +350,17 @@ class AnalysisOverlay(QObject):
 
 
 def gpu_path_arcs(result: AnalysisResult, gpu_id: str) -> np.ndarray | None:
-    """Arcs used by flows that start or end at ``gpu_id`` in the focus result's plan."""
-    snap = result.snapshot
-    plan = getattr(result.focus, "plan", None)
-    if plan is None:
+    """Arcs that carry ``gpu_id``'s traffic in the focus result's plan (see
+    `FlowIndex.gpu_arcs`); None without a plan or such a GPU."""
+    snap, plan = result.snapshot, result.focus.plan
+    node = _find(snap.node_ids, gpu_id)
+    if plan is None or node < 0:
         return None
+    return FlowIndex(snap, plan).gpu_arcs([node])
+
+
+def _find(ids: tuple[str, ...], node_id: str) -> int:
     try:
-        node = snap.node_ids.index(gpu_id)
+        return ids.index(node_id)
     except ValueError:
-        return None
-    out = []
-    for phase in plan.phases:
-        src = snap.arc_src[phase.pair_arc]
-        dst = snap.arc_dst[phase.pair_arc]
-        touching = np.unique(phase.pair_flow[(src == node) | (dst == node)])
-        out.append(phase.pair_arc[np.isin(phase.pair_flow, touching)])
-    return np.unique(np.concatenate(out)) if out else None
+        return -1

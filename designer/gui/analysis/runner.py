@@ -88,8 +88,13 @@ def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
 
     ``on_focus`` receives a first `AnalysisResult` with only the scenario-size solve (no
     sweep, no training), so the canvas can recolour before the curves are done.
+
+    The three solves (scenario size, sweep, training all-reduce) share one solve cache:
+    the snapshot is routed and rated once per collective, algorithm and rank set, and
+    the sweep and a training all-reduce on the same ranks only re-time the plans.
     """
     t0 = time.perf_counter()
+    cache: dict = {}
 
     def check() -> bool:
         if cancelled():
@@ -98,14 +103,14 @@ def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
 
     focus = solve_collective(snap, scenario.collective, sizes=[scenario.bytes],
                              algorithm=scenario.algorithm, ranks=ranks,
-                             launch=scenario.launch, cancelled=check)
+                             launch=scenario.launch, cancelled=check, cache=cache)
     if on_focus is not None:
         on_focus(AnalysisResult(snap.generation, snap, scenario,
                                 tuple(ranks) if ranks else None, focus, None, None,
                                 time.perf_counter() - t0))
     sweep = solve_collective(snap, scenario.collective, sizes=SWEEP,
                              algorithm=scenario.algorithm, ranks=ranks,
-                             launch=scenario.launch, cancelled=check)
+                             launch=scenario.launch, cancelled=check, cache=cache)
     report, notes = None, []
     if training is not None and snap.n_gpus >= 2:
         dp = training.dp_size or snap.n_gpus
@@ -113,7 +118,8 @@ def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
                               dp_size=min(dp, snap.n_gpus), compute_s=training.compute_s,
                               overlap=training.overlap)
         try:
-            report = training_report(snap, wl, compute_cv=training.compute_cv, n_steps=500)
+            report = training_report(snap, wl, compute_cv=training.compute_cv, n_steps=500,
+                                     cache=cache)
         except SolverError as exc:
             notes.append(f"training estimate: {exc}")
     check()

@@ -3,10 +3,12 @@
 The x axis is log2 of the message size (32 KiB .. 16 GiB, ticks labelled 32K, 1M, 1G),
 the y axis busbw in GB/s.  The current design's sweep is the solid curve with a marker
 at the scenario's size and a dotted line at the algorithm's bandwidth ceiling.  *Pin as
-baseline* freezes the current curve under a label (design, network, routing, algorithm)
-and keeps drawing it dashed, so InfiniBand vs RoCE, ECMP vs adaptive or an edit's before
-and after show on one plot.  *Measured* overlays published nccl-tests results from the
-reference file (read on first use).
+baseline* freezes the current curve under a label that tells baselines apart: the
+design's file, its scale-out technology and speed (``infiniband NDR 400G``, ``RoCE
+400G``), routing and algorithm.  Baselines keep drawing dashed, so InfiniBand vs RoCE,
+NDR vs XDR, ECMP vs adaptive or an edit's before and after show on one plot; *Rename*
+(or a double-click on the legend entry) gives one a name of the user's.  *Measured*
+overlays published nccl-tests results from the reference file (read on first use).
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QCheckBox, QPushButton, QWidget
+from PySide6.QtWidgets import QCheckBox, QInputDialog, QMenu, QPushButton, QToolButton, QWidget
 
 import designer
 from designer.gui.analysis.panels.base import (
@@ -33,6 +35,7 @@ from designer.gui.analysis.panels.base import (
     size_tick,
 )
 from designer.model.catalog import FAMILIES
+from designer.solver.snapshot import NVLINK, PCIE
 from designer.solver.timing import CollectiveResult
 
 #: Published nccl-tests results (outside the package: the calibration data of the repo).
@@ -47,6 +50,8 @@ _DASHES = (Qt.PenStyle.DashLine, Qt.PenStyle.DashDotLine, Qt.PenStyle.DotLine)
 _REFERENCE_SYMBOLS = ("t", "s", "d", "star", "p", "h", "t1", "x")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)B\s*$", re.IGNORECASE)
 MAX_LABEL = 48
+# InfiniBand generations by per-port speed (Gb/s), as architects name them.
+_IB_GENERATIONS = {100: "EDR", 200: "HDR", 400: "NDR", 800: "XDR", 1600: "GDR"}
 
 
 def parse_size(text: str) -> int | None:
@@ -108,15 +113,53 @@ def load_reference(path: str | Path) -> list[ReferenceCurve]:
     return curves
 
 
-def network_name(result) -> str:
-    """The compute fabric's scale-out technology: ``infiniband``, ``ethernet``, ``mixed``,
-    or ``nvlink only`` (front-end and management planes do not count)."""
+def scale_out_name(result) -> str:
+    """The scale-out technology and speed most GPUs reach the fabric with: their NIC's
+    fastest compute-fabric link, e.g. ``infiniband NDR 400G``, ``RoCE 400G`` (lossless
+    Ethernet), ``ethernet 400G``; ``nvlink only`` without NICs on the fabric."""
     snap = result.snapshot
     compute = np.array([p == "compute" for p in snap.arc_plane], dtype=bool)
-    fams = {FAMILIES[int(f)] for f in np.unique(snap.arc_family[compute])} - {"nvlink", "pcie"}
-    if not fams:
+    net = compute & (snap.arc_family != NVLINK) & (snap.arc_family != PCIE)
+    nics = snap.gpu_nic[snap.gpu_nic >= 0].astype(np.int64)
+    if nics.size == 0 or not net.any():
         return "nvlink only"
-    return fams.pop() if len(fams) == 1 else "mixed"
+    # Each NIC's fastest fabric arc (line rate, Gb/s) and its family.
+    arcs = np.flatnonzero(net & np.isin(snap.arc_src, nics))
+    if arcs.size == 0:
+        return "nvlink only"
+    order = arcs[np.lexsort((snap.arc_line[arcs], snap.arc_src[arcs]))]
+    last = np.r_[snap.arc_src[order][1:] != snap.arc_src[order][:-1], True]
+    best = np.full(snap.n_nodes, -1, dtype=np.int64)
+    best[snap.arc_src[order[last]]] = order[last]
+    per_gpu = best[nics]
+    per_gpu = per_gpu[per_gpu >= 0]
+    gbps = np.rint(snap.arc_line[per_gpu] * 8).astype(np.int64)
+    keys, counts = np.unique(snap.arc_family[per_gpu].astype(np.int64) * 10**6 + gbps,
+                             return_counts=True)
+    key = int(keys[np.argmax(counts)])
+    family, speed = FAMILIES[key // 10**6], key % 10**6
+    if family == "infiniband":
+        gen = _IB_GENERATIONS.get(speed)
+        return f"infiniband {gen} {speed}G" if gen else f"infiniband {speed}G"
+    if family == "ethernet" and snap.net_lossless:
+        return f"RoCE {speed}G"
+    return f"{family} {speed}G"
+
+
+def describe(result, design: str) -> str:
+    """What tells two busbw curves apart: ``design · technology · routing · algorithm``,
+    the design being its file name without ``.fabric.json``; an algorithm that the
+    tuner picked (at the scenario's size) is marked ``(auto)``.
+
+    The result is an `AnalysisResult`.
+    """
+    design = design.removesuffix(".fabric.json")
+    if len(design) > MAX_LABEL:
+        design = design[: MAX_LABEL - 1] + "…"
+    algorithm = result.scenario.algorithm
+    if algorithm == "auto":
+        algorithm = f"{result.focus.algorithm_by_size[0]} (auto)"
+    return f"{design} · {scale_out_name(result)} · {result.snapshot.routing} · {algorithm}"
 
 
 @dataclass(frozen=True)
@@ -160,10 +203,43 @@ class SizeAxis(pg.AxisItem):
         return [size_tick(2 ** round(v)) for v in values]
 
 
+class _Legend(pg.LegendItem):
+    """The plot's legend; a double-click on an entry asks to rename it."""
+
+    def __init__(self, on_double_click, **kwargs):
+        super().__init__(**kwargs)
+        self._on_double_click = on_double_click
+
+    def mouseDoubleClickEvent(self, event) -> None:
+        # Qt's event: pyqtgraph's own click events report the first click of a double.
+        text = self.label_at(event.pos()) if event.button() == Qt.MouseButton.LeftButton \
+            else None
+        if text is None:
+            super().mouseDoubleClickEvent(event)
+            return
+        event.accept()
+        self._on_double_click(text)
+
+    def label_at(self, pos) -> str | None:
+        """Text of the entry (sample or label) at ``pos`` (legend coordinates)."""
+        for sample, label in self.items:
+            for part in (sample, label):
+                if part.mapRectToParent(part.boundingRect()).contains(pos):
+                    return label.text
+        return None
+
+
 class BusBwPanel(PanelDock):
-    """busbw against message size for the current design, with pinned baselines."""
+    """busbw against message size for the current design, with pinned baselines.
+
+    Signals
+    -------
+    baselines_changed()
+        A baseline was pinned, renamed or cleared.
+    """
 
     export_stem = "busbw"
+    baselines_changed = Signal()
 
     def __init__(self, parent: QWidget | None = None,
                  reference_path: str | Path | None = REFERENCE_PATH):
@@ -180,13 +256,22 @@ class BusBwPanel(PanelDock):
         self.plot.setLabel("left", "busbw (GB/s)")
         self.plot.setLimits(xMin=13, xMax=36, yMin=0)
         # Below the plot: inside it, the legend would hide the curves it explains.
-        self.legend = pg.LegendItem(colCount=2, labelTextSize="8pt", verSpacing=-6)
+        self.legend = _Legend(self._on_legend_double_clicked, colCount=2,
+                              labelTextSize="8pt", verSpacing=-6)
         self.graphics.addItem(self.legend, row=1, col=0)
 
         self.pin_button = QPushButton("Pin as baseline", self.body)
         self.pin_button.setToolTip("Keep the current curve on the plot (dashed) to compare "
                                    "with later edits or another design")
         self.pin_button.clicked.connect(self._on_pin_button_clicked)
+        self.rename_button = QToolButton(self.body)
+        self.rename_button.setText("Rename")
+        self.rename_button.setToolTip("Give a baseline your own name (or double-click its "
+                                      "legend entry)")
+        self.rename_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.rename_menu = QMenu(self.rename_button)
+        self.rename_menu.aboutToShow.connect(self._on_rename_menu_about_to_show)
+        self.rename_button.setMenu(self.rename_menu)
         self.clear_button = QPushButton("Clear baselines", self.body)
         self.clear_button.clicked.connect(self._on_clear_button_clicked)
         self.reference_box = QCheckBox("Measured", self.body)
@@ -196,7 +281,7 @@ class BusBwPanel(PanelDock):
         else:
             self.reference_box.setToolTip(f"Overlay published nccl-tests results from "
                                           f"{self.reference_path.name}")
-        for w in (self.pin_button, self.clear_button, self.reference_box):
+        for w in (self.pin_button, self.rename_button, self.clear_button, self.reference_box):
             self.toolbar.addWidget(w)
         self._finish()
 
@@ -211,25 +296,42 @@ class BusBwPanel(PanelDock):
             return None
         self._pins += 1
         if label is None:
-            r = self.result
-            name = self.design_name
-            if len(name) > MAX_LABEL:
-                name = name[: MAX_LABEL - 1] + "…"
-            label = (f"baseline {self._pins}: {name}, {network_name(r)}, "
-                     f"{r.snapshot.routing}, {r.scenario.algorithm}")
+            label = f"baseline {self._pins}: {describe(self.result, self.design_name)}"
         n = len(self.baselines)
         self.baselines.append(Baseline(label, self.result.sweep,
                                        BASELINE_COLORS[n % len(BASELINE_COLORS)],
                                        _DASHES[(n // len(BASELINE_COLORS)) % len(_DASHES)]))
         self._redraw()
         self._update_buttons()
+        self.baselines_changed.emit()
         return label
+
+    def rename_baseline(self, index: int, label: str) -> bool:
+        """Call baseline ``index`` ``label`` (stripped); False when the name is empty
+        or the index is out of range, and nothing changes."""
+        label = label.strip()
+        if not label or not 0 <= index < len(self.baselines):
+            return False
+        old = self.baselines[index]
+        self.baselines[index] = Baseline(label, old.sweep, old.color, old.dash)
+        self._redraw()
+        self.baselines_changed.emit()
+        return True
+
+    def ask_rename(self, index: int) -> bool:
+        """Ask the user for a new name of baseline ``index``; True when renamed."""
+        if not 0 <= index < len(self.baselines):
+            return False
+        text, ok = QInputDialog.getText(self, "Rename baseline", "Name on the plot:",
+                                        text=self.baselines[index].label)
+        return bool(ok) and self.rename_baseline(index, text)
 
     def clear_baselines(self) -> None:
         self.baselines.clear()
         self._pins = 0
         self._redraw()
         self._update_buttons()
+        self.baselines_changed.emit()
 
     def show_reference(self, on: bool) -> None:
         """Overlay (or hide) the measured reference rows."""
@@ -245,6 +347,17 @@ class BusBwPanel(PanelDock):
 
     def _on_clear_button_clicked(self) -> None:
         self.clear_baselines()
+
+    def _on_rename_menu_about_to_show(self) -> None:
+        self.rename_menu.clear()
+        for i, b in enumerate(self.baselines):
+            action = self.rename_menu.addAction(b.label)
+            action.triggered.connect(lambda _=False, k=i: self.ask_rename(k))
+
+    def _on_legend_double_clicked(self, text: str) -> None:
+        labels = [b.label for b in self.baselines]
+        if text in labels:
+            self.ask_rename(labels.index(text))
 
     def _on_reference_box_toggled(self, on: bool) -> None:
         if on and self.reference is None:
@@ -265,6 +378,7 @@ class BusBwPanel(PanelDock):
     def _update_buttons(self) -> None:
         self.pin_button.setEnabled(self.result is not None)
         self.clear_button.setEnabled(bool(self.baselines))
+        self.rename_button.setEnabled(bool(self.baselines))
 
     # ------------------------------------------------------------------ drawing
     def _theme_changed(self) -> None:
@@ -280,12 +394,11 @@ class BusBwPanel(PanelDock):
     def _draw(self, result) -> None:
         sweep, focus = result.sweep, result.focus
         color = accent(self.theme)
-        routing = result.snapshot.routing
         self.curve = self.plot.plot(
             np.log2(sweep.sizes.astype(float)), sweep.busbw_GBps,
             pen=pg.mkPen(color, width=2.5), symbol="o", symbolSize=5,
             symbolBrush=color, symbolPen=None,
-            name=f"this design ({network_name(result)}, {routing})")
+            name=f"this design: {describe(result, self.design_name)}")
         self._legend_add(self.curve)
         size = float(focus.sizes[0])
         bw = float(focus.busbw_GBps[0])
@@ -316,6 +429,17 @@ class BusBwPanel(PanelDock):
         fill.setAlpha(200)
         return fill
 
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """Two legend columns when the labels fit side by side, else one."""
+        widest = max((sample.boundingRect().width() + label.boundingRect().width()
+                      for sample, label in self.legend.items), default=0.0)
+        room = self.graphics.width() - 40
+        self.legend.setColumnCount(2 if 2 * (widest + 20) <= room else 1)
+
     def _draw_overlays(self) -> None:
         if self.result is None:
             self.curve = self.marker = None
@@ -335,6 +459,7 @@ class BusBwPanel(PanelDock):
                     name=f"measured: {ref.case_id}"))
         self.plot.setXRange(15, 34, padding=0.03)
         self.plot.enableAutoRange(axis="y")
+        self._fit_legend()
         self._update_buttons()
 
     # ------------------------------------------------------------------ data
