@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from designer.solver.errors import SolverError
-from designer.solver.shared_routes import RouteState, SharedRoutes
+from designer.solver.shared_routes import RouteState, SharedRoutes, argsort_ids
 
 __all__ = ["TIE_RTOL", "MaxMinResult", "max_min_rates"]
 
@@ -384,7 +384,7 @@ class _Filling:
             del order
         flow_ptr = np.zeros(self.n_flows + 1, np.int64)
         np.cumsum(np.bincount(flow, minlength=self.n_flows), out=flow_ptr[1:])
-        link_flow = flow[np.argsort(link)]
+        link_flow = flow[argsort_ids(link, self.cap.size)]
         link_ptr = np.zeros(self.cap.size + 1, np.int64)
         np.cumsum(np.bincount(link, minlength=self.cap.size), out=link_ptr[1:])
         self.indexes = (flow_ptr, link, weight, link_ptr, link_flow)
