@@ -15,8 +15,11 @@ reduction at the edge switch).
 
 Plans are built with array code: a ring channel, a set of chains or a million all-to-all
 pairs is one call of `_FlowBuilder.transfers`, which routes a whole batch of transfers
-through the router's batched tables and lays their pairs out exactly (same order, same
-bits) as routing them one by one with `_FlowBuilder.transfer` would.
+through the router's batched tables (`_FlowBuilder.transfer` is the same for one).
+Across NVLink domains a transfer leaves through the sender's rail NIC and enters through
+the receiver's, however each GPU reaches its NIC (own PCIe link, PXN or host; see
+`snapshot`), and crosses the fabric between the two NICs' edge switches, or just the
+cable when two NICs are cabled to each other.
 """
 
 from __future__ import annotations
@@ -160,42 +163,81 @@ class _FlowBuilder:
             self.nv_hops = max(self.nv_hops, int(nv.hops.max()) - 1, 1)
 
         ac, bc = a[cross], b[cross]
-        if cross.size:
+        # Usually every rank reaches the fabric and every NIC is cabled to a switch.
+        switched = bool(r.is_switch[rl.leaves[rl.leaves >= 0]].all())
+        if cross.size and not (switched and rl.ok.all()):
             self._check_ranks(ac, bc)
-        # The cable between the NICs: a's own, else b's, walked from a to b.
-        to_b, to_a = rl.leaf[ac] == rl.nic[bc], rl.leaf[bc] == rl.nic[ac]
-        direct = to_b | to_a
-        mid = np.stack([np.where(to_b | ~to_a, rl.up[ac], rl.up[bc] ^ 1), rl.up[bc] ^ 1],
-                       axis=1).reshape(-1)
-        mid_len = np.where(direct, 1, 2)
+        if switched:
+            direct = np.zeros(len(ac), dtype=bool)
+            mid = np.stack([rl.up[ac], rl.up[bc] ^ 1], axis=1).reshape(-1)
+        else:
+            # The cable between two NICs cabled to each other: a's own, else b's.
+            to_b, to_a = rl.leaf[ac] == rl.nic[bc], rl.leaf[bc] == rl.nic[ac]
+            direct = to_b | to_a
+            mid = np.stack([np.where(to_b | ~to_a, rl.up[ac], rl.up[bc] ^ 1), rl.up[bc] ^ 1],
+                           axis=1).reshape(-1)
         fab = RouteBatch(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0),
                          np.zeros(0, np.int64))
         fab_at, fab_len = np.zeros(len(cross), np.int64), np.zeros(len(cross), np.int64)
-        switched = np.flatnonzero(~direct)
-        if switched.size:
-            fab, at, length = self._fabric_routes(ac[switched], bc[switched],
-                                                  keys[cross][switched])
-            fab_at[switched], fab_len[switched] = at, length
+        if switched and cross.size:
+            fab, fab_at, fab_len = self._fabric_routes(ac, bc, keys[cross])
+        elif cross.size:
+            via_fabric = np.flatnonzero(~direct)
+            if via_fabric.size:
+                fab, at, length = self._fabric_routes(ac[via_fabric], bc[via_fabric],
+                                                      keys[cross][via_fabric])
+                fab_at[via_fabric], fab_len[via_fabric] = at, length
+        if s.routing == "adaptive" and fab_len.any():
+            # One DAG per (leaf, leaf) class, kept once and shared by the flows of the
+            # class (`SharedRoutes`) instead of copied into each flow's pairs.
+            take = np.flatnonzero(fab_len > 0)
+            self.routes.append(SharedRoutes(fab.ptr, fab.arcs, fab.weights,
+                                            flows[cross[take]], fab_at[take]))
+            fab_len = np.zeros(len(cross), np.int64)
         if direct.any():
             self.net_hops = max(self.net_hops, 1)
 
-        # Every transfer is up to four pieces of one pool, laid out in order with one
-        # gather: its NVLink route; or its way up, its NIC cable(s), its way down, and
-        # its fabric route.
+        # Per cross transfer its local arcs: the way up, the NIC cable(s), the way down.
         up_t, down_t = rl.access_up, rl.access_down
-        at = np.cumsum([0, len(nv.arcs), len(up_t.arcs), len(mid), len(down_t.arcs)])
-        pool_arcs = np.concatenate([nv.arcs, up_t.arcs, mid, down_t.arcs, fab.arcs])
-        pool_w = np.concatenate([nv.weights, up_t.weights, np.ones(len(mid)),
-                                 down_t.weights, fab.weights])
-        head = np.zeros((len(a), 4), dtype=np.int64)
-        size = np.zeros((len(a), 4), dtype=np.int64)
-        head[same, 0], size[same, 0] = nv.ptr[:-1], nv.lengths
-        head[cross, 0], size[cross, 0] = at[1] + up_t.ptr[ac], up_t.lengths[ac]
-        head[cross, 1], size[cross, 1] = at[2] + 2 * np.arange(len(cross)), mid_len
-        head[cross, 2], size[cross, 2] = at[3] + down_t.ptr[bc], down_t.lengths[bc]
-        head[cross, 3], size[cross, 3] = at[4] + fab.ptr[fab_at], fab_len
-        pieces = ragged_arange(head.reshape(-1), size.reshape(-1))
-        self.flows.append(np.repeat(flows, size.sum(axis=1)))
+        up_len, down_len = up_t.lengths[ac], down_t.lengths[bc]
+        if np.all(up_len == 1) and np.all(down_len == 1) and not direct.any():
+            # Every GPU on its own NIC's PCIe link, every NIC on a switch: 4 arcs each.
+            first_up, first_down = up_t.ptr[ac], down_t.ptr[bc]
+            mid2 = mid.reshape(-1, 2)
+            local = np.stack([up_t.arcs[first_up], mid2[:, 0], mid2[:, 1],
+                              down_t.arcs[first_down]], axis=1).reshape(-1)
+            local_w = np.stack([up_t.weights[first_up], np.ones(len(ac)), np.ones(len(ac)),
+                                down_t.weights[first_down]], axis=1).reshape(-1)
+            local_at = 4 * np.arange(len(ac))
+            local_len = 4
+        else:
+            at = np.cumsum([0, len(up_t.arcs), len(mid)])
+            pool = np.concatenate([up_t.arcs, mid, down_t.arcs])
+            pool_w = np.concatenate([up_t.weights, np.ones(len(mid)), down_t.weights])
+            heads = np.stack([up_t.ptr[ac], at[1] + 2 * np.arange(len(ac)),
+                              at[2] + down_t.ptr[bc]], axis=1)
+            sizes = np.stack([up_len, np.where(direct, 1, 2), down_len], axis=1)
+            pick = ragged_arange(heads.reshape(-1), sizes.reshape(-1))
+            local, local_w = pool[pick], pool_w[pick]
+            local_len = sizes.sum(axis=1)
+            local_at = np.cumsum(local_len) - local_len
+
+        # Every transfer is one or two pieces of a pool (its NVLink route; or its local
+        # arcs, then its fabric route unless shared), laid out in order with one gather.
+        pool_arcs = np.concatenate([nv.arcs, local, fab.arcs])
+        pool_w = np.concatenate([nv.weights, local_w, fab.weights])
+        head = np.zeros(len(a), dtype=np.int64)
+        head_len = np.zeros(len(a), dtype=np.int64)
+        tail = np.zeros(len(a), dtype=np.int64)
+        tail_len = np.zeros(len(a), dtype=np.int64)
+        head[same], head_len[same] = nv.ptr[:-1], nv.lengths
+        head[cross] = len(nv.arcs) + local_at
+        head_len[cross] = local_len
+        tail[cross] = len(nv.arcs) + len(local) + fab.ptr[fab_at]
+        tail_len[cross] = fab_len
+        pieces = ragged_arange(np.stack([head, tail], axis=1).reshape(-1),
+                               np.stack([head_len, tail_len], axis=1).reshape(-1))
+        self.flows.append(np.repeat(flows, head_len + tail_len))
         self.arcs.append(pool_arcs[pieces])
         self.weights.append(pool_w[pieces])
 
@@ -299,11 +341,14 @@ def _ring_layout(snap: Snapshot, ranks: np.ndarray) -> _RingLayout:
     """
     srt, starts, sizes = _grouped(snap, ranks)
     if len(starts) <= 1:
-        return _RingLayout(srt, starts, sizes, np.arange(int(sizes.min(initial=1))))
+        return _RingLayout(srt, starts, sizes, np.arange(int(sizes[0]) if len(sizes) else 1))
     n_dom = len(starts)
+    nic = snap.gpu_nic[srt].astype(np.int64)
+    if nic.min() >= 0 and np.all(np.bincount(nic, minlength=snap.n_nodes)[nic] == 1):
+        # Every rank on its own NIC (the common case): local order, a channel per rail.
+        return _RingLayout(srt, starts, sizes, np.arange(int(sizes.min())))
     dom = np.repeat(np.arange(n_dom), sizes)
     pos = np.arange(len(srt)) - np.repeat(starts, sizes)
-    nic = snap.gpu_nic[srt].astype(np.int64)
     width = snap.n_nodes + int(sizes.max())
     # A rank without a NIC is a group of its own (the route will say what is missing).
     key = dom * width + np.where(nic >= 0, nic, snap.n_nodes + pos)

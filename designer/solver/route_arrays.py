@@ -92,14 +92,17 @@ class RankLinks:
     """What each rank (index into ``snap.gpus``) crosses to leave its NVLink domain.
 
     ``-1`` marks a missing NIC or arc; ``ok`` is True where every piece exists.
-    ``leaf_code`` numbers the distinct edge switches of all ranks 0..L-1 (``leaves``).
+    ``access_up`` / ``access_down`` hold each rank's weighted route to and from its NIC
+    (one PCIe arc, or PXN / host relays; ``hops`` unused).  ``leaf`` is the far end of
+    the NIC's cable (an edge switch, or the NIC of a server cabled back to back), and
+    ``leaf_code`` numbers the distinct leaves of all ranks 0..L-1 (``leaves``).
     """
 
     gpu: np.ndarray
     nic: np.ndarray
-    pcie_up: np.ndarray     # GPU -> NIC
-    up: np.ndarray          # NIC -> edge switch
-    pcie_down: np.ndarray   # NIC -> GPU
+    access_up: RouteBatch    # GPU -> NIC
+    up: np.ndarray           # NIC -> edge switch
+    access_down: RouteBatch  # NIC -> GPU
     leaf: np.ndarray
     ok: np.ndarray
     leaves: np.ndarray
@@ -136,6 +139,35 @@ def _ptr(lengths: np.ndarray) -> np.ndarray:
     out = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=out[1:])
     return out
+
+
+def _single(arcs: np.ndarray) -> RouteBatch:
+    """Route ``i`` is ``[arcs[i]]``, or empty where ``arcs[i]`` is -1."""
+    arcs = np.asarray(arcs, dtype=np.int64)
+    has = arcs >= 0
+    return RouteBatch(_ptr(has.astype(np.int64)), arcs[has], np.ones(int(has.sum())),
+                      np.zeros(len(arcs), dtype=np.int64))
+
+
+def _scatter(batch: RouteBatch, rows: np.ndarray, n: int) -> RouteBatch:
+    """``n`` routes: route ``rows[i]`` is ``batch.route(i)``, the others are empty."""
+    lengths = np.zeros(n, dtype=np.int64)
+    lengths[rows] = batch.lengths
+    hops = np.zeros(n, dtype=np.int64)
+    hops[rows] = batch.hops
+    return RouteBatch(_ptr(lengths), batch.arcs, batch.weights, hops)
+
+
+def _concat(parts: list[RouteBatch]) -> RouteBatch:
+    """Route ``i`` is the routes ``i`` of ``parts`` one after another (same count each)."""
+    lengths = np.stack([p.lengths for p in parts], axis=1)       # (routes, parts)
+    ptr = _ptr(lengths.sum(axis=1))
+    pool_at = np.cumsum([0] + [len(p.arcs) for p in parts[:-1]])
+    starts = np.stack([p.ptr[:-1] + at for p, at in zip(parts, pool_at, strict=True)], axis=1)
+    pick = ragged_arange(starts.reshape(-1), lengths.reshape(-1))
+    arcs = np.concatenate([p.arcs for p in parts])[pick]
+    weights = np.concatenate([p.weights for p in parts])[pick]
+    return RouteBatch(ptr, arcs, weights, sum(p.hops for p in parts))
 
 
 def _batch(routes: list[Route], hops: list[int]) -> RouteBatch:

@@ -79,9 +79,9 @@ class _FabricGroups:
     """Distances to target switches, one breadth-first search (over switches only) per
     group of targets with the same switch neighbours, and batched DAG walks on them.
 
-    Exact only where non-switch nodes cannot carry transit traffic: each is cabled to one
-    neighbour at most (then a shortest path never enters it), and both ends of a pair are
-    switches.  `covers` says where that holds; elsewhere the router walks pair by pair.
+    Only switches forward traffic (a dual-homed NIC is never a transit hop, as in
+    `Router.fabric_dag`), so walks over switch-to-switch arcs are exact whenever both ends
+    of a pair are switches; `covers` says where; elsewhere the router walks pair by pair.
     """
 
     def __init__(self, router: Router):
@@ -89,10 +89,6 @@ class _FabricGroups:
         s, g = router.snap, router.net
         sw = router.is_switch
         src = s.arc_src[g.arcs]
-        # Non-switch nodes with two distinct neighbours could be transit nodes.
-        ns = ~sw[src]
-        pairs = np.unique(src[ns].astype(np.int64) * s.n_nodes + g.dst[ns])
-        self.ok = bool(np.all(np.diff(pairs // s.n_nodes) != 0)) if pairs.size else True
         # Switches with fabric arcs (not NVSwitches) numbered 0..S-1, and the CSR of the
         # arcs between them (in that numbering; the net CSR is sorted by source node, so
         # this one is too).
@@ -111,8 +107,6 @@ class _FabricGroups:
 
     def covers(self, leaf_a: np.ndarray, leaf_b: np.ndarray) -> np.ndarray:
         sw = self.router.is_switch
-        if not self.ok:
-            return np.zeros(len(leaf_a), dtype=bool)
         return sw[leaf_a] & sw[leaf_b]
 
     # ---- distances

@@ -15,8 +15,11 @@ Three fabric routing modes (``Snapshot.routing``):
 
 Paths are never searched per flow: distances are computed once per destination switch
 (breadth-first, vectorised over arcs), and the shortest-path DAG between two edge switches
-is reused by every flow of that (leaf, leaf) class.  NVLink traffic is sprayed over all
-shortest NVLink paths in proportion to capacity (a GPU uses all its links at once).
+is reused by every flow of that (leaf, leaf) class.  Only switches forward fabric
+traffic: a NIC cabled to two leaves (dual-homed) is an endpoint, never a transit hop.
+NVLink traffic is sprayed over all shortest NVLink paths in proportion to capacity (a
+GPU uses all its links at once).  A GPU reaches its rail NIC (`Snapshot.gpu_nic`) over
+its own PCIe link, through a sibling GPU (PXN) or through its host: `Router.rank_links`.
 
 A route is a pair of arrays ``(arcs, weights)``: the fraction of the flow's rate that
 crosses each directed arc.
@@ -47,8 +50,11 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
     Route,
     RouteBatch,
     _batch,
+    _concat,
     _hash,
     _ptr,
+    _scatter,
+    _single,
     first_occurrence,
     ragged_arange,
     segment_sums,
@@ -108,10 +114,17 @@ class _Subgraph:
         self._dist[target] = d
         return d
 
-    def next_arcs(self, node: int, dist: np.ndarray) -> np.ndarray:
-        """Arcs out of ``node`` one step closer along ``dist``."""
+    def next_arcs(self, node: int, dist: np.ndarray,
+                  through: np.ndarray | None = None) -> np.ndarray:
+        """Arcs out of ``node`` one step closer along ``dist``.  With ``through`` (the mask
+        `dist_to` was given), only into nodes that forward, or into the target itself: a
+        node that does not forward has a distance (it can be a source) but is no hop."""
         out = self.arcs[self.ptr[node]:self.ptr[node + 1]]
-        return out[dist[self.snap.arc_dst[out]] == dist[node] - 1]
+        nxt = self.snap.arc_dst[out]
+        keep = dist[nxt] == dist[node] - 1
+        if through is not None:
+            keep &= through[nxt] | (dist[nxt] == 0)
+        return out[keep]
 
 
 class Router:
@@ -170,14 +183,15 @@ class Router:
         self._nv[key] = route
         return route
 
-    def _dag_fractions(self, g: _Subgraph, a: int, b: int, dist: np.ndarray) -> Route:
+    def _dag_fractions(self, g: _Subgraph, a: int, b: int, dist: np.ndarray,
+                       through: np.ndarray | None = None) -> Route:
         cap = self.snap.arc_cap
         frac = {a: 1.0}
         arcs, weights = [], []
         for _ in range(int(dist[a])):
             nxt: dict[int, float] = {}
             for node, f in frac.items():
-                out = g.next_arcs(node, dist)
+                out = g.next_arcs(node, dist, through)
                 if out.size == 0:
                     raise SolverError(f"routing dead end at {self.snap.node_ids[node]}")
                 share = cap[out] / cap[out].sum() * f
@@ -237,22 +251,69 @@ class Router:
 
     # -------------------------------------------------------------- fabric
     def rank_links(self) -> RankLinks:
-        """Per-rank NIC, PCIe and edge arcs (see `RankLinks`), computed once."""
+        """Per-rank NIC, access routes and edge arcs (see `RankLinks`), computed once.
+
+        A rank reaches its NIC (``Snapshot.gpu_nic_via``) over its own PCIe link, through
+        a sibling GPU (PXN: NVLink to the sibling, sprayed as `nvlink_route`, then the
+        sibling's PCIe link) or through its host (two PCIe arcs); the way back is the
+        mirror image.  NCCL relays only sends through PXN and lets the NIC write to the
+        far GPU over PCIe; the model relays both ways, which loads the same NIC PCIe link.
+        """
         if self._ranks is None:
             s = self.snap
             gpu = s.gpus.astype(np.int64)
             nic = s.gpu_nic.astype(np.int64)
+            via = s.gpu_nic_via.astype(np.int64)
             has = nic >= 0
             up = np.full(len(gpu), -1, dtype=np.int64)
             up[has] = self.edge_arcs()[nic[has]]
-            pcie_up = np.where(has, self.pcie_arcs(gpu, nic), -1)
-            pcie_down = np.where(has, self.pcie_arcs(nic, gpu), -1)
+            direct = has & (via < 0)
+            pxn = np.zeros(len(gpu), dtype=bool)
+            relayed = np.flatnonzero(has & (via >= 0))
+            pxn[relayed] = [s.node_kind[v] == "gpu" for v in via[relayed].tolist()]
+            host = has & (via >= 0) & ~pxn
+            # Pieces of the way up: [GPU -> relay] then [relay (or GPU) -> NIC].
+            near = np.where(direct, gpu, via)              # the end of the NIC's PCIe link
+            last_up = np.where(has, self.pcie_arcs(near, nic), -1)
+            first_down = np.where(has, self.pcie_arcs(nic, near), -1)
+            host_up = np.where(host, self.pcie_arcs(gpu, via), -1)
+            host_down = np.where(host, self.pcie_arcs(via, gpu), -1)
+            sel = np.flatnonzero(pxn)
+            nv_up = nv_down = _single(np.full(len(gpu), -1))      # no PXN: empty routes
+            if sel.size:
+                nv_up = _scatter(self.nvlink_routes(gpu[sel], via[sel]), sel, len(gpu))
+                nv_down = _scatter(self.nvlink_routes(via[sel], gpu[sel]), sel, len(gpu))
+            access_up = _concat(
+                [_scatter(_single(host_up[host]), np.flatnonzero(host), len(gpu)), nv_up,
+                 _single(last_up)])
+            access_down = _concat(
+                [_single(first_down), nv_down,
+                 _scatter(_single(host_down[host]), np.flatnonzero(host), len(gpu))])
             leaf = np.where(up >= 0, s.arc_dst[np.maximum(up, 0)] if s.n_arcs else -1, -1)
-            ok = has & (up >= 0) & (pcie_up >= 0) & (pcie_down >= 0)
+            ok = (has & (up >= 0) & (last_up >= 0) & (first_down >= 0)
+                  & ~(host & ((host_up < 0) | (host_down < 0))))
             leaves, code = np.unique(leaf, return_inverse=True)
-            self._ranks = RankLinks(gpu, nic, pcie_up, up, pcie_down, leaf.astype(np.int64),
-                                    ok, leaves, code.reshape(-1))
+            self._ranks = RankLinks(gpu, nic, access_up, up, access_down,
+                                    leaf.astype(np.int64), ok, leaves, code.reshape(-1))
         return self._ranks
+
+    def check_rank(self, rank: int) -> None:
+        """Raise `SolverError` naming what keeps ``rank`` from the fabric, if anything."""
+        s, rl = self.snap, self.rank_links()
+        if rl.ok[rank]:
+            return
+        g, nic, via = int(rl.gpu[rank]), int(rl.nic[rank]), int(s.gpu_nic_via[rank])
+        if nic < 0:
+            raise SolverError(f"GPU {s.node_ids[g]} has no NIC on the compute fabric, so it "
+                              "cannot reach GPUs outside its NVLink domain")
+        self.edge_arc(nic)
+        near = g if via < 0 else via
+        self.pcie_arc(near, nic)
+        self.pcie_arc(nic, near)
+        if via >= 0 and s.node_kind[via] != "gpu":
+            self.pcie_arc(g, via)
+            self.pcie_arc(via, g)
+        raise SolverError(f"GPU {s.node_ids[g]} cannot reach its NIC {s.node_ids[nic]}")
 
     def pcie_arc(self, a: int, b: int) -> int:
         arc = int(self.pcie_arcs(np.array([a]), np.array([b]))[0])
@@ -316,7 +377,8 @@ class Router:
                 if dist[leaf_a] < 0:
                     raise SolverError(f"no fabric path from {self.snap.node_ids[leaf_a]} to "
                                       f"{self.snap.node_ids[leaf_b]}")
-                self._dag[key] = self._dag_fractions(self.net, leaf_a, leaf_b, dist)
+                self._dag[key] = self._dag_fractions(self.net, leaf_a, leaf_b, dist,
+                                                     self.is_switch)
         return self._dag[key]
 
     def fabric_paths(self, leaf_a: int, leaf_b: int, keys: np.ndarray, dest_ids: np.ndarray,
@@ -342,7 +404,7 @@ class Router:
             step = np.empty(m, dtype=np.int64)
             for node in np.unique(cur).tolist():
                 sel = cur == node
-                out = self.net.next_arcs(node, dist)
+                out = self.net.next_arcs(node, dist, self.is_switch)
                 if mode == "ecmp":
                     pick = _hash(keys[sel], self.seed * 1_000_003 + hop) % np.uint64(out.size)
                 else:  # static: destination-based, the same for every source

@@ -1,5 +1,8 @@
 """Immutable array snapshot of a `Topology`: what the solver sees instead of the model.
 
+Every GPU gets a rail NIC where the design lets it reach one: its own, a sibling's over
+NVLink (NCCL's PXN) or one on its host (`_assign_nics`).
+
 Each live link bundle gives two directed arcs (full duplex): arc ``2k`` runs a->b and arc
 ``2k + 1`` runs b->a for the ``k``-th live link.  Capacities are in GB/s per direction:
 ``count x rate x efficiency`` (the catalog's achievable fraction, which already accounts
@@ -62,6 +65,7 @@ class Snapshot:
     gpu_domain: np.ndarray             # NVLink domain id of each rank (0..D-1)
     gpu_local: np.ndarray              # position of the rank inside its domain
     gpu_nic: np.ndarray                # node index of the rank's rail NIC, -1 if none
+    gpu_nic_via: np.ndarray            # node the NIC is reached through, -1: own PCIe link
     domain_nvls: np.ndarray            # bool per domain: in-switch reduction available
     net_sharp: bool                    # every compute-fabric switch does in-network reduction
     net_lossless: bool
@@ -318,16 +322,14 @@ def take_snapshot(topology: Topology) -> Snapshot:
     gpu_local = np.empty(len(gpus), dtype=np.int32)
     gpu_local[by_dom] = np.arange(len(gpus)) - first
 
-    # Rail NIC: a NIC joined to the GPU by PCIe that has a compute-plane network link.
+    # Rail NICs: NICs with a compute-plane network link, reached from every GPU that can
+    # (its own PCIe link, a sibling's over NVLink, or through the host; see `_assign_nics`).
     net_arc = ~nv & (fam != PCIE) & np.repeat(compute_link, 2)
     net_node = np.zeros(n, dtype=bool)
     net_node[arc_src[net_arc]] = True
-    pcie = np.flatnonzero((fam == PCIE) & is_kind.get("gpu", none)[arc_src]
-                          & is_kind.get("nic", none)[arc_dst] & net_node[arc_dst])
-    nic_of = np.full(n, -1, dtype=np.int32)
-    gpu_with, first_arc = np.unique(arc_src[pcie], return_index=True)  # lowest arc first
-    nic_of[gpu_with] = arc_dst[pcie[first_arc]]
-    gpu_nic = nic_of[gpus]
+    gpu_nic, gpu_nic_via = _assign_nics(
+        arc_src, arc_dst, fam == PCIE, is_kind.get("gpu", none),
+        is_kind.get("nic", none) & net_node, gpus, gpu_domain, gpu_local)
 
     # In-switch reduction: every NVLink switch of the domain and every GPU support NVLS.
     nvls_model = np.array([bool(s.get("nvls", False)) for s in specs], dtype=bool)[model_of]
@@ -356,9 +358,88 @@ def take_snapshot(topology: Topology) -> Snapshot:
         arc_latency_s=arc_latency, arc_jitter_s=np.repeat(t_jit[tech_of], 2),
         arc_family=fam, arc_plane=arc_plane,
         gpus=gpus, gpu_domain=gpu_domain, gpu_local=gpu_local, gpu_nic=gpu_nic,
+        gpu_nic_via=gpu_nic_via,
         domain_nvls=domain_nvls, net_sharp=net_sharp,
         net_lossless=all(t.lossless for t in net_techs),
     )
+
+
+def _assign_nics(arc_src: np.ndarray, arc_dst: np.ndarray, pcie: np.ndarray,
+                 is_gpu: np.ndarray, fabric_nic: np.ndarray, gpus: np.ndarray,
+                 gpu_domain: np.ndarray, gpu_local: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each rank's rail NIC and the node it is reached through (-1: its own PCIe link).
+
+    In NCCL's order of preference (its path types PIX/PXB < PXN < PHB):
+
+    1. a NIC on the GPU's own PCIe link (the lowest such arc);
+    2. PXN: the NIC of a GPU of the same NVLink domain, reached over NVLink and that
+       GPU's PCIe link.  The domain's GPUs without a NIC are split evenly over its NICs,
+       in local order, starting with the NIC of the GPU just before the first of them
+       (GPU 3 of 8 whose NIC failed uses GPU 2's; with NICs on GPUs 0, 2, 4 and 6, GPU
+       2j + 1 uses GPU 2j's);
+    3. a NIC on a host the GPU is joined to by PCIe (through the CPU), the GPUs of one
+       host taking its NICs in turn.
+
+    Only the GPUs that lack a NIC of their own cost anything beyond step 1.
+    """
+    n_gpus = len(gpus)
+    nic_arcs = np.flatnonzero(pcie & is_gpu[arc_src] & fabric_nic[arc_dst])
+    nic_of = np.full(len(is_gpu), -1, dtype=np.int32)
+    gpu_with, first_arc = np.unique(arc_src[nic_arcs], return_index=True)  # lowest arc first
+    nic_of[gpu_with] = arc_dst[nic_arcs[first_arc]]
+    gpu_nic = nic_of[gpus]
+    via = np.full(n_gpus, -1, dtype=np.int32)
+    orphans = np.flatnonzero(gpu_nic < 0)
+    if orphans.size == 0:
+        return gpu_nic, via
+
+    # 2. PXN, domain by domain: orphan k of m goes to owner (base + k p // m) mod p.
+    owners = np.flatnonzero(gpu_nic >= 0)
+    n_dom = int(gpu_domain.max()) + 1
+    span = int(gpu_local.max()) + 1
+    owners = owners[np.lexsort((gpu_local[owners], gpu_domain[owners]))]
+    o_key = gpu_domain[owners].astype(np.int64) * span + gpu_local[owners]
+    o_ptr = np.searchsorted(gpu_domain[owners], np.arange(n_dom + 1))
+    orphans = orphans[np.lexsort((gpu_local[orphans], gpu_domain[orphans]))]
+    dom = gpu_domain[orphans].astype(np.int64)
+    p = np.diff(o_ptr)[dom]
+    first = np.searchsorted(dom, dom)                     # the domain's first orphan
+    k = np.arange(len(orphans)) - first
+    m = np.bincount(dom, minlength=n_dom)[dom]
+    before = np.searchsorted(o_key, dom * span + gpu_local[orphans[first]]) - o_ptr[dom]
+    pxn = p > 0
+    safe_p = np.maximum(p, 1)
+    pos = ((before - 1) % safe_p + k * p // m) % safe_p
+    if pxn.any():
+        owner = owners[np.minimum(o_ptr[dom] + pos, len(owners) - 1)]
+        gpu_nic[orphans[pxn]] = gpu_nic[owner[pxn]]
+        via[orphans[pxn]] = gpus[owner[pxn]]
+
+    # 3. Through a host: PCIe GPU -> host (lowest arc) where the host has fabric NICs.
+    left = orphans[~pxn]
+    host_nic = pcie & ~is_gpu[arc_src] & ~fabric_nic[arc_src] & fabric_nic[arc_dst]
+    if left.size == 0 or not host_nic.any():
+        return gpu_nic, via
+    has_nic = np.zeros(len(is_gpu), dtype=bool)
+    has_nic[arc_src[host_nic]] = True
+    rank_of = np.full(len(is_gpu), -1, dtype=np.int64)
+    rank_of[gpus[left]] = left
+    up = np.flatnonzero(pcie & (rank_of[arc_src] >= 0) & has_nic[arc_dst])
+    ranks, first_arc = np.unique(rank_of[arc_src[up]], return_index=True)  # rank order
+    if ranks.size == 0:
+        return gpu_nic, via
+    host = arc_dst[up[first_arc]].astype(np.int64)
+    pairs = np.unique(arc_src[host_nic].astype(np.int64) * len(is_gpu) + arc_dst[host_nic])
+    h_of, nic_list = pairs // len(is_gpu), pairs % len(is_gpu)    # NICs of each host
+    h_ptr = np.searchsorted(h_of, host)
+    q = np.searchsorted(h_of, host, side="right") - h_ptr
+    order = np.argsort(host, kind="stable")
+    hs = host[order]
+    k = np.empty(len(ranks), dtype=np.int64)
+    k[order] = np.arange(len(ranks)) - np.searchsorted(hs, hs)  # turn among the host's GPUs
+    gpu_nic[ranks] = nic_list[h_ptr + k % q]
+    via[ranks] = host
+    return gpu_nic, via
 
 
 def _codes(values) -> tuple[list, np.ndarray]:

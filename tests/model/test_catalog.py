@@ -21,9 +21,9 @@ from designer.model.errors import CatalogError
 
 GPUS = ("A100", "H100", "H200", "H800", "B200", "GB200")
 NVSWITCHES = ("NVSwitch-gen2", "NVSwitch-gen3", "NVSwitch-gen4")
-IB_SWITCHES = ("QM8700", "QM9700", "Q3400")
+IB_SWITCHES = ("SB7800", "QM8700", "QM9700", "Q3400")
 ETH_SWITCHES = ("SN5600", "Generic-51T", "SN2201")
-NICS = ("ConnectX-6", "ConnectX-7", "ConnectX-8", "BlueField-3", "EFA", "EFA-400")
+NICS = ("ConnectX-5", "ConnectX-6", "ConnectX-7", "ConnectX-8", "BlueField-3", "EFA", "EFA-400")
 HOSTS = ("Host-x86", "Grace")
 DEVICE_KEYS = {
     **dict.fromkeys(GPUS, "gpu"),
@@ -36,7 +36,7 @@ DEVICE_KEYS = {
 }
 # fmt: off
 TECH_KEYS = [
-    "nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "ib-hdr", "ib-ndr", "ib-xdr",
+    "nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "ib-edr", "ib-hdr", "ib-ndr", "ib-xdr",
     "eth-1g", "eth-100", "eth-200", "eth-400", "eth-800",
     "roce-100", "roce-200", "roce-400", "roce-800", "efa-100", "efa-400",
 ]
@@ -241,6 +241,7 @@ def test_pcie_rates(cat):
         ("nvlink3", 25),
         ("nvlink4", 25),
         ("nvlink5", 50),
+        ("ib-edr", 12.5),
         ("ib-hdr", 25),
         ("ib-ndr", 50),
         ("ib-xdr", 100),
@@ -260,6 +261,7 @@ def test_efficiencies_match_reference_figures(cat):
     # measured per-NIC effective rates (measured-allreduce.json)
     assert cat.tech("ib-ndr").efficiency == pytest.approx(47 / 50, abs=1e-3)
     assert cat.tech("ib-hdr").efficiency == pytest.approx(24 / 25, abs=1e-3)
+    assert cat.tech("ib-edr").efficiency == pytest.approx(12 / 12.5, abs=1e-3)
 
 
 @pytest.mark.parametrize(("roce", "ib"), [("roce-200", "ib-hdr"), ("roce-400", "ib-ndr")])

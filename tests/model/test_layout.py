@@ -36,7 +36,7 @@ def test_template_positions_match_layered_layout(name):
 
 
 def test_tiers_run_top_to_bottom():
-    t = build_template("rail-cluster", nodes=40, leaf_radix=8, storage=True, management=True)
+    t = build_template("rail-cluster", nodes=16, leaf_radix=8, storage=True, management=True)
     pos = layered_layout(t)
     order = [
         ys(pos, t, "core"),

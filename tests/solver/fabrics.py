@@ -26,3 +26,20 @@ def small_fabric(
         for li in range(leaves):
             t.add_link(Link(f"L{li}-S{si}", f"L{li}", f"S{si}", "ib-ndr", count=uplinks[si]))
     return t
+
+
+def host_nic_fabric(hosts: int = 2, gpus_per_host: int = 2, nics_per_host: int = 2) -> Topology:
+    """Servers whose GPUs (no NVLink) and NICs all hang off the host's PCIe (no GPU-NIC
+    link): host ``h{i}``, GPUs ``g{i}{k}``, NICs ``c{i}{j}``, every NIC on leaf ``L0``."""
+    t = Topology()
+    t.add_node(Node("L0", "leaf", "QM9700", "leaf"))
+    for i in range(hosts):
+        t.add_node(Node(f"h{i}", "host", "Host-x86", f"host {i}"))
+        for k in range(gpus_per_host):
+            t.add_node(Node(f"g{i}{k}", "gpu", "H100", f"gpu {i}.{k}"))
+            t.add_link(Link(f"h{i}-g{i}{k}", f"h{i}", f"g{i}{k}", "pcie5"))
+        for j in range(nics_per_host):
+            t.add_node(Node(f"c{i}{j}", "nic", "ConnectX-7", f"nic {i}.{j}"))
+            t.add_link(Link(f"h{i}-c{i}{j}", f"h{i}", f"c{i}{j}", "pcie5"))
+            t.add_link(Link(f"c{i}{j}-L0", f"c{i}{j}", "L0", "ib-ndr"))
+    return t

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from fabrics import small_fabric
+from fabrics import host_nic_fabric, small_fabric
 
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node, Topology
@@ -128,11 +128,6 @@ def test_fabric_paths_never_transit_an_endpoint():
         Router(snap).fabric_dag(idx(snap, "L0"), idx(snap, "L1"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="routing._Subgraph.next_arcs picks every neighbour one step closer, including "
-    "non-forwarding nodes that dist_to gave a distance: a dual-homed NIC becomes a transit hop",
-)
 def test_dual_homed_nic_is_not_a_transit_hop():
     # L0 and L1 meet at spine S0; NIC c0 is cabled to both leaves (dual-ToR).  Leaf-to-leaf
     # traffic must go through the spine only, never through the host's NIC.
@@ -150,6 +145,56 @@ def test_dual_homed_nic_is_not_a_transit_hop():
     )
     _, arcs = r.fabric_paths(la, lb, np.arange(8), np.arange(8), "ecmp")
     assert idx(snap, "c0") not in snap.arc_dst[arcs]
+
+
+def test_dual_homed_nic_batched_routes_match_and_never_transit():
+    # The batched tables (switch-only walks) agree with the per-pair routes.
+    t = Topology()
+    for nid, kind in (("L0", "leaf"), ("L1", "leaf"), ("S0", "spine"), ("S1", "spine")):
+        t.add_node(Node(nid, kind, "QM9700", nid))
+    t.add_node(Node("c0", "nic", "ConnectX-7", "c0"))
+    for a, b in (("c0", "L0"), ("c0", "L1"), ("L0", "S0"), ("L1", "S0"), ("L0", "S1"),
+                 ("L1", "S1")):
+        t.add_link(Link(f"{a}-{b}", a, b, "ib-ndr"))
+    snap = take_snapshot(t)
+    r = Router(snap)
+    la, lb = idx(snap, "L0"), idx(snap, "L1")
+    batch = r.fabric_dags(np.array([la, lb]), np.array([lb, la]))
+    for i, (a, b) in enumerate(((la, lb), (lb, la))):
+        arcs, w = r.fabric_dag(a, b)
+        assert batch.route(i)[0].tolist() == arcs.tolist()
+        assert batch.route(i)[1].tolist() == w.tolist()
+    assert named(snap, batch.route(0)) == pytest.approx(
+        {("L0", "S0"): 0.5, ("L0", "S1"): 0.5, ("S0", "L1"): 0.5, ("S1", "L1"): 0.5}
+    )
+    walks = r.fabric_walks(np.full(8, la), np.full(8, lb), np.arange(8), np.arange(8), "ecmp")
+    assert idx(snap, "c0") not in snap.arc_dst[walks.arcs]
+    assert walks.hops.tolist() == [2] * 8
+
+
+def test_pxn_access_route_crosses_nvlink_then_the_siblings_pcie():
+    # GPU 1 has no NIC (nics_per_node=4): up, NVLink spray to GPU 0 (5/4/4/5 over the
+    # four NVSwitches), then GPU 0's PCIe link to NIC 0; down, the mirror image.
+    snap = take_snapshot(build_template("rail-cluster", nodes=2, nics_per_node=4))
+    rl = Router(snap).rank_links()
+    up = named(snap, rl.access_up.route(1))
+    expect = {}
+    for k, links in enumerate((5, 4, 4, 5)):
+        expect[("n01-gpu1", f"n01-nvs{k}")] = links / 18
+        expect[(f"n01-nvs{k}", "n01-gpu0")] = links / 18
+    expect[("n01-gpu0", "n01-nic0")] = 1.0
+    assert up == pytest.approx(expect)
+    down = named(snap, rl.access_down.route(1))
+    assert down == pytest.approx({(b, a): w for (a, b), w in expect.items()})
+    assert named(snap, rl.access_up.route(0)) == {("n01-gpu0", "n01-nic0"): 1.0}
+    assert rl.ok.all()
+
+
+def test_host_access_route_crosses_two_pcie_links():
+    snap = take_snapshot(host_nic_fabric())
+    rl = Router(snap).rank_links()
+    assert named(snap, rl.access_up.route(1)) == {("g01", "h0"): 1.0, ("h0", "c01"): 1.0}
+    assert named(snap, rl.access_down.route(1)) == {("c01", "h0"): 1.0, ("h0", "g01"): 1.0}
 
 
 def test_failed_spine_moves_everything_to_the_other():

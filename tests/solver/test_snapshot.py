@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fabrics import small_fabric
+from fabrics import host_nic_fabric, small_fabric
 
 from designer.model.catalog import FAMILIES, default_catalog
 from designer.model.templates import build_template
@@ -132,6 +132,63 @@ def test_failed_nic_link_leaves_the_gpu_without_a_nic():
     snap = take_snapshot(topo)
     assert snap.gpu_nic.tolist()[2] == -1
     assert [snap.node_ids[n] for n in snap.gpu_nic[[0, 1, 3]]] == ["c0", "c1", "c3"]
+
+
+# ----------------------------------------------------------------- NICs shared (PXN, host)
+def _nic_names(snap, ranks):
+    return [snap.node_ids[snap.gpu_nic[r]] for r in ranks]
+
+
+def _via_names(snap, ranks):
+    return [snap.node_ids[v] if v >= 0 else "-" for v in snap.gpu_nic_via[ranks].tolist()]
+
+
+def test_gpus_without_a_nic_use_a_siblings_nic_through_nvlink():
+    # nics_per_node=4: NIC j hangs off GPU 2j; GPU 2j + 1 reaches it through GPU 2j (PXN).
+    snap = take_snapshot(build_template("rail-cluster", nodes=2, nics_per_node=4))
+    assert _nic_names(snap, range(8)) == [f"n01-nic{j}" for j in range(4) for _ in range(2)]
+    assert _via_names(snap, range(8)) == ["-", "n01-gpu0", "-", "n01-gpu2", "-", "n01-gpu4",
+                                          "-", "n01-gpu6"]
+    assert _nic_names(snap, range(8, 16)) == [f"n02-nic{j}" for j in range(4) for _ in range(2)]
+
+
+def test_gpus_without_a_nic_are_split_evenly_over_the_domains_nics():
+    # NICs 4-7 of server 1 fail: GPUs 4-7 take the NICs of GPUs 3, 0, 1, 2 in turn
+    # (starting after the GPU just before the first of them), two GPUs per NIC.
+    topo = build_template("rail-cluster", nodes=2)
+    for j in range(4, 8):
+        topo.update_node(f"n01-nic{j}", failed=True)
+    snap = take_snapshot(topo)
+    assert _nic_names(snap, range(8)) == [f"n01-nic{j}" for j in (0, 1, 2, 3, 3, 0, 1, 2)]
+    assert _via_names(snap, range(4, 8)) == ["n01-gpu3", "n01-gpu0", "n01-gpu1", "n01-gpu2"]
+    assert _nic_names(snap, range(8, 16)) == [f"n02-nic{j}" for j in range(8)]  # untouched
+
+
+def test_a_failed_nic_cable_moves_its_gpu_to_the_previous_gpus_nic():
+    topo = build_template("rail-cluster", nodes=2)
+    (cable,) = [lk for lk in topo.links_of("n01-nic3") if "leaf" in (lk.a + lk.b)]
+    topo.update_link(cable.id, failed=True)
+    snap = take_snapshot(topo)
+    assert _nic_names(snap, [2, 3, 4]) == ["n01-nic2", "n01-nic2", "n01-nic4"]
+    assert _via_names(snap, [2, 3, 4]) == ["-", "n01-gpu2", "-"]
+
+
+def test_nics_on_the_host_serve_its_gpus_in_turn():
+    # No GPU-NIC link and no NVLink: each GPU reaches a NIC through its host's PCIe.
+    snap = take_snapshot(host_nic_fabric(hosts=2, gpus_per_host=3, nics_per_host=2))
+    assert [snap.node_ids[g] for g in snap.gpus] == ["g00", "g01", "g02", "g10", "g11", "g12"]
+    assert _nic_names(snap, range(6)) == ["c00", "c01", "c00", "c10", "c11", "c10"]
+    assert _via_names(snap, range(6)) == ["h0"] * 3 + ["h1"] * 3
+
+
+def test_a_sibling_nic_beats_one_behind_the_host():
+    # NCCL ranks PXN (NVLink + the sibling's PCIe) above a path through the CPU: GPUs of
+    # an HGX board whose NIC is missing use a sibling's even when the host has NICs.
+    topo = build_template("rail-cluster", nodes=2, nics_per_node=12)  # NICs 8-11 on host
+    topo.update_node("n01-nic0", failed=True)
+    snap = take_snapshot(topo)
+    assert snap.node_ids[snap.gpu_nic_via[0]] == "n01-gpu7"   # the GPU before it, cyclically
+    assert snap.node_ids[snap.gpu_nic[0]] == snap.node_ids[snap.gpu_nic[7]]
 
 
 # ----------------------------------------------------------------- GPUs and domains

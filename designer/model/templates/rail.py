@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from designer.model.errors import DesignError
-from designer.model.templates.clos import plan_clos, wire_clos
+from designer.model.templates.clos import ClosPlan, plan_clos, wire_clos
 from designer.model.templates.hgx import HOST_MODEL, Server, server_block
 from designer.model.templates.lookup import fabric_choice, port_capacity, tech_between
 from designer.model.templates.parts import Parts, pad
@@ -78,6 +78,57 @@ SUPERPOD_REFERENCE: dict[str, SuperpodReference] = {
 }
 
 
+def _leaf_uplinks(
+    nodes: int, down: int, rails: int, radix: int, r: float
+) -> tuple[list[int], list[int]]:
+    """Uplinks each leaf needs and the free ports it has (positionally ``plan_clos``'s
+    ``uplinks`` and ``max_up``): blocks of ``down`` servers, one leaf per rail each."""
+    ups, caps = [], []
+    for b in range(math.ceil(nodes / down)):
+        members = min(down, nodes - b * down)
+        free = radix - members
+        ups += [min(free, math.ceil(members / r - 1e-9))] * rails
+        caps += [free] * rails
+    return ups, caps
+
+
+def cores_join_pods(plan: ClosPlan) -> bool:
+    """Whether a three-tier ``plan``, cabled as `wire_clos` does, is a folded Clos: its
+    fullest pods reach every core (always true below three tiers).
+
+    `wire_clos` deals the spines' uplinks over the cores round-robin, pod after pod, so
+    a pod reaches as many cores as it has uplinks.  Once a full pod has fewer uplinks
+    than there are cores (with ``radix``-port cores: past ``radix`` full pods), two pods
+    can share no core and the fabric falls apart or hangs together through a few: a
+    fourth tier would be needed.  A partly filled pod reaches fewer cores, each of them
+    shared with the full pods.
+
+    >>> from designer.model.templates.clos import plan_clos
+    >>> cores_join_pods(plan_clos([32] * 2048, radix=64))   # 64 pods of 32 leaves
+    True
+    >>> cores_join_pods(plan_clos([32] * 4096, radix=64))   # 128 pods: two halves
+    False
+    """
+    if plan.tiers < 3:
+        return True
+    fullest = max(sum(plan.leaf_up[i] for i in pod) for pod in plan.pods)
+    return fullest >= plan.cores
+
+
+def _largest(too_many: int, ok) -> int:
+    """The largest ``n < too_many`` with ``ok(n)`` (``ok`` holds up to some size, then
+    fails), by bisection."""
+    lo, hi = 1, too_many          # ok(lo) assumed, ok(hi) false
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            good = ok(mid)
+        except DesignError:
+            good = False
+        lo, hi = (mid, hi) if good else (lo, mid)
+    return lo
+
+
 def _racks(parts: Parts, servers: list[Server]) -> list[tuple[str, str | None, list[str]]]:
     """Management domains: one per rack, holding its servers' hosts."""
     out: dict[str, list[str]] = {}
@@ -139,6 +190,19 @@ def build_rail_cluster(
     radix = min(leaf_radix, port_capacity(cat, f.switch, f.tech))
     r = oversubscription
     down = max(1, min(radix - 1, math.floor(radix * r / (1 + r) + 1e-9)))
+    # Plan the tiers before building anything, so that a fabric three tiers cannot join
+    # is refused at once (checking a size costs arithmetic only).
+    def size_plan(n: int) -> ClosPlan:
+        ups, caps = _leaf_uplinks(n, down, rails, radix, r)
+        return plan_clos(ups, radix, max_up=caps, spines=spines, core=core)
+
+    plan = size_plan(nodes)
+    if not cores_join_pods(plan):
+        most = _largest(nodes, lambda n: cores_join_pods(size_plan(n)))
+        raise DesignError(
+            f"rail-cluster: nodes={nodes} is too many: three tiers of {radix}-port "
+            f"{f.switch} switches join at most {most} nodes at oversubscription {r:g}"
+        )
     servers: list[Server] = []
     for s in range(nodes):
         rack = f"rack{pad(s // RACK_SERVERS + 1, math.ceil(nodes / RACK_SERVERS))}"
@@ -157,7 +221,7 @@ def build_rail_cluster(
             )
         )
     blocks = math.ceil(nodes / down)
-    leaves, ups, caps = [], [], []
+    leaves = []
     for b in range(blocks):
         members = servers[b * down : (b + 1) * down]
         for rail in range(rails):
@@ -166,10 +230,6 @@ def build_rail_cluster(
             for srv in members:
                 parts.link(srv.nics[rail], leaf, f.tech)
             leaves.append(leaf)
-            free = radix - len(members)
-            ups.append(min(free, math.ceil(len(members) / r - 1e-9)))
-            caps.append(free)
-    plan = plan_clos(ups, radix, max_up=caps, spines=spines, core=core)
     wire_clos(parts, plan, leaves, model=f.switch, tech=f.tech)
     add_planes(parts, servers, PlaneOptions(storage, frontend, management), _racks(parts, servers))
     title = name or (f"Rail cluster: {nodes} x {gpus_per_node} {gpu}, {fabric} {nic_gbps}G")
@@ -211,9 +271,17 @@ def build_superpod(
             f"superpod: {f.switch} has {radix} ports, the reference leaf uses "
             f"{ref.leaf_downlinks + ref.leaf_uplinks}"
         )
+    rails = ref.gpus_per_node
+    plan = plan_clos([ref.leaf_uplinks] * (sus * rails), radix)
+    if not cores_join_pods(plan):
+        most = _largest(sus, lambda n: cores_join_pods(plan_clos([ref.leaf_uplinks] * (n * rails),
+                                                                 radix)))
+        raise DesignError(
+            f"superpod: sus={sus} is too many: three tiers of {radix}-port {f.switch} "
+            f"switches join at most {most} SUs"
+        )
     slots = sus * ref.nodes_per_su
     n_nodes = slots - ref.reserved_slots
-    rails = ref.gpus_per_node
     servers: list[Server] = []
     leaves: list[str] = []
     domains = []
@@ -256,7 +324,6 @@ def build_superpod(
         servers += mine
         leaves += su_leaves
         domains.append((f"su{su}", sgid, [*(s.host for s in mine), *extra, *su_leaves]))
-    plan = plan_clos([ref.leaf_uplinks] * len(leaves), radix)
     wire_clos(parts, plan, leaves, model=f.switch, tech=f.tech)
     add_planes(parts, servers, PlaneOptions(storage, frontend, management), domains)
     gpus = len(servers) * ref.gpus_per_node
