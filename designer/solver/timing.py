@@ -147,9 +147,11 @@ def _node_nic_GBps(snap: Snapshot, ranks: np.ndarray) -> float:
     net = snap.arc_family > 1
     best = np.zeros(snap.n_nodes)
     np.maximum.at(best, snap.arc_src[net], snap.arc_cap[net])
-    dom = snap.gpu_domain[ranks[has]]
-    # Summed per domain in rank order (bincount adds sequentially, as a running sum would).
-    total = np.bincount(dom, weights=best[nic[has]])
+    dom = snap.gpu_domain[ranks[has]].astype(np.int64)
+    # Each NIC once per domain, however many GPUs share it (PXN); summed per domain in
+    # order (bincount adds sequentially, as a running sum would).
+    pairs = np.unique(dom * snap.n_nodes + nic[has])
+    total = np.bincount(pairs // snap.n_nodes, weights=best[pairs % snap.n_nodes])
     return float(total[np.unique(dom)].min())
 
 

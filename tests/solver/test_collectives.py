@@ -443,11 +443,6 @@ def test_hierarchical_and_collnet_on_shared_nics_by_hand():
     assert ceiling(snap, algorithm="collnet") == pytest.approx(expect)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timing._node_nic_GBps sums the NIC of every rank, so a NIC that two GPUs "
-    "share (PXN) counts twice and the tree cap is 8 x 47 instead of 4 x 47",
-)
 def test_tree_cap_counts_a_shared_nic_once():
     snap = take_snapshot(build_template("rail-cluster", nodes=2, nics_per_node=4))
     n = 16
