@@ -168,25 +168,21 @@ class _FlowBuilder:
         if cross.size and not (switched and rl.ok.all()):
             self._check_ranks(ac, bc)
         if switched:
-            direct = np.zeros(len(ac), dtype=bool)
-            mid = np.stack([rl.up[ac], rl.up[bc] ^ 1], axis=1).reshape(-1)
-        else:
-            # The cable between two NICs cabled to each other: a's own, else b's.
-            to_b, to_a = rl.leaf[ac] == rl.nic[bc], rl.leaf[bc] == rl.nic[ac]
-            direct = to_b | to_a
-            mid = np.stack([np.where(to_b | ~to_a, rl.up[ac], rl.up[bc] ^ 1), rl.up[bc] ^ 1],
-                           axis=1).reshape(-1)
+            self._switched_transfers(flows[same], nv, flows[cross], ac, bc, keys[cross])
+            return
+        # The cable between two NICs cabled to each other: a's own, else b's.
+        to_b, to_a = rl.leaf[ac] == rl.nic[bc], rl.leaf[bc] == rl.nic[ac]
+        direct = to_b | to_a
+        mid = np.stack([np.where(to_b | ~to_a, rl.up[ac], rl.up[bc] ^ 1), rl.up[bc] ^ 1],
+                       axis=1).reshape(-1)
         fab = RouteBatch(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0),
                          np.zeros(0, np.int64))
         fab_at, fab_len = np.zeros(len(cross), np.int64), np.zeros(len(cross), np.int64)
-        if switched and cross.size:
-            fab, fab_at, fab_len = self._fabric_routes(ac, bc, keys[cross])
-        elif cross.size:
-            via_fabric = np.flatnonzero(~direct)
-            if via_fabric.size:
-                fab, at, length = self._fabric_routes(ac[via_fabric], bc[via_fabric],
-                                                      keys[cross][via_fabric])
-                fab_at[via_fabric], fab_len[via_fabric] = at, length
+        via_fabric = np.flatnonzero(~direct)
+        if via_fabric.size:
+            fab, at, length = self._fabric_routes(ac[via_fabric], bc[via_fabric],
+                                                  keys[cross][via_fabric])
+            fab_at[via_fabric], fab_len[via_fabric] = at, length
         if s.routing == "adaptive" and fab_len.any():
             # One DAG per (leaf, leaf) class, kept once and shared by the flows of the
             # class (`SharedRoutes`) instead of copied into each flow's pairs.
@@ -240,6 +236,30 @@ class _FlowBuilder:
         self.flows.append(np.repeat(flows, head_len + tail_len))
         self.arcs.append(pool_arcs[pieces])
         self.weights.append(pool_w[pieces])
+
+    def _switched_transfers(self, f_same, nv: RouteBatch, f_cross, ac, bc, keys) -> None:
+        """`transfers` when every NIC is cabled to a switch (the usual case): the NVLink
+        routes as pairs; per cross-domain transfer the sender's way out and the
+        receiver's way in as shared routes (`_access_legs`: the same for every peer), and
+        the fabric route, shared per pair of edge switches under adaptive routing."""
+        self.flows.append(np.repeat(f_same, nv.lengths))
+        self.arcs.append(nv.arcs)
+        self.weights.append(nv.weights)
+        if not len(ac):
+            return
+        r = self.router
+        fab, fab_at, fab_len = self._fabric_routes(ac, bc, keys)
+        legs = _access_legs(r)
+        n = len(r.rank_links().gpu)
+        self.routes.append(SharedRoutes(legs.ptr, legs.arcs, legs.weights,
+                                        np.concatenate([f_cross, f_cross]),
+                                        np.concatenate([ac, n + bc])))
+        if self.snap.routing == "adaptive":
+            self.routes.append(SharedRoutes(fab.ptr, fab.arcs, fab.weights, f_cross, fab_at))
+        else:  # one walk per transfer, in order
+            self.flows.append(np.repeat(f_cross, fab_len))
+            self.arcs.append(fab.arcs)
+            self.weights.append(fab.weights)
 
     def _check_ranks(self, a: np.ndarray, b: np.ndarray) -> None:
         """Raise, naming the first culprit, if a transfer ``a[i]`` -> ``b[i]`` across
@@ -300,6 +320,39 @@ class _FlowBuilder:
 
 
 # ----------------------------------------------------------------- rank layout
+def _access_legs(router: Router) -> RouteBatch:
+    """Route ``x`` is rank ``x``'s way out to the fabric (to its NIC, then the NIC's
+    cable), route ``n + x`` its way in; empty for a rank without a NIC.  Kept on the
+    router: every phase of every plan shares them."""
+    legs = getattr(router, "_access_legs", None)
+    if legs is not None:
+        return legs
+    rl = router.rank_links()
+    up_t, down_t = rl.access_up, rl.access_down
+    ok = rl.ok.astype(np.int64)
+    n = len(ok)
+    # Out: the access arcs, then the cable; in: the cable reversed, then the access arcs;
+    # gathered from one pool.
+    up = np.where(rl.ok, rl.up, 0).astype(np.int64)
+    pool = np.concatenate([up_t.arcs, up, up ^ 1, down_t.arcs]).astype(np.int64)
+    pool_w = np.concatenate([up_t.weights, np.ones(n), np.ones(n), down_t.weights])
+    base = np.cumsum([0, len(up_t.arcs), n, n])
+    rank = np.arange(n)
+    heads = np.concatenate([np.stack([up_t.ptr[:-1], base[1] + rank], axis=1),
+                            np.stack([base[2] + rank, base[3] + down_t.ptr[:-1]], axis=1)])
+    one = np.ones(n, np.int64)
+    sizes = np.concatenate([np.stack([up_t.lengths, one], axis=1),
+                            np.stack([one, down_t.lengths], axis=1)])
+    sizes = sizes * np.concatenate([ok, ok])[:, None]
+    pick = ragged_arange(heads.reshape(-1), sizes.reshape(-1))
+    lengths = sizes.sum(axis=1)
+    ptr = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    legs = RouteBatch(ptr, pool[pick], pool_w[pick], np.zeros(len(lengths), np.int64))
+    router._access_legs = legs
+    return legs
+
+
 def _grouped(snap: Snapshot, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`_by_domain` as arrays: the ranks in order, and each domain group's start and size."""
     ranks = np.asarray(ranks)

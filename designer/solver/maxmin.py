@@ -350,10 +350,14 @@ class _Filling:
         # Each flow freezes at the lowest share it sees: s_l in exact arithmetic, and
         # never above any of its links' shares, so ties within tie_rtol cannot overload.
         if rt is not None:
-            sel = self.frozen[rt.rp_flow]
-            self.rates[rt.rp_flow[sel]] = flow_min[rt.rp_flow[sel]]
-            self._settle_routes(*rt.settle(rt.rp_route[sel], rt.rp_mult[sel],
-                                           flow_min[rt.rp_flow[sel]]))
+            f, route, mult = rt.rp_flow, rt.rp_route, rt.rp_mult
+            if self.n_active:  # else every flow froze: no subsetting
+                sel = self.frozen[f]
+                f, route = f[sel], route[sel]
+                mult = None if mult is None else mult[sel]
+            at = flow_min[f]
+            self.rates[f] = at
+            self._settle_routes(*rt.settle(route, mult, at, last=self.n_active == 0))
         if self.n_active == 0:  # common for symmetric traffic: skip the subsetting
             self.rates[flow] = pair_min
             self._freeze_link_state(link, weight, pair_min, last=True)

@@ -111,19 +111,24 @@ class SharedRoutes:
     @classmethod
     def concat(cls, parts: list[SharedRoutes]) -> SharedRoutes:
         """Routes of several sets side by side (route ids renumbered)."""
+        if len(parts) == 1:
+            return parts[0]
         ptrs, base_entry, base_route = [np.zeros(1, np.int64)], 0, 0
-        route_ids, mults = [], []
+        route_ids = []
         for p in parts:
             ptrs.append(p.ptr[1:] + base_entry)
             route_ids.append(p.pair_route + base_route)
-            mults.append(np.ones(len(p.pair_flow)) if p.pair_mult is None else p.pair_mult)
             base_entry += int(p.ptr[-1])
             base_route += p.n_routes
-        cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
-        return cls(np.concatenate(ptrs), cat([p.link for p in parts], np.int64),
-                   cat([p.weight for p in parts], np.float64),
-                   cat([p.pair_flow for p in parts], np.int64), cat(route_ids, np.int64),
-                   cat(mults, np.float64))
+        mult = None
+        if any(p.pair_mult is not None for p in parts):
+            mult = np.concatenate([np.ones(len(p.pair_flow)) if p.pair_mult is None
+                                   else p.pair_mult for p in parts])
+        ids = np.int32 if base_route < 2**31 else np.int64
+        return cls(np.concatenate(ptrs), np.concatenate([p.link for p in parts]),
+                   np.concatenate([p.weight for p in parts]).astype(np.float64, copy=False),
+                   np.concatenate([p.pair_flow for p in parts]),
+                   np.concatenate(route_ids).astype(ids, copy=False), mult)
 
     def checked(self, n_links: int, n_flows: int | None) -> SharedRoutes:
         """Validated copy with compact dtypes; raises SolverError naming the culprit."""
@@ -174,9 +179,9 @@ class RouteState:
         self.n_routes = routes.n_routes
         self.of = routes.route_of_entry()
         self.rp_flow, self.rp_route = routes.pair_flow, routes.pair_route
-        self.rp_mult = (np.ones(len(self.rp_flow)) if routes.pair_mult is None
-                        else routes.pair_mult)
-        self.w = np.bincount(self.rp_route, weights=self.rp_mult, minlength=self.n_routes)
+        self.rp_mult = routes.pair_mult  # None: all 1
+        self.w = np.bincount(self.rp_route, weights=self.rp_mult,
+                             minlength=self.n_routes).astype(np.float64)
         self.c = np.bincount(self.rp_route, minlength=self.n_routes).astype(np.int64)
         self.lengths = np.diff(self.ptr)
         self.indexes = None
@@ -200,7 +205,7 @@ class RouteState:
         keep = ~frozen[self.rp_flow]
         if not keep.all():
             self.rp_flow, self.rp_route = self.rp_flow[keep], self.rp_route[keep]
-            self.rp_mult = self.rp_mult[keep]
+            self.rp_mult = None if self.rp_mult is None else self.rp_mult[keep]
 
     # ------------------------------------------------------------------ local rounds
     def route_min(self, share: np.ndarray) -> np.ndarray:
@@ -233,15 +238,24 @@ class RouteState:
         bottleneck[flows] = at[sel]
         frozen[flows] = True
 
-    def settle(self, route: np.ndarray, mult: np.ndarray, rates: np.ndarray | float
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def settle(self, route: np.ndarray, mult: np.ndarray | None, rates: np.ndarray | float,
+               last: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Remove route pairs (``route``, ``mult``: of flows just frozen at ``rates``, per
         pair or one level) from the unfrozen totals.  Returns the links touched and, on
-        each link, the load added, the unfrozen weight and the unfrozen pairs removed."""
-        k = np.bincount(route, weights=mult, minlength=self.n_routes)
-        c = np.bincount(route, minlength=self.n_routes)
+        each link, the load added, the unfrozen weight and the unfrozen pairs removed
+        (only the load when ``last``: nothing is left to fill)."""
+        nr = self.n_routes
+        if last and np.ndim(rates):
+            load_r = np.bincount(route, weights=rates if mult is None else mult * rates,
+                                 minlength=nr)
+            link, of = self.link, self.of
+            return link, np.bincount(link, weights=self.weight * load_r[of],
+                                     minlength=self.n_links), 0.0, 0
+        k = np.bincount(route, weights=mult, minlength=nr).astype(np.float64)
+        c = np.bincount(route, minlength=nr)
         if np.ndim(rates):
-            load_r = np.bincount(route, weights=mult * rates, minlength=self.n_routes)
+            load_r = np.bincount(route, weights=rates if mult is None else mult * rates,
+                                 minlength=nr)
         else:
             load_r = k * rates
         self.w -= k
@@ -272,8 +286,8 @@ class RouteState:
         fr_ptr = np.zeros(n_flows + 1, np.int64)
         np.cumsum(np.bincount(self.rp_flow, minlength=n_flows), out=fr_ptr[1:])
         # The route pairs as they are now (a later compaction replaces the arrays).
-        self.indexes = (lr_ptr, lr_route, rf_ptr, rf_flow, fr_ptr,
-                        self.rp_route[order], self.rp_mult[order])
+        self.indexes = (lr_ptr, lr_route, rf_ptr, rf_flow, fr_ptr, self.rp_route[order],
+                        None if self.rp_mult is None else self.rp_mult[order])
 
     def candidates(self, links: np.ndarray, ranges) -> tuple[np.ndarray, np.ndarray]:
         """Flows (and the link) of the routes with unfrozen flows crossing ``links``."""
@@ -289,4 +303,4 @@ class RouteState:
         """Routes and multiplicities of the route pairs of ``flows`` (indexed flows)."""
         fr_ptr, fr_route, fr_mult = self.indexes[4:]
         sel = ranges(fr_ptr[flows], fr_ptr[flows + 1])
-        return fr_route[sel], fr_mult[sel]
+        return fr_route[sel], None if fr_mult is None else fr_mult[sel]

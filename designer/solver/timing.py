@@ -105,7 +105,7 @@ def solve_phase(snap: Snapshot, phase) -> PhaseSolution:
     # Flows of a synchronous phase progress at the pace of the slowest one.
     pace = phase.flow_bytes / t / 1e9
     load = np.bincount(phase.pair_arc, weights=phase.pair_weight * pace[phase.pair_flow],
-                       minlength=snap.n_arcs)
+                       minlength=snap.n_arcs).astype(float)  # int64 when there are no pairs
     if routes is not None:
         load += routes.link_load(pace, snap.n_arcs)
     return PhaseSolution(phase.name, phase.steps, t, rates, load,

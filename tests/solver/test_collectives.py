@@ -466,7 +466,7 @@ def test_nics_behind_the_host():
     assert ceiling(snap, algorithm="ring") == pytest.approx(NDR)
     (phase,) = plan_ring(Router(snap), np.arange(4), "allreduce").phases
     crossed = {(snap.node_ids[snap.arc_src[a]], snap.node_ids[snap.arc_dst[a]])
-               for a in phase.pair_arc.tolist()}
+               for a in phase.pairs()[1].tolist()}
     assert {("g00", "h0"), ("h0", "c00"), ("c01", "h0"), ("h0", "g01")} <= crossed
 
 
