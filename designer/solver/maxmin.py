@@ -457,7 +457,10 @@ class _Filling:
             route, mult = rt.pairs_of(flows, _ranges)
             if route.size:
                 more = self._settle_routes(*rt.settle(route, mult, level))
-                touched = np.union1d(touched, more)
+                mark = np.zeros(self.cap.size, bool)  # a union without sorting
+                mark[touched] = True
+                mark[more] = True
+                touched = np.flatnonzero(mark)
         self.share[touched] = self._shares_of(touched)
 
 
