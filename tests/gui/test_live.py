@@ -320,3 +320,26 @@ def test_a_long_solve_shows_a_busy_bar_and_can_be_cancelled(live, qtbot, monkeyp
     with qtbot.waitSignal(runner.result_ready, timeout=SOLVE_TIMEOUT_MS) as got:
         live.document.undo_stack.undo()
     assert got.args[0].generation == live.document.topology.generation
+
+
+def test_ranks_from_the_selection_are_the_selected_gpus_by_id(qtbot, live):
+    analysis = live.analysis
+    dock, scene = analysis.scenario, live.scene
+    combo = dock.ranks
+    pick = combo.findData("selection")
+    messages = []
+    dock.message.connect(messages.append)
+    # Nothing selected: refused with a hint, the scenario unchanged.
+    scene.clearSelection()
+    combo.setCurrentIndex(pick)
+    combo.activated.emit(pick)
+    assert live.document.topology.settings["scenario"]["ranks"] == "all"
+    assert messages and "at least two GPUs" in messages[-1]
+    # Two GPUs and a switch selected: the two GPUs become the ranks.
+    for nid in ("n01-gpu0", "n02-gpu3", "n01-nvs0"):
+        scene.nodes[nid].setSelected(True)
+    with qtbot.waitSignal(analysis.runner.result_ready, timeout=SOLVE_TIMEOUT_MS) as blocker:
+        combo.setCurrentIndex(combo.findData("selection"))
+        combo.activated.emit(combo.currentIndex())
+    assert live.document.topology.settings["scenario"]["ranks"] == ["n01-gpu0", "n02-gpu3"]
+    assert blocker.args[0].focus.n_ranks == 2

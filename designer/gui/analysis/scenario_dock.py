@@ -187,8 +187,20 @@ class ScenarioDock(QDockWidget):
 
     def _on_scenario_edited(self, *_args) -> None:
         value = dict(self.document.topology.settings["scenario"])
+        ranks = self.ranks.currentData()
+        if ranks == "selection":
+            # The selection as it is now, by id: saved with the design and reproducible
+            # from the command line, not a moving target.
+            topo = self.document.topology
+            ranks = [n for n in self.runner.selection
+                     if topo.has_node(n) and topo.node(n).kind == "gpu"]
+            if len(ranks) < 2:
+                self.message.emit("Select at least two GPUs on the canvas first, then "
+                                  "choose Ranks: Selected GPUs")
+                self.refresh()
+                return
         value.update(collective=self.collective.currentText(), bytes=self.size.currentData(),
-                     algorithm=self.algorithm.currentText(), ranks=self.ranks.currentData())
+                     algorithm=self.algorithm.currentText(), ranks=ranks)
         self._push("scenario", value)
 
     def _on_routing_edited(self, *_args) -> None:
