@@ -25,7 +25,7 @@ cable when two NICs are cabled to each other.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -74,6 +74,21 @@ class Phase:
             return len(self.pair_arc)
         lengths = np.diff(self.routes.ptr)[self.routes.pair_route]
         return len(self.pair_arc) + int(lengths.sum())
+
+    def local_view(self) -> Phase:
+        """The same phase with the endpoints' own routes (`SharedRoutes.local`) expanded
+        into pairs and only the fabric routes left shared: for views that name the ends
+        of a transfer from its arcs (the canvas's flow tooltips and path outlines)."""
+        routes = self.routes
+        if routes is None or routes.local is None or not routes.local.any():
+            return self
+        local = routes.select(routes.local)
+        f, a, w = local.expand()
+        fabric = routes.select(~routes.local)
+        return replace(self, pair_flow=np.concatenate([self.pair_flow, f]),
+                       pair_arc=np.concatenate([self.pair_arc, a]),
+                       pair_weight=np.concatenate([self.pair_weight, w]),
+                       routes=fabric if len(fabric.pair_flow) else None)
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every ``(flow, arc, weight)`` of the phase, shared routes expanded (memory!)."""
@@ -253,7 +268,8 @@ class _FlowBuilder:
         n = len(r.rank_links().gpu)
         self.routes.append(SharedRoutes(legs.ptr, legs.arcs, legs.weights,
                                         np.concatenate([f_cross, f_cross]),
-                                        np.concatenate([ac, n + bc])))
+                                        np.concatenate([ac, n + bc]),
+                                        local=np.ones(len(legs.ptr) - 1, bool)))
         if self.snap.routing == "adaptive":
             self.routes.append(SharedRoutes(fab.ptr, fab.arcs, fab.weights, f_cross, fab_at))
         else:  # one walk per transfer, in order

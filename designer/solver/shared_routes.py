@@ -49,6 +49,10 @@ class SharedRoutes:
         routes (a ring channel crosses one fabric route per hop) and a route may repeat.
     pair_mult : ndarray of float64, shape (Q,), optional
         How many times the flow takes that route (weights scale by it); default 1.
+    local : ndarray of bool, shape (R,), optional
+        Routes that are one endpoint's own way in or out (a GPU to its NIC and the NIC's
+        cable), as opposed to fabric routes between edge switches; views that name a
+        transfer's ends expand them (`Phase.local_view`).  Default: none.
 
     Examples
     --------
@@ -65,6 +69,7 @@ class SharedRoutes:
     pair_flow: np.ndarray
     pair_route: np.ndarray
     pair_mult: np.ndarray | None = None
+    local: np.ndarray | None = None
 
     @classmethod
     def build(cls, links, weights, pair_flow, pair_route, pair_mult=None) -> SharedRoutes:
@@ -106,7 +111,16 @@ class SharedRoutes:
     def offset(self, flows: int, links: int = 0) -> SharedRoutes:
         """The same routes with flow ids (and link ids) shifted: for merging phases."""
         return SharedRoutes(self.ptr, self.link + links, self.weight, self.pair_flow + flows,
-                            self.pair_route, self.pair_mult)
+                            self.pair_route, self.pair_mult, self.local)
+
+    def select(self, routes: np.ndarray) -> SharedRoutes:
+        """Only the route pairs taking ``routes`` (a bool mask over routes); the route
+        table is kept whole, so route ids do not change."""
+        keep = routes[self.pair_route]
+        return SharedRoutes(self.ptr, self.link, self.weight, self.pair_flow[keep],
+                            self.pair_route[keep],
+                            None if self.pair_mult is None else self.pair_mult[keep],
+                            None if self.local is None else self.local)
 
     @classmethod
     def concat(cls, parts: list[SharedRoutes]) -> SharedRoutes:
@@ -124,11 +138,15 @@ class SharedRoutes:
         if any(p.pair_mult is not None for p in parts):
             mult = np.concatenate([np.ones(len(p.pair_flow)) if p.pair_mult is None
                                    else p.pair_mult for p in parts])
+        local = None
+        if any(p.local is not None for p in parts):
+            local = np.concatenate([np.zeros(p.n_routes, bool) if p.local is None
+                                    else p.local for p in parts])
         ids = np.int32 if base_route < 2**31 else np.int64
         return cls(np.concatenate(ptrs), np.concatenate([p.link for p in parts]),
                    np.concatenate([p.weight for p in parts]).astype(np.float64, copy=False),
                    np.concatenate([p.pair_flow for p in parts]),
-                   np.concatenate(route_ids).astype(ids, copy=False), mult)
+                   np.concatenate(route_ids).astype(ids, copy=False), mult, local)
 
     def checked(self, n_links: int, n_flows: int | None) -> SharedRoutes:
         """Validated copy with compact dtypes; raises SolverError naming the culprit."""
@@ -161,7 +179,7 @@ class SharedRoutes:
             if mult.shape != flow.shape or not np.all((mult > 0) & np.isfinite(mult)):
                 raise SolverError("routes.pair_mult must be finite and > 0, one per pair")
         return SharedRoutes(ptr, link.astype(np.int32), weight, flow.astype(np.int32),
-                            route.astype(np.int32), mult)
+                            route.astype(np.int32), mult, self.local)
 
 
 class RouteState:

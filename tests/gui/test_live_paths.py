@@ -85,8 +85,9 @@ def flows_on_link(result, link_id: str) -> set[str]:
     k = result.snapshot.link_ids.index(link_id)
     labels = set()
     for phase in result.focus.plan.phases:
-        hit = (phase.pair_arc >> 1) == k
-        labels |= {phase.flow_label[f] for f in np.unique(phase.pair_flow[hit]).tolist()}
+        flow, arc, _ = phase.pairs()  # shared routes expanded
+        hit = (arc >> 1) == k
+        labels |= {phase.flow_label[f] for f in np.unique(flow[hit]).tolist()}
     return labels
 
 

@@ -547,3 +547,27 @@ def test_adaptive_never_worse_than_ecmp(template, kw, collective):
         assert ceiling(_with_routing(topo, mode), collective, algorithm=alg) <= adaptive * (
             1 + 1e-9
         )
+
+
+@pytest.mark.parametrize("routing", ["adaptive", "ecmp"])
+def test_shared_routes_and_local_view_hold_the_same_pairs(routing):
+    # Access legs and fabric DAGs are shared routes; expanding them (pairs()), or only
+    # the endpoints' legs (local_view()), lists the same flow-arc weights.
+    topo = build_template("rail-cluster", nodes=3)
+    topo.set_setting("routing", routing)
+    snap = take_snapshot(topo)
+    (phase,) = plan_alltoall(Router(snap), np.arange(snap.n_gpus)).phases
+    assert phase.routes is not None and phase.routes.local is not None
+
+    def totals(f, a, w):
+        return np.bincount(f * snap.n_arcs + a, weights=w,
+                           minlength=phase.n_flows * snap.n_arcs)
+
+    view = phase.local_view()
+    assert view.routes is None or not view.routes.local[view.routes.pair_route].any()
+    expanded = [view.pair_flow, view.pair_arc, view.pair_weight]
+    if view.routes is not None:
+        expanded = [np.concatenate([x, y]) for x, y in
+                    zip(expanded, view.routes.expand(), strict=True)]
+    np.testing.assert_allclose(totals(*expanded), totals(*phase.pairs()))
+    assert phase.n_pairs == len(phase.pairs()[0])

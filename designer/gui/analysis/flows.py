@@ -44,7 +44,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -112,7 +112,9 @@ class FlowIndex:
 
     def __init__(self, snap: Snapshot, plan: Plan):
         self.snap = snap
-        self.plan = plan
+        # Endpoint routes expanded (their arcs name the GPU they serve); fabric routes
+        # stay shared.
+        self.plan = replace(plan, phases=tuple(p.local_view() for p in plan.phases))
         n = snap.n_nodes
         self.is_gpu = np.zeros(n, dtype=bool)
         self.is_gpu[snap.gpus] = True
