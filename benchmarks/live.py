@@ -8,9 +8,10 @@ Prints:
   by a pause longer than the debounce, as a user's separate edits are, so the first
   edit solves at once (leading edge); the "burst" row is the last of five edits made
   20 ms apart, which waits out the debounce (trailing edge);
-- the longest event-loop stall while a 16,384-GPU SuperPOD solves (goal <= 50 ms),
-  measured with a 1 ms timer on the GUI thread; the snapshot taken on the GUI thread is
-  reported separately because it is part of the stall.
+- the longest event-loop stall while a 16,384-GPU SuperPOD re-solves after an edit (goal
+  <= 50 ms), measured with a 1 ms timer on the GUI thread from the edit to the applied
+  result (GUI-thread snapshot, worker solve, result application); the design's first
+  snapshot, taken once when it is opened, is reported apart.
 
 Run: ``python benchmarks/live.py [--quick]`` (offscreen; a few minutes for 16k GPUs).
 """
@@ -35,7 +36,7 @@ from designer.gui.analysis.overlay import AnalysisOverlay
 from designer.gui.analysis.runner import SolveRunner
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.canvas.view import FabricView
-from designer.gui.document import Document
+from designer.gui.document import Document, settle_heap
 from designer.model.commands import SetLinkProps
 from designer.model.templates import build_template
 from designer.solver.snapshot import take_snapshot
@@ -63,6 +64,7 @@ class Rig:
         self.overlay = AnalysisOverlay(self.document, self.scene, self.view, self.runner)
         self.coloured_at: float | None = None
         self.runner.focus_ready.connect(self._on_result)
+        settle_heap()  # as Document.replace does when the window opens a design
 
     def _on_result(self, _result) -> None:
         # The overlay's slot is connected first, so links are recoloured by now.
@@ -116,12 +118,26 @@ def edit_to_colour(app: QApplication, template: str, params: dict,
     return out, burst
 
 
-def stall_during_solve(app: QApplication, sus: int) -> tuple[float, float, float, int]:
+def stall_during_solve(app: QApplication, sus: int) -> tuple[float, float, float, int, float]:
+    """The longest event-loop stall while the design re-solves after an edit.
+
+    The design is opened and solved once first (not measured: opening a 40,000-node
+    design builds the scene's index once, ~1 s, whatever the solver does), as an
+    architect's window is before they edit.  Then one edit (a leaf-spine link fails):
+    the 1 ms timer runs from the edit until the full result (focus, sweep, training) is
+    applied, so the GUI-thread snapshot, the worker's solve and the result application
+    all count."""
     topo = build_template("superpod", gpu="B200", sus=sus)
     t0 = time.perf_counter()
     take_snapshot(topo)
-    snap_ms = (time.perf_counter() - t0) * 1e3
+    cold_snap_ms = (time.perf_counter() - t0) * 1e3
     rig = Rig(topo)
+    app.processEvents()  # the scene's first index build
+    rig.runner.schedule()
+    rig.wait(app, full=True)
+    _idle(app, 0.5)
+    link = next(lk.id for lk in topo.links()
+                if {topo.node(lk.a).kind, topo.node(lk.b).kind} == {"leaf", "spine"})
     gaps: list[float] = []
     clock = QElapsedTimer()
     last = [0]
@@ -134,19 +150,20 @@ def stall_during_solve(app: QApplication, sus: int) -> tuple[float, float, float
     timer = QTimer()
     timer.setInterval(1)
     timer.timeout.connect(tick)
-    rig.runner.schedule()
-    # Let the debounce fire and the snapshot happen, then watch only the worker's time.
-    while not rig.runner.busy and rig.coloured_at is None:
-        app.processEvents()
-        time.sleep(0.0005)
     clock.start()
     timer.start()
+    rig.coloured_at = None
     t1 = time.perf_counter()
+    rig.document.push(SetLinkProps([link], failed=True))
     rig.wait(app, full=True)
     solve_s = time.perf_counter() - t1
     timer.stop()
+    t2 = time.perf_counter()
+    take_snapshot(topo)  # as the runner did after the edit: patched, not re-read
+    edit_snap_ms = (time.perf_counter() - t2) * 1e3
     rig.close()
-    return max(gaps) if gaps else 0.0, snap_ms, solve_s, topo.graph.number_of_nodes()
+    return (max(gaps) if gaps else 0.0, cold_snap_ms, solve_s,
+            topo.graph.number_of_nodes(), edit_snap_ms)
 
 
 def main() -> int:
@@ -164,11 +181,13 @@ def main() -> int:
                      f"{statistics.median(ms):.0f} ms (median of {len(ms)}; max {max(ms):.0f})"))
         rows.append((f"  last edit of a 5-edit burst -> colour, {label}", "-", f"{burst:.0f} ms"))
     sus = 4 if args.quick else 64
-    stall, snap_ms, solve_s, nodes = stall_during_solve(app, sus)
+    stall, snap_ms, solve_s, nodes, edit_snap_ms = stall_during_solve(app, sus)
     gpus = 256 * sus
-    rows.append((f"event-loop stall during a {gpus:,}-GPU solve", "<= 50 ms",
-                 f"{stall:.0f} ms (solve {solve_s:.1f} s on the worker)"))
-    rows.append((f"snapshot on the GUI thread, {gpus:,} GPUs ({nodes:,} nodes)", "-",
+    rows.append((f"event-loop stall during a {gpus:,}-GPU re-solve after an edit", "<= 50 ms",
+                 f"{stall:.0f} ms (edit -> full result {solve_s:.1f} s)"))
+    rows.append((f"  snapshot on the GUI thread after the edit, {gpus:,} GPUs", "-",
+                 f"{edit_snap_ms:.0f} ms"))
+    rows.append((f"  first snapshot of the design ({nodes:,} nodes; once per open)", "-",
                  f"{snap_ms:.0f} ms"))
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'goal':>10}  measured")
