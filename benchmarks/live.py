@@ -118,52 +118,55 @@ def edit_to_colour(app: QApplication, template: str, params: dict,
     return out, burst
 
 
-def stall_during_solve(app: QApplication, sus: int) -> tuple[float, float, float, int, float]:
+def stall_during_solve(app: QApplication, sus: int) -> dict:
     """The longest event-loop stall while the design re-solves after an edit.
 
     The design is opened and solved once first (not measured: opening a 40,000-node
     design builds the scene's index once, ~1 s, whatever the solver does), as an
-    architect's window is before they edit.  Then one edit (a leaf-spine link fails):
-    the 1 ms timer runs from the edit until the full result (focus, sweep, training) is
-    applied, so the GUI-thread snapshot, the worker's solve and the result application
-    all count."""
+    architect's window is before they edit.  Then two edits (a leaf-spine link fails,
+    then another): for each, a 1 ms timer runs from the edit until the full result
+    (focus, sweep, training) is applied, so the GUI-thread snapshot, the worker's solve
+    and the result application all count.  The first edit after opening also builds
+    the snapshot's link index once."""
     topo = build_template("superpod", gpu="B200", sus=sus)
     t0 = time.perf_counter()
     take_snapshot(topo)
-    cold_snap_ms = (time.perf_counter() - t0) * 1e3
+    out = {"cold_snap_ms": (time.perf_counter() - t0) * 1e3,
+           "nodes": topo.graph.number_of_nodes(), "stalls": [], "solve_s": []}
     rig = Rig(topo)
     app.processEvents()  # the scene's first index build
     rig.runner.schedule()
     rig.wait(app, full=True)
-    _idle(app, 0.5)
-    link = next(lk.id for lk in topo.links()
-                if {topo.node(lk.a).kind, topo.node(lk.b).kind} == {"leaf", "spine"})
-    gaps: list[float] = []
-    clock = QElapsedTimer()
-    last = [0]
+    spine_links = [lk.id for lk in topo.links()
+                   if {topo.node(lk.a).kind, topo.node(lk.b).kind} == {"leaf", "spine"}]
+    for link in spine_links[:2]:
+        _idle(app, 0.5)
+        gaps: list[float] = []
+        clock = QElapsedTimer()
+        last = [0]
 
-    def tick() -> None:
-        now = clock.elapsed()
-        gaps.append(now - last[0])
-        last[0] = now
+        def tick(gaps=gaps, clock=clock, last=last) -> None:
+            now = clock.elapsed()
+            gaps.append(now - last[0])
+            last[0] = now
 
-    timer = QTimer()
-    timer.setInterval(1)
-    timer.timeout.connect(tick)
-    clock.start()
-    timer.start()
-    rig.coloured_at = None
-    t1 = time.perf_counter()
-    rig.document.push(SetLinkProps([link], failed=True))
-    rig.wait(app, full=True)
-    solve_s = time.perf_counter() - t1
-    timer.stop()
+        timer = QTimer()
+        timer.setInterval(1)
+        timer.timeout.connect(tick)
+        clock.start()
+        timer.start()
+        rig.coloured_at = None
+        t1 = time.perf_counter()
+        rig.document.push(SetLinkProps([link], failed=True))
+        rig.wait(app, full=True)
+        out["solve_s"].append(time.perf_counter() - t1)
+        timer.stop()
+        out["stalls"].append(max(gaps) if gaps else 0.0)
     t2 = time.perf_counter()
-    take_snapshot(topo)  # as the runner did after the edit: patched, not re-read
-    edit_snap_ms = (time.perf_counter() - t2) * 1e3
+    take_snapshot(topo)  # as the runner does after an edit: patched, not re-read
+    out["edit_snap_ms"] = (time.perf_counter() - t2) * 1e3
     rig.close()
-    return (max(gaps) if gaps else 0.0, cold_snap_ms, solve_s,
-            topo.graph.number_of_nodes(), edit_snap_ms)
+    return out
 
 
 def main() -> int:
@@ -181,14 +184,16 @@ def main() -> int:
                      f"{statistics.median(ms):.0f} ms (median of {len(ms)}; max {max(ms):.0f})"))
         rows.append((f"  last edit of a 5-edit burst -> colour, {label}", "-", f"{burst:.0f} ms"))
     sus = 4 if args.quick else 64
-    stall, snap_ms, solve_s, nodes, edit_snap_ms = stall_during_solve(app, sus)
+    st = stall_during_solve(app, sus)
     gpus = 256 * sus
-    rows.append((f"event-loop stall during a {gpus:,}-GPU re-solve after an edit", "<= 50 ms",
-                 f"{stall:.0f} ms (edit -> full result {solve_s:.1f} s)"))
-    rows.append((f"  snapshot on the GUI thread after the edit, {gpus:,} GPUs", "-",
-                 f"{edit_snap_ms:.0f} ms"))
-    rows.append((f"  first snapshot of the design ({nodes:,} nodes; once per open)", "-",
-                 f"{snap_ms:.0f} ms"))
+    for which, stall, solve_s in zip(("first edit after opening", "next edit"), st["stalls"],
+                                     st["solve_s"], strict=True):
+        rows.append((f"event-loop stall, {gpus:,}-GPU re-solve, {which}", "<= 50 ms",
+                     f"{stall:.0f} ms (edit -> full result {solve_s:.1f} s)"))
+    rows.append((f"  snapshot on the GUI thread after an edit, {gpus:,} GPUs", "-",
+                 f"{st['edit_snap_ms']:.0f} ms"))
+    rows.append((f"  first snapshot of the design ({st['nodes']:,} nodes; once per open)",
+                 "-", f"{st['cold_snap_ms']:.0f} ms"))
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'goal':>10}  measured")
     for case, goal, measured in rows:

@@ -179,7 +179,7 @@ class _Columns:
     def _on_link_changed(self, old, new) -> None:
         if not self.stale:
             if self.link_pos is None:
-                self.link_pos = {k: i for i, k in enumerate(self.keys)}
+                self.link_pos = dict(zip(self.keys, range(len(self.keys)), strict=True))
             k = self.link_pos[new.id]
             self.tech_of[k] = _code(self.tech_names, new.tech)
             self.counts[k] = new.count
@@ -211,7 +211,9 @@ class _Columns:
         self.counts = np.fromiter(counts, float, m)
         self.planes = list(planes)
         self.link_failed = np.fromiter(failed, bool, m)
-        self.link_pos: dict[str, int] | None = None
+        # Built now, with the read, not at the first edit: the GUI edits right after
+        # opening, and this is ~20 ms on 100,000 links.
+        self.link_pos: dict[str, int] | None = dict(zip(self.keys, range(m), strict=True))
         # Derived values reused while their inputs do not change (see `take_snapshot`).
         self.names: tuple | None = None         # (node kinds, node models) as tuples
         self.live: tuple | None = None          # (live mask, link ids, arc planes, compute)

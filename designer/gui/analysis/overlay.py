@@ -14,6 +14,7 @@ built on first use, never for every link of every result.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -36,7 +37,9 @@ from designer.model.errors import DesignError
 CMAP = pg.colormap.get("cividis")
 SATURATED = QColor("#D55E00")
 IDLE = QColor(150, 150, 150, 90)
-CHUNK = 4000  # links recoloured per turn of the event loop (~10 ms)
+CHUNK = 4000  # links reset to technology colours per turn of the event loop (~10 ms)
+SLICE_S = 0.012  # time spent recolouring per turn of the event loop
+STRIDE = 256  # links between clock checks
 TOOLTIP_FLOWS = 8  # flows named in a link's tooltip before "and N more"
 MAX_PATH_GPUS = 8  # selections with more GPUs outline nothing (a whole pod is noise)
 MAX_PATH_SELECTION = 256  # larger selections are not searched for GPUs at all
@@ -213,35 +216,47 @@ class AnalysisOverlay(QObject):
         token = self._pass
         if colour and isinstance(util, PerLink):
             # Walk the result's links in order (no per-result dict), then idle-grey the
-            # canvas links the result does not have (failed ones, say).
+            # canvas links the result does not have (failed ones, say).  Only links whose
+            # colour changes are touched (colours are shared objects): after an edit most
+            # of a big fabric keeps its colour, and set_color is the costly part.
             ids, values = util.ids, util.values
             n = len(ids)
 
-            def paint(start: int) -> None:
-                if start < n:
-                    chunk = zip(ids[start:start + CHUNK],
-                                values[start:start + CHUNK].tolist(), strict=True)
-                    for lid, u in chunk:
-                        item = links.get(lid)
-                        if item is not None:
-                            item.set_color(util_color(u))
-                else:
+            def paint(start: int) -> int:
+                """Recolour from ``start`` for one time slice; where to go on."""
+                if start >= n:
                     for lid in links.keys() - set(ids):
                         links[lid].set_color(IDLE)
+                    return n + 1
+                deadline = time.perf_counter() + SLICE_S
+                while start < n:
+                    stop = min(start + STRIDE, n)
+                    for lid, u in zip(ids[start:stop], values[start:stop].tolist(),
+                                      strict=True):
+                        item = links.get(lid)
+                        if item is not None:
+                            c = util_color(u)
+                            if item.color is not c:
+                                item.set_color(c)
+                    start = stop
+                    if time.perf_counter() > deadline:
+                        break
+                return start
         else:
             items = list(links.values())
-            n = len(items)
+            n = len(items) - 1
 
-            def paint(start: int) -> None:
+            def paint(start: int) -> int:
                 for item in items[start:start + CHUNK]:
                     item.set_color(IDLE if colour else None)
+                return start + CHUNK
 
         def run(start: int) -> None:
             if token != self._pass or not shiboken6.isValid(self.scene):
                 return  # superseded by a newer result, or the window is gone
-            paint(start)
-            if start < n:
-                QTimer.singleShot(0, self, lambda: run(start + CHUNK))
+            nxt = paint(start)
+            if nxt <= n:
+                QTimer.singleShot(0, self, lambda: run(nxt))
             else:
                 # Repaint the canvas now: on a real display nothing else may ask for it.
                 self.view.viewport().update()

@@ -56,9 +56,9 @@ class _Cancelled(Exception):
 def resolve_ranks(snap: Snapshot, topo: Topology, spec, selection: list[str]) -> list[int] | None:
     """Rank indices for a scenario's ``ranks`` (``all``, N, ids, ``group:<id>``,
     ``selection``)."""
-    index = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
     if spec == "all":
         return None
+    index = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
     if spec == "selection":
         ranks = [index[n] for n in selection if n in index]
         if len(ranks) < 2:
