@@ -58,9 +58,10 @@ def make_actions(parent: QWidget) -> dict[str, QAction]:
         action = QAction(text, parent)
         action.setObjectName(f"action_{name}")
         if isinstance(shortcut, QKeySequence.StandardKey):
-            # Every platform binding (Redo is Ctrl+Y *and* Ctrl+Shift+Z on Linux).
-            action.setShortcuts(QKeySequence.keyBindings(shortcut)
-                                + EXTRA_SHORTCUTS.get(name, []))
+            # Every platform binding (Redo is Ctrl+Y *and* Ctrl+Shift+Z on Linux), each
+            # once: a key bound twice to one action is "ambiguous" and triggers nothing.
+            keys = QKeySequence.keyBindings(shortcut) + EXTRA_SHORTCUTS.get(name, [])
+            action.setShortcuts([k for i, k in enumerate(keys) if k not in keys[:i]])
         elif shortcut is not None:
             action.setShortcuts([QKeySequence(shortcut), *EXTRA_SHORTCUTS.get(name, [])])
         action.setStatusTip(tip)

@@ -113,6 +113,9 @@ class EditController(QObject):
                              self.document.topology.link(lid).b} & set(node_ids))]
         if not node_ids and not link_ids:
             return
+        # Drop the selection first, in one go: Qt announces every removed selected item
+        # (each listener rescanning the selection), quadratic for Select All + Delete.
+        self.scene.select_ids()
         parts = []
         if link_ids:
             parts.append(RemoveLinks(link_ids))

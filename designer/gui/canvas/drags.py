@@ -73,6 +73,8 @@ class NodeDrag:
             return {}
         if not free:
             dx, dy = snap(start.x() + dx, grid) - start.x(), snap(start.y() + dy, grid) - start.y()
+        if dx == 0 and dy == 0:  # snapped back where it started
+            return {}
         return {nid: (p.x() + dx, p.y() + dy) for nid, p in self.start.items()}
 
     def end(self) -> None:

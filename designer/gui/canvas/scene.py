@@ -101,6 +101,7 @@ class FabricScene(FoldingMixin, QGraphicsScene):
         self._dirty_groups = False
         self._dirty_collapse = False
         self._repaint_pending = False
+        self._selection_dropped = False  # selected items removed silently (see _remove_item)
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setSingleShot(True)
         self._refresh_timer.setInterval(0)
@@ -220,10 +221,26 @@ class FabricScene(FoldingMixin, QGraphicsScene):
             self._set_hidden(item, True)
         self._changed(collapse_too=True)
 
+    def _remove_item(self, item) -> None:
+        """Remove ``item``; a selected one without announcing it: Qt emits
+        selectionChanged for every selected item removed and every listener rescans the
+        selection, quadratic when undo removes a large selected paste.  `refresh`
+        announces the change once."""
+        if item.isSelected():
+            blocked = self.blockSignals(True)
+            try:
+                self.removeItem(item)
+            finally:
+                self.blockSignals(blocked)
+            self._selection_dropped = True
+            self._refresh_timer.start()
+        else:
+            self.removeItem(item)
+
     def _on_node_removed(self, node: Node) -> None:
         item = self.nodes.pop(node.id, None)
         if item is not None:
-            self.removeItem(item)
+            self._remove_item(item)
         self._changed(collapse_too=True)
 
     def _on_node_changed(self, old: Node, new: Node) -> None:
@@ -244,7 +261,7 @@ class FabricScene(FoldingMixin, QGraphicsScene):
         item = self.links.pop(link.id, None)
         if item is not None:
             item.detach()
-            self.removeItem(item)
+            self._remove_item(item)
             if link.a in self.nodes and link.b in self.nodes:
                 self._spread_parallel(link.a, link.b)
         self._changed(groups=False, collapse_too=True)
@@ -261,7 +278,7 @@ class FabricScene(FoldingMixin, QGraphicsScene):
     def _on_group_removed(self, group: Group) -> None:
         item = self.groups.pop(group.id, None)
         if item is not None:
-            self.removeItem(item)
+            self._remove_item(item)
         if group.id in self.collapsed:
             self.collapsed.discard(group.id)
             self._dirty_collapse = True
@@ -285,6 +302,9 @@ class FabricScene(FoldingMixin, QGraphicsScene):
         if self._repaint_pending:
             self._repaint_pending = False
             self.update()
+        if self._selection_dropped:
+            self._selection_dropped = False
+            self.selectionChanged.emit()
 
     def _refresh_groups(self) -> None:
         """Fit every group's frame around its members and its sub-groups' frames."""
@@ -371,7 +391,8 @@ class FabricScene(FoldingMixin, QGraphicsScene):
         self.schematic.invalidate()
 
     def selected_node_ids(self) -> list[str]:
-        """Selected nodes, members of selected collapsed boxes included."""
+        """Selected nodes, members of selected collapsed boxes included, sorted by id (Qt
+        lists a selection in an order that changes from run to run)."""
         if not shiboken6.isValid(self):  # asked by a listener while the scene is destroyed
             return []
         out: list[str] = []
@@ -389,10 +410,10 @@ class FabricScene(FoldingMixin, QGraphicsScene):
                     if nid not in seen:
                         seen.add(nid)
                         out.append(nid)
-        return out
+        return sorted(out)
 
     def selected_link_ids(self) -> list[str]:
-        """Selected links, the links of selected aggregated bundles included."""
+        """Selected links, the links of selected aggregated bundles included, by id."""
         if not shiboken6.isValid(self):
             return []
         out: list[str] = []
@@ -401,7 +422,7 @@ class FabricScene(FoldingMixin, QGraphicsScene):
                 out.append(i.link_id)
             elif isinstance(i, BundleItem):
                 out.extend(i.link_ids)
-        return out
+        return sorted(out)
 
     def select_ids(self, node_ids=(), link_ids=()) -> None:
         """Make exactly these nodes and links the selection.  A node hidden in a
@@ -496,6 +517,10 @@ class FabricScene(FoldingMixin, QGraphicsScene):
         drag.end()
         if moved:
             self.push_move(moved, f"Move {len(moved)} node(s)")
+        else:  # dropped where it started, or snapped back there: the model did not move
+            for nid, p in drag.start.items():
+                if drag.items[nid].pos() != p:
+                    drag.items[nid].move_to(p.x(), p.y())
         if drag.by_group:  # frames and boxes refit from the model, bundles follow them
             self._dirty_groups = True
             self.refresh()
