@@ -32,11 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from PySide6.QtCore import QElapsedTimer, QTimer
 from PySide6.QtWidgets import QApplication
 
-from designer.gui.analysis.overlay import AnalysisOverlay
-from designer.gui.analysis.runner import SolveRunner
-from designer.gui.canvas.scene import FabricScene
-from designer.gui.canvas.view import FabricView
-from designer.gui.document import Document, settle_heap
+from designer.gui.document import Document
+from designer.gui.main_window import MainWindow
 from designer.model.commands import SetLinkProps
 from designer.model.templates import build_template
 from designer.solver.snapshot import take_snapshot
@@ -53,18 +50,20 @@ def _cpu() -> str:
 
 
 class Rig:
-    """Document + scene + view + runner + overlay, as the main window wires them."""
+    """The real main window (canvas, overlay, docks, the four panels), shown at
+    1400x900 on the design, opened the way File > Open does (`Document.replace`)."""
 
     def __init__(self, topology):
-        self.document = Document(topology)
-        self.scene = FabricScene(self.document)
-        self.view = FabricView(self.scene)
-        self.view.resize(1200, 800)
-        self.runner = SolveRunner(self.document)
-        self.overlay = AnalysisOverlay(self.document, self.scene, self.view, self.runner)
+        self.document = Document(build_template("example"))
+        self.window = MainWindow(self.document)
+        self.window.resize(1400, 900)
+        self.window.show()
+        self.document.replace(topology)
+        self.scene, self.view = self.window.scene, self.window.view
+        self.runner = self.window.analysis.runner
+        self.overlay = self.window.analysis.overlay
         self.coloured_at: float | None = None
         self.runner.focus_ready.connect(self._on_result)
-        settle_heap()  # as Document.replace does when the window opens a design
 
     def _on_result(self, _result) -> None:
         # The overlay's slot is connected first, so links are recoloured by now.
@@ -82,6 +81,7 @@ class Rig:
 
     def close(self) -> None:
         self.runner.shutdown()
+        self.window.close()
 
 
 def _idle(app: QApplication, seconds: float) -> None:
