@@ -81,6 +81,7 @@ class Rig:
 
     def close(self) -> None:
         self.runner.shutdown()
+        self.document.undo_stack.setClean()  # no "save changes?" question on close
         self.window.close()
 
 

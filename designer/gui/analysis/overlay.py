@@ -254,11 +254,16 @@ class AnalysisOverlay(QObject):
         def run(start: int) -> None:
             if token != self._pass or not shiboken6.isValid(self.scene):
                 return  # superseded by a newer result, or the window is gone
-            nxt = paint(start)
+            self.scene.recolour_held = True  # one repaint at the end, not one per slice
+            try:
+                nxt = paint(start)
+            finally:
+                self.scene.recolour_held = False
             if nxt <= n:
                 QTimer.singleShot(0, self, lambda: run(nxt))
             else:
                 # Repaint the canvas now: on a real display nothing else may ask for it.
+                self.scene.request_repaint()
                 self.view.viewport().update()
 
         run(0)

@@ -283,7 +283,7 @@ class _LineItem(QGraphicsItem):
         self._rekey()
         scene = self.scene()
         if scene is not None and hasattr(scene, "links_recoloured"):
-            scene.links_recoloured()
+            scene.links_recoloured(self)
         else:
             self.update()
 

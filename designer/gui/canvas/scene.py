@@ -102,6 +102,9 @@ class FabricScene(FoldingMixin, QGraphicsScene):
         self._dirty_collapse = False
         self._repaint_pending = False
         self._selection_dropped = False  # selected items removed silently (see _remove_item)
+        # A recolour in slices (the analysis overlay) holds repaints until its last slice:
+        # each repaint of a far-out view rebuilds the schematic's link batches.
+        self.recolour_held = False
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setSingleShot(True)
         self._refresh_timer.setInterval(0)
@@ -207,12 +210,18 @@ class FabricScene(FoldingMixin, QGraphicsScene):
                 li.offset = offsets[li.link_id]
                 li.update_path()
 
-    def _changed(self, groups: bool = True, collapse_too: bool = False) -> None:
-        """Note a model change; the deferred `refresh` does the bulk work once."""
+    def _changed(self, groups: bool = True, collapse_too: bool = False,
+                 links_only: bool = False, link_item=None) -> None:
+        """Note a model change; the deferred `refresh` does the bulk work once.
+        ``links_only``: only links changed, the schematic keeps its nodes and frames;
+        ``link_item``: only that link changed, the schematic moves just it."""
         self._titles = None
         self._dirty_groups |= groups
         self._dirty_collapse |= collapse_too and bool(self.collapsed)
-        self.schematic.invalidate()
+        if link_item is not None and not self.collapsed:
+            self.schematic.recolour(link_item)
+        else:
+            self.schematic.invalidate(links_only=links_only and not self.collapsed)
         self._refresh_timer.start()
 
     def _on_node_added(self, node: Node) -> None:
@@ -268,8 +277,9 @@ class FabricScene(FoldingMixin, QGraphicsScene):
 
     def _on_link_changed(self, old: Link, new: Link) -> None:
         color, gbps = self._tech_look(new)
-        self.links[new.id].set_link(new, color, gbps)
-        self._changed(groups=False, collapse_too=True)
+        item = self.links[new.id]
+        item.set_link(new, color, gbps)
+        self._changed(groups=False, collapse_too=True, link_item=item)
 
     def _on_group_added(self, group: Group) -> None:
         self._add_group_item(group)
@@ -371,9 +381,19 @@ class FabricScene(FoldingMixin, QGraphicsScene):
             self.set_theme(system_theme())
 
     # ------------------------------------------------------------ recolouring
-    def links_recoloured(self) -> None:
-        """Link colours changed (not geometry): one repaint soon, schematic links only."""
-        self.schematic.invalidate(links_only=True)
+    def links_recoloured(self, item=None) -> None:
+        """Link colours changed (not geometry): one repaint soon, and the schematic moves
+        ``item`` to its new batch (every link's batch is rebuilt when no item is named).
+        No repaint while a sliced recolour holds them (`recolour_held`)."""
+        if item is None:
+            self.schematic.invalidate(links_only=True)
+        else:
+            self.schematic.recolour(item)
+        if not self.recolour_held:
+            self.request_repaint()
+
+    def request_repaint(self) -> None:
+        """One repaint of the scene soon (after the deferred refresh)."""
         if not self._repaint_pending:
             self._repaint_pending = True
             self._refresh_timer.start()
