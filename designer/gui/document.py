@@ -9,6 +9,7 @@ saving marks the stack clean without clearing it (history survives saving).
 
 from __future__ import annotations
 
+import atexit
 import gc
 from pathlib import Path
 
@@ -29,9 +30,24 @@ def settle_heap() -> None:
     recolour.  `gc.freeze` moves what exists now to a generation the collector never
     scans; `gc.unfreeze` first, so the design being replaced is collected, not kept.
     """
+    global _unfreeze_at_exit
     gc.unfreeze()
     gc.collect()
     gc.freeze()
+    if not _unfreeze_at_exit:
+        # Frozen objects are never collected; at exit, let the collector free them while
+        # the QApplication still exists (freed during interpreter teardown, after Qt is
+        # gone, Qt objects crash the process).
+        atexit.register(_release_heap)
+        _unfreeze_at_exit = True
+
+
+_unfreeze_at_exit = False
+
+
+def _release_heap() -> None:
+    gc.unfreeze()
+    gc.collect()
 
 
 class _QtCommand(QUndoCommand):

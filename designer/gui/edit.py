@@ -7,6 +7,7 @@ a single undo step.  The clipboard carries a sub-graph as JSON under a private M
 
 from __future__ import annotations
 
+import atexit
 import json
 from dataclasses import asdict
 
@@ -22,6 +23,24 @@ from designer.model.templates.layout import layered_layout
 from designer.model.topology import Group, Link, Node
 
 SUBGRAPH_MIME = "application/x-fabric-designer-subgraph"
+
+
+_clipboard_release_registered = False
+
+
+def _release_clipboard_at_exit() -> None:
+    """The clipboard owns our QMimeData; Qt deletes it from a C++ exit handler after
+    Python is gone, which crashes the process at exit.  Clear the clipboard while Python
+    still runs (an atexit hook), once."""
+    global _clipboard_release_registered
+    if not _clipboard_release_registered:
+        atexit.register(_clear_clipboard)
+        _clipboard_release_registered = True
+
+
+def _clear_clipboard() -> None:
+    if QApplication.instance() is not None:
+        QApplication.clipboard().clear()
 
 
 class EditController(QObject):
@@ -67,6 +86,7 @@ class EditController(QObject):
         mime.setData(SUBGRAPH_MIME, json.dumps(payload).encode())
         mime.setText(f"{len(nodes)} node(s), {len(links)} link(s) from Fabric Designer")
         QApplication.clipboard().setMimeData(mime)
+        _release_clipboard_at_exit()
         self._paste_count = 0
         self.message.emit(f"Copied {len(nodes)} node(s) and {len(links)} link(s)")
         return True

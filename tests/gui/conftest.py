@@ -8,6 +8,8 @@ drag/drop events are sent straight to ``view.viewport()`` (never a real
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent, QMouseEvent, QWheelEvent
@@ -33,6 +35,15 @@ def _isolated_user_dirs(tmp_path_factory):
     mp.setenv("FABRIC_DESIGNER_DATA_DIR", str(home / "fabric-designer-data"))  # autosaves
     yield home
     mp.undo()
+
+
+@pytest.fixture(autouse=True)
+def _unfrozen_heap():
+    """Opening a design freezes the heap (`designer.gui.document.settle_heap`); a test's
+    windows must not stay frozen into the next tests (never collected, they would be
+    torn down after the QApplication at exit)."""
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture(autouse=True)

@@ -185,3 +185,25 @@ def test_paste_between_two_windows(window, clipboard, qtbot):
         assert len(topo) == 4 and topo.graph.number_of_edges() == 4
     finally:
         close_window(other)
+
+
+def test_the_process_exits_cleanly_after_a_copy(tmp_path):
+    # The clipboard owns the copied QMimeData; without clearing it while Python still
+    # runs, Qt deletes it from a C++ exit handler and the process dies with SIGSEGV.
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "from designer.gui.app import application, create_window\n"
+        "app = application()\n"
+        "window, _ = create_window()\n"
+        "window.scene.select_ids(['n01-gpu0', 'n01-gpu1'])\n"
+        "assert window.edit.copy()\n"
+        "window.document.undo_stack.setClean()\n"
+        "window.close()\n"
+    )
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
