@@ -147,12 +147,11 @@ def max_min_rates(
         )
     weight = _weight_array(pair_weight, flow.size)
     link = _check_range(link, n_links, "pair_link", "link")
-    if routes is not None:
-        routes = routes.checked(n_links, n_flows)
-        if n_flows is None:
-            n_flows = max(int(flow.max(initial=-1)), int(routes.pair_flow.max(initial=-1))) + 1
-            if demand is not None:
-                n_flows = max(n_flows, int(np.size(demand)))
+    if routes is not None and n_flows is None:  # flows listed only as taking a route
+        n_flows = max(int(flow.max(initial=-1)),
+                      int(np.max(routes.pair_flow, initial=-1))) + 1
+        if demand is not None:
+            n_flows = max(n_flows, int(np.size(demand)))
     n_flows = _flow_count(n_flows, flow, demand)
     flow = _check_range(flow, n_flows, "pair_flow", "flow")
     dem = _demand_array(demand, n_flows)

@@ -90,7 +90,7 @@ def solve_phase(snap: Snapshot, phase) -> PhaseSolution:
     if phase.n_flows == 0:
         return PhaseSolution(phase.name, phase.steps, 0.0, np.zeros(0), np.zeros(snap.n_arcs),
                              -1, "")
-    routes = getattr(phase, "routes", None)
+    routes = phase.routes
     mm = max_min_rates(snap.arc_cap, phase.pair_flow, phase.pair_arc, phase.pair_weight,
                        n_flows=phase.n_flows, routes=routes)
     rates = mm.rates
