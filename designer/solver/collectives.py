@@ -13,31 +13,24 @@ reduction inside one NVLink domain), ``hierarchical`` (intra-domain reduce-scatt
 per-rail inter-domain ring, intra-domain all-gather), ``collnet`` (IB SHARP: in-network
 reduction at the edge switch).
 
-Plans are built with array code: a ring channel, a set of chains or a million all-to-all
-pairs is one call of `_FlowBuilder.transfers`, which routes a whole batch of transfers
-through the router's batched tables (`_FlowBuilder.transfer` is the same for one).
-Across NVLink domains a transfer leaves through the sender's rail NIC and enters through
-the receiver's, however each GPU reaches its NIC (own PCIe link, PXN or host; see
-`snapshot`), and crosses the fabric between the two NICs' edge switches, or just the
-cable when two NICs are cabled to each other.
+Plans are built with array code through `phases.FlowBuilder`, which routes whole
+batches of transfers at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from designer.solver.errors import SolverError
 from designer.solver.labels import Labels
+from designer.solver.phases import FlowBuilder, Phase, Plan
 from designer.solver.routing import (
-    RouteBatch,
     Router,
     _concat,
     _single,
     ragged_arange,
-    unique_inverse,
 )
 from designer.solver.shared_routes import SharedRoutes
 from designer.solver.snapshot import NVLINK, Snapshot
@@ -45,328 +38,7 @@ from designer.solver.snapshot import NVLINK, Snapshot
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall",
                "sendrecv")
 ALGORITHMS = ("ring", "tree", "nvls", "hierarchical", "collnet")
-
-
-@dataclass(frozen=True, eq=False)
-class Phase:
-    """Flows that run concurrently, with the bytes each carries per message byte."""
-
-    name: str
-    pair_flow: np.ndarray
-    pair_arc: np.ndarray
-    pair_weight: np.ndarray
-    flow_bytes: np.ndarray
-    flow_label: Sequence[str]
-    steps: int
-    nvlink_hops: int
-    net_hops: int
-    routes: SharedRoutes | None = None
-    """Fabric routes shared by many flows (adaptive routing), on top of the pairs."""
-
-    @property
-    def n_flows(self) -> int:
-        return len(self.flow_bytes)
-
-    @property
-    def n_pairs(self) -> int:
-        """Flow-arc pairs as if every flow listed its own copy of its routes."""
-        if self.routes is None:
-            return len(self.pair_arc)
-        lengths = np.diff(self.routes.ptr)[self.routes.pair_route]
-        return len(self.pair_arc) + int(lengths.sum())
-
-    def local_view(self) -> Phase:
-        """The same phase with the endpoints' own routes (`SharedRoutes.local`) expanded
-        into pairs and only the fabric routes left shared: for views that name the ends
-        of a transfer from its arcs (the canvas's flow tooltips and path outlines)."""
-        routes = self.routes
-        if routes is None or routes.local is None or not routes.local.any():
-            return self
-        local = routes.select(routes.local)
-        f, a, w = local.expand()
-        fabric = routes.select(~routes.local)
-        return replace(self, pair_flow=np.concatenate([self.pair_flow, f]),
-                       pair_arc=np.concatenate([self.pair_arc, a]),
-                       pair_weight=np.concatenate([self.pair_weight, w]),
-                       routes=fabric if len(fabric.pair_flow) else None)
-
-    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every ``(flow, arc, weight)`` of the phase, shared routes expanded (memory!)."""
-        if self.routes is None:
-            return self.pair_flow, self.pair_arc, self.pair_weight
-        f, a, w = self.routes.expand()
-        return (np.concatenate([self.pair_flow, f]), np.concatenate([self.pair_arc, a]),
-                np.concatenate([self.pair_weight, w]))
-
-
-@dataclass(frozen=True, eq=False)
-class Plan:
-    """An algorithm's phases; ``pipelined`` phases overlap, others run one after another."""
-
-    collective: str
-    algorithm: str
-    ranks: np.ndarray
-    n_nodes: int
-    phases: tuple[Phase, ...]
-    pipelined: bool = False
-    notes: tuple[str, ...] = field(default=())
-
-
-class _FlowBuilder:
-    """Accumulates (flow, arc, weight) pairs for one phase.
-
-    `transfers` routes a whole batch of rank-to-rank transfers with array code; the pairs
-    it appends are exactly those `transfer` would append called once per transfer, in
-    the same order.
-    """
-
-    def __init__(self, router: Router):
-        self.router = router
-        self.snap = router.snap
-        self.flows: list[np.ndarray] = []
-        self.arcs: list[np.ndarray] = []
-        self.weights: list[np.ndarray] = []
-        self.bytes: list[np.ndarray] = []
-        self.labels: list[Sequence[str]] = []
-        self.routes: list[SharedRoutes] = []
-        self.n_flows = 0
-        self.net_hops = 0
-        self.nv_hops = 0
-
-    def new_flow(self, nbytes: float, label: str) -> int:
-        return int(self.new_flows(np.array([nbytes], dtype=float), [label])[0])
-
-    def new_flows(self, nbytes: np.ndarray, labels: Sequence[str]) -> np.ndarray:
-        """Open ``len(labels)`` flows at once; returns their ids."""
-        first = self.n_flows
-        self.bytes.append(np.asarray(nbytes, dtype=float))
-        self.labels.append(labels)
-        self.n_flows += len(labels)
-        return np.arange(first, self.n_flows, dtype=np.int64)
-
-    def add(self, flow: int, arcs: np.ndarray, weights: np.ndarray) -> None:
-        self.flows.append(np.full(len(arcs), flow, dtype=np.int64))
-        self.arcs.append(np.asarray(arcs, dtype=np.int64))
-        self.weights.append(np.asarray(weights, dtype=float))
-
-    def transfer(self, flow: int, a: int, b: int, key: int) -> None:
-        """Route rank ``a`` -> rank ``b`` into ``flow`` (NVLink in a domain, else NICs):
-        `transfers` of one transfer."""
-        self.transfers(np.array([flow]), np.array([a]), np.array([b]), np.array([key]))
-
-    def transfers(self, flows: np.ndarray, a: np.ndarray, b: np.ndarray,
-                  keys: np.ndarray) -> None:
-        """Route rank ``a[i]`` -> ``b[i]`` into ``flows[i]`` for every ``i``, in order, with
-        array code.
-
-        Inside an NVLink domain: the NVLink spray.  Across domains: the sender's way to
-        its NIC (`RankLinks.access_up`), the NIC's cable, the fabric between the two
-        edge switches and the far NIC's cable, then the receiver's way from its NIC.  Two
-        NICs cabled to each other (servers back to back) cross that one cable only.
-        """
-        s, r = self.snap, self.router
-        flows, a, b, keys = (np.asarray(x, dtype=np.int64).reshape(-1)
-                             for x in (flows, a, b, keys))
-        if a.size == 0:
-            return
-        rl = r.rank_links()
-        is_same = s.gpu_domain[a] == s.gpu_domain[b]
-        same, cross = np.flatnonzero(is_same), np.flatnonzero(~is_same)
-
-        nv = r.nvlink_routes(rl.gpu[a[same]], rl.gpu[b[same]])
-        if same.size:
-            self.nv_hops = max(self.nv_hops, int(nv.hops.max()) - 1, 1)
-
-        ac, bc = a[cross], b[cross]
-        # Usually every rank reaches the fabric and every NIC is cabled to a switch.
-        switched = bool(r.is_switch[rl.leaves[rl.leaves >= 0]].all())
-        if cross.size and not (switched and rl.ok.all()):
-            self._check_ranks(ac, bc)
-        if switched:
-            self._switched_transfers(flows[same], nv, flows[cross], ac, bc, keys[cross])
-            return
-        # The cable between two NICs cabled to each other: a's own, else b's.
-        to_b, to_a = rl.leaf[ac] == rl.nic[bc], rl.leaf[bc] == rl.nic[ac]
-        direct = to_b | to_a
-        mid = np.stack([np.where(to_b | ~to_a, rl.up[ac], rl.up[bc] ^ 1), rl.up[bc] ^ 1],
-                       axis=1).reshape(-1)
-        fab = RouteBatch(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0),
-                         np.zeros(0, np.int64))
-        fab_at, fab_len = np.zeros(len(cross), np.int64), np.zeros(len(cross), np.int64)
-        via_fabric = np.flatnonzero(~direct)
-        if via_fabric.size:
-            fab, at, length = self._fabric_routes(ac[via_fabric], bc[via_fabric],
-                                                  keys[cross][via_fabric])
-            fab_at[via_fabric], fab_len[via_fabric] = at, length
-        if s.routing == "adaptive" and fab_len.any():
-            # One DAG per (leaf, leaf) class, kept once and shared by the flows of the
-            # class (`SharedRoutes`) instead of copied into each flow's pairs.
-            take = np.flatnonzero(fab_len > 0)
-            self.routes.append(SharedRoutes(fab.ptr, fab.arcs, fab.weights,
-                                            flows[cross[take]], fab_at[take]))
-            fab_len = np.zeros(len(cross), np.int64)
-        if direct.any():
-            self.net_hops = max(self.net_hops, 1)
-
-        # Per cross transfer its local arcs: the way up, the NIC cable(s), the way down.
-        up_t, down_t = rl.access_up, rl.access_down
-        up_len, down_len = up_t.lengths[ac], down_t.lengths[bc]
-        if np.all(up_len == 1) and np.all(down_len == 1) and not direct.any():
-            # Every GPU on its own NIC's PCIe link, every NIC on a switch: 4 arcs each.
-            first_up, first_down = up_t.ptr[ac], down_t.ptr[bc]
-            mid2 = mid.reshape(-1, 2)
-            local = np.stack([up_t.arcs[first_up], mid2[:, 0], mid2[:, 1],
-                              down_t.arcs[first_down]], axis=1).reshape(-1)
-            local_w = np.stack([up_t.weights[first_up], np.ones(len(ac)), np.ones(len(ac)),
-                                down_t.weights[first_down]], axis=1).reshape(-1)
-            local_at = 4 * np.arange(len(ac))
-            local_len = 4
-        else:
-            at = np.cumsum([0, len(up_t.arcs), len(mid)])
-            pool = np.concatenate([up_t.arcs, mid, down_t.arcs])
-            pool_w = np.concatenate([up_t.weights, np.ones(len(mid)), down_t.weights])
-            heads = np.stack([up_t.ptr[ac], at[1] + 2 * np.arange(len(ac)),
-                              at[2] + down_t.ptr[bc]], axis=1)
-            sizes = np.stack([up_len, np.where(direct, 1, 2), down_len], axis=1)
-            pick = ragged_arange(heads.reshape(-1), sizes.reshape(-1))
-            local, local_w = pool[pick], pool_w[pick]
-            local_len = sizes.sum(axis=1)
-            local_at = np.cumsum(local_len) - local_len
-
-        # Every transfer is one or two pieces of a pool (its NVLink route; or its local
-        # arcs, then its fabric route unless shared), laid out in order with one gather.
-        pool_arcs = np.concatenate([nv.arcs, local, fab.arcs])
-        pool_w = np.concatenate([nv.weights, local_w, fab.weights])
-        head = np.zeros(len(a), dtype=np.int64)
-        head_len = np.zeros(len(a), dtype=np.int64)
-        tail = np.zeros(len(a), dtype=np.int64)
-        tail_len = np.zeros(len(a), dtype=np.int64)
-        head[same], head_len[same] = nv.ptr[:-1], nv.lengths
-        head[cross] = len(nv.arcs) + local_at
-        head_len[cross] = local_len
-        tail[cross] = len(nv.arcs) + len(local) + fab.ptr[fab_at]
-        tail_len[cross] = fab_len
-        pieces = ragged_arange(np.stack([head, tail], axis=1).reshape(-1),
-                               np.stack([head_len, tail_len], axis=1).reshape(-1))
-        self.flows.append(np.repeat(flows, head_len + tail_len))
-        self.arcs.append(pool_arcs[pieces])
-        self.weights.append(pool_w[pieces])
-
-    def _switched_transfers(self, f_same, nv: RouteBatch, f_cross, ac, bc, keys) -> None:
-        """`transfers` when every NIC is cabled to a switch (the usual case): the NVLink
-        routes as pairs; per cross-domain transfer the sender's way out and the
-        receiver's way in as shared routes (`_access_legs`: the same for every peer), and
-        the fabric route, shared per pair of edge switches under adaptive routing."""
-        self.flows.append(np.repeat(f_same, nv.lengths))
-        self.arcs.append(nv.arcs)
-        self.weights.append(nv.weights)
-        if not len(ac):
-            return
-        r = self.router
-        fab, fab_at, fab_len = self._fabric_routes(ac, bc, keys)
-        legs = _access_legs(r)
-        n = len(r.rank_links().gpu)
-        self.routes.append(SharedRoutes(legs.ptr, legs.arcs, legs.weights,
-                                        np.concatenate([f_cross, f_cross]),
-                                        np.concatenate([ac, n + bc]),
-                                        local=np.ones(len(legs.ptr) - 1, bool)))
-        if self.snap.routing == "adaptive":
-            self.routes.append(SharedRoutes(fab.ptr, fab.arcs, fab.weights, f_cross, fab_at))
-        else:  # one walk per transfer, in order
-            self.flows.append(np.repeat(f_cross, fab_len))
-            self.arcs.append(fab.arcs)
-            self.weights.append(fab.weights)
-
-    def _check_ranks(self, a: np.ndarray, b: np.ndarray) -> None:
-        """Raise, naming the first culprit, if a transfer ``a[i]`` -> ``b[i]`` across
-        domains lacks a NIC, an arc to it, or a switch at the end of a NIC's cable."""
-        s, r = self.snap, self.router
-        rl = r.rank_links()
-        direct = (rl.leaf[a] == rl.nic[b]) | (rl.leaf[b] == rl.nic[a])
-        sw = r.is_switch
-        ok = (rl.ok[a] & rl.ok[b]
-              & (direct | (sw[np.maximum(rl.leaf[a], 0)] & sw[np.maximum(rl.leaf[b], 0)])))
-        if ok.all():
-            return
-        i = int(np.flatnonzero(~ok)[0])
-        for rank in (int(a[i]), int(b[i])):
-            r.check_rank(rank)
-        far = int(b[i])
-        for rank in (int(a[i]), int(b[i])):
-            if not sw[rl.leaf[rank]]:
-                raise SolverError(
-                    f"NIC {s.node_ids[rl.nic[rank]]} is cabled to "
-                    f"{s.node_ids[rl.leaf[rank]]}, not to a switch: no path from GPU "
-                    f"{s.node_ids[rl.gpu[int(a[i])]]} to GPU {s.node_ids[rl.gpu[far]]}")
-
-    def _fabric_routes(self, ac: np.ndarray, bc: np.ndarray, keys: np.ndarray):
-        """Fabric routes of transfers ``ac[i]`` -> ``bc[i]`` between edge switches: a
-        table of routes, and per transfer the index of its route in the table and that
-        route's length."""
-        s, r = self.snap, self.router
-        rl = r.rank_links()
-        # Fabric routes are per (edge switch, edge switch) class: find the classes by
-        # counting, route each once, then hand them out.
-        n_leaf = len(rl.leaves)
-        cls, inverse = unique_inverse(rl.leaf_code[ac] * n_leaf + rl.leaf_code[bc],
-                                      n_leaf * n_leaf)
-        la, lb = rl.leaves[cls // n_leaf], rl.leaves[cls % n_leaf]
-        cls_hops = r.fabric_hops(la, lb)
-        if np.any(cls_hops < 0):
-            i = int(np.flatnonzero(cls_hops < 0)[0])
-            r.fabric_dag(int(la[i]), int(lb[i]))  # raises naming the pair
-        self.net_hops = max(self.net_hops, 2 + int(cls_hops.max()))
-        if s.routing == "adaptive":
-            dags = r.fabric_dags(la, lb)          # one DAG per class, shared
-            return dags, inverse, dags.lengths[inverse]
-        walks = r.fabric_walks(la[inverse], lb[inverse], keys, bc, s.routing,
-                               hops=cls_hops[inverse])
-        return walks, np.arange(len(ac)), walks.lengths
-
-    def phase(self, name: str, steps: int) -> Phase:
-        def cat(xs, dt):
-            if not xs:
-                return np.zeros(0, dt)
-            return (xs[0] if len(xs) == 1 else np.concatenate(xs)).astype(dt, copy=False)
-
-        return Phase(name, cat(self.flows, np.int64), cat(self.arcs, np.int64),
-                     cat(self.weights, float), cat(self.bytes, float),
-                     Labels.chain(self.labels), steps, self.nv_hops, self.net_hops,
-                     SharedRoutes.concat(self.routes) if self.routes else None)
-
-
-# ----------------------------------------------------------------- rank layout
-def _access_legs(router: Router) -> RouteBatch:
-    """Route ``x`` is rank ``x``'s way out to the fabric (to its NIC, then the NIC's
-    cable), route ``n + x`` its way in; empty for a rank without a NIC.  Kept on the
-    router: every phase of every plan shares them."""
-    legs = getattr(router, "_access_legs", None)
-    if legs is not None:
-        return legs
-    rl = router.rank_links()
-    up_t, down_t = rl.access_up, rl.access_down
-    ok = rl.ok.astype(np.int64)
-    n = len(ok)
-    # Out: the access arcs, then the cable; in: the cable reversed, then the access arcs;
-    # gathered from one pool.
-    up = np.where(rl.ok, rl.up, 0).astype(np.int64)
-    pool = np.concatenate([up_t.arcs, up, up ^ 1, down_t.arcs]).astype(np.int64)
-    pool_w = np.concatenate([up_t.weights, np.ones(n), np.ones(n), down_t.weights])
-    base = np.cumsum([0, len(up_t.arcs), n, n])
-    rank = np.arange(n)
-    heads = np.concatenate([np.stack([up_t.ptr[:-1], base[1] + rank], axis=1),
-                            np.stack([base[2] + rank, base[3] + down_t.ptr[:-1]], axis=1)])
-    one = np.ones(n, np.int64)
-    sizes = np.concatenate([np.stack([up_t.lengths, one], axis=1),
-                            np.stack([one, down_t.lengths], axis=1)])
-    sizes = sizes * np.concatenate([ok, ok])[:, None]
-    pick = ragged_arange(heads.reshape(-1), sizes.reshape(-1))
-    lengths = sizes.sum(axis=1)
-    ptr = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=ptr[1:])
-    legs = RouteBatch(ptr, pool[pick], pool_w[pick], np.zeros(len(lengths), np.int64))
-    router._access_legs = legs
-    return legs
+__all__ = ["ALGORITHMS", "COLLECTIVES", "Phase", "Plan", "candidate_plans", "ring_order"]
 
 
 def _grouped(snap: Snapshot, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -493,7 +165,7 @@ _RING_STEPS = {"allreduce": lambda n: 2 * (n - 1), "allgather": lambda n: n - 1,
                "reduce": lambda n: n - 1}
 
 
-def _ring_transfers(fb: _FlowBuilder, flows: np.ndarray, orders: np.ndarray, chain: bool,
+def _ring_transfers(fb: FlowBuilder, flows: np.ndarray, orders: np.ndarray, chain: bool,
                     channel: np.ndarray) -> None:
     """Ring ``f`` follows ``orders[f]``: transfer ``i`` goes ``orders[f, i] -> orders[f,
     i + 1]`` (wrapping unless ``chain``) with ECMP key ``channel[f] * n + i``."""
@@ -508,7 +180,7 @@ def _ring_phase(router: Router, ranks: np.ndarray, collective: str, name: str,
     snap, n = router.snap, len(ranks)
     layout = _ring_layout(snap, ranks)
     c_count = channels or max(1, len(layout.heads))
-    fb = _FlowBuilder(router)
+    fb = FlowBuilder(router)
     chain = collective in ("broadcast", "reduce")  # pipelined chain: no wrap-around edge
     flows = fb.new_flows(np.full(c_count, _RING_FACTOR[collective](n) * scale / c_count),
                          [f"{name} ch{c}" for c in range(c_count)])
@@ -588,7 +260,7 @@ def plan_tree(router: Router, ranks: np.ndarray, collective: str) -> Plan:
     srt, starts, sizes = grouped
     nodes = len(starts)
     c_count = max(1, int(sizes.min()))
-    fb = _FlowBuilder(router)
+    fb = FlowBuilder(router)
     if nodes == 1:
         # Inside one domain NCCL's tree is a chain: up (reduce) and down (broadcast), so
         # each GPU sends about 2S per direction.
@@ -633,7 +305,7 @@ def plan_nvls(router: Router, ranks: np.ndarray, collective: str) -> Plan:
         raise SolverError("nvls runs inside one NVLink domain (use hierarchical across domains)")
     if not snap.domain_nvls[snap.gpu_domain[ranks[0]]]:
         raise SolverError("this NVLink domain's switches or GPUs cannot reduce in-switch (NVLS)")
-    fb = _FlowBuilder(router)
+    fb = FlowBuilder(router)
     nv = snap.arc_family == NVLINK
     for r in ranks.tolist():
         g = int(snap.gpus[r])
@@ -655,7 +327,7 @@ def _domain_rings(router: Router, table: np.ndarray, collective: str, label: str
     """Every domain's ring at once (row ``d`` of ``table``: domain ``d``'s ranks in local
     order), one channel per GPU: `_merge` of `_ring_phase` per domain."""
     d, g = table.shape
-    fb = _FlowBuilder(router)
+    fb = FlowBuilder(router)
     flows = fb.new_flows(np.full(d * g, _RING_FACTOR[collective](g) * 1.0 / g),
                          [f"{label} ch{c}" for _ in range(d) for c in range(g)])
     # Channel c of a domain's ring starts at local position c (one group: no reversal).
@@ -691,7 +363,7 @@ def plan_hierarchical(router: Router, ranks: np.ndarray, collective: str,
     else:
         # Rail i: the i-th GPU of every domain, domains in order, one channel each.
         n = len(starts)
-        fb = _FlowBuilder(router)
+        fb = FlowBuilder(router)
         flows = fb.new_flows(np.full(g, _RING_FACTOR["allreduce"](n) * (1.0 / g) / 1),
                              [f"rail {i} ring ch0" for i in range(g)])
         _ring_transfers(fb, flows, table.T, False, np.zeros(g, dtype=np.int64))
@@ -710,7 +382,7 @@ def _sharp_phase(router: Router, ranks: np.ndarray, g: int) -> Phase:
     bad = np.flatnonzero(~rl.ok[ranks])
     if bad.size:
         r.check_rank(int(ranks[bad[0]]))  # raises naming the GPU and what it lacks
-    fb = _FlowBuilder(r)
+    fb = FlowBuilder(r)
     names = [snap.node_ids[i] for i in rl.gpu[ranks].tolist()]
     flows = fb.new_flows(np.full(2 * len(ranks), 1.0 / g),
                          [f"sharp {d} {nid}" for nid in names for d in ("up", "down")])
@@ -752,7 +424,7 @@ def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall
     j = np.tile(np.arange(n - 1, dtype=np.int64), n)
     j += j >= i
     a, b = ranks_arr[i], ranks_arr[j]
-    fb = _FlowBuilder(router)
+    fb = FlowBuilder(router)
     # Labels "a->b", made when read: a million strings would cost more than the routes.
     txt = [str(x) for x in ranks_arr.tolist()]
     labels = Labels(len(i), lambda k: f"{txt[k // (n - 1)]}->{txt[int(j[k])]}")
@@ -768,7 +440,7 @@ def plan_sendrecv(router: Router, ranks: np.ndarray, collective: str = "sendrecv
     n = len(ranks)
     i = np.arange(n if n > 2 else 1)
     a, b = np.asarray(ranks)[i], np.asarray(ranks)[(i + 1) % n]
-    fb = _FlowBuilder(router)
+    fb = FlowBuilder(router)
     flows = fb.new_flows(np.ones(len(i)),
                          [f"{x}->{y}" for x, y in zip(a.tolist(), b.tolist(), strict=True)])
     fb.transfers(flows, a, b, i)
