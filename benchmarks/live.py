@@ -23,10 +23,16 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# The real window autosaves recovery copies and writes settings: keep them out of the
+# user's own folders (a benchmark stopped half way would offer its design at next start).
+os.environ.setdefault("FABRIC_DESIGNER_DATA_DIR", tempfile.mkdtemp(prefix="fabric-bench-data-"))
+os.environ.setdefault("FABRIC_DESIGNER_LOG_DIR", tempfile.mkdtemp(prefix="fabric-bench-log-"))
+os.environ.setdefault("XDG_CONFIG_HOME", tempfile.mkdtemp(prefix="fabric-bench-config-"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from PySide6.QtCore import QElapsedTimer, QTimer
