@@ -1,7 +1,7 @@
 """`MinimapDock`: an overview of the whole design with the canvas's visible area on it.
 
 A small `QGraphicsView` on the canvas's own scene, always fitted to the design.  It never
-asks items to paint: it draws the scene's `Schematic` into a cached pixmap (redrawn at
+asks items to paint: it draws the scene's `Schematic` into a cached image (redrawn at
 most every `REDRAW_MS` while the design changes, so dragging on the canvas stays fluid)
 and the main view's visible rectangle on top.  Click or drag in it to move the canvas
 there; the wheel zooms the canvas.
@@ -9,10 +9,13 @@ there; the wheel zooms the canvas.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer
-from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPen, QPixmap, QWheelEvent
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPen, QWheelEvent
 from PySide6.QtWidgets import QDockWidget, QFrame, QGraphicsView, QSizePolicy, QWidget
 
+from designer.gui.canvas.sliced_image import SlicedImage
 from designer.gui.canvas.view import ZOOM_STEP, FabricView
 
 REDRAW_MS = 150
@@ -26,8 +29,12 @@ class MinimapView(QGraphicsView):
         super().__init__(canvas.fabric, parent)
         self.canvas = canvas
         self.fabric = canvas.fabric
-        self._pixmap: QPixmap | None = None
-        self._pixmap_key: tuple | None = None
+        # The schematic version on show: it follows the scene's at most every REDRAW_MS,
+        # and the new picture is drawn in slices (`SlicedImage`).
+        self._version = -1
+        self._shown: tuple | None = None
+        self._picture = SlicedImage(self)
+        self._picture.changed.connect(self._on_picture_changed)
         self._redraw = QTimer(self)
         self._redraw.setSingleShot(True)
         self._redraw.setInterval(REDRAW_MS)
@@ -61,7 +68,6 @@ class MinimapView(QGraphicsView):
         area = self.design_area()
         self.setSceneRect(area)
         self.fitInView(area, Qt.AspectRatioMode.KeepAspectRatio)
-        self._pixmap_key = None
         self.viewport().update()
 
     def visible_area(self) -> QRectF:
@@ -86,22 +92,33 @@ class MinimapView(QGraphicsView):
             self.viewport().update()
 
     def _on_fabric_theme_changed(self, _theme) -> None:
-        self._pixmap_key = None
+        self.viewport().update()
+
+    def _on_picture_changed(self) -> None:
         self.viewport().update()
 
     # ---------------------------------------------------------------- painting
-    def _key(self) -> tuple:
-        return (self.fabric.schematic.version, self.viewport().size().toTuple(),
-                self.transform().m11(), self.fabric.theme)
+    def _geometry(self) -> tuple:
+        t = self.viewportTransform()
+        return (self.viewport().size().toTuple(), self.devicePixelRatioF(),
+                (t.m11(), t.m12(), t.m21(), t.m22(), t.dx(), t.dy()), self.fabric.theme)
 
     def paintEvent(self, event: QPaintEvent) -> None:
-        key = self._key()
-        if self._pixmap is None or self._pixmap_key is None:
-            self._render(key)
-        elif key != self._pixmap_key and not self._redraw.isActive():
+        version = self.fabric.schematic.version
+        geometry = self._geometry()
+        if geometry != self._shown:
+            self._version = version  # a new size, fit or theme: drawn now anyway
+        elif version != self._version and not self._redraw.isActive():
             self._redraw.start()  # the design changed: redraw soon, not on every drag step
+        ratio = self.devicePixelRatioF()
+        size = self.viewport().size()
+        image = self._picture.image(geometry, self._version,
+                                    QSize(max(1, round(size.width() * ratio)),
+                                          max(1, round(size.height() * ratio))),
+                                    ratio, self._draw)
+        self._shown = geometry
         painter = QPainter(self.viewport())
-        painter.drawPixmap(0, 0, self._pixmap)
+        painter.drawImage(0, 0, image)
         r = self.mapFromScene(self.visible_area()).boundingRect()
         sel = QColor(self.fabric.theme.selection)
         painter.setPen(QPen(sel, 1.5))
@@ -112,21 +129,15 @@ class MinimapView(QGraphicsView):
         painter.drawRect(r.adjusted(0, 0, -1, -1))
         painter.end()
 
-    def _render(self, key: tuple) -> None:
-        ratio = self.devicePixelRatioF()
+    def _draw(self, painter: QPainter) -> Iterator[None]:
         size = self.viewport().size()
-        pm = QPixmap(max(1, round(size.width() * ratio)), max(1, round(size.height() * ratio)))
-        pm.setDevicePixelRatio(ratio)
-        p = QPainter(pm)
-        p.fillRect(QRectF(0, 0, size.width(), size.height()), self.fabric.theme.background)
-        p.setWorldTransform(self.viewportTransform())
+        painter.fillRect(QRectF(0, 0, size.width(), size.height()), self.fabric.theme.background)
+        painter.setWorldTransform(self.viewportTransform())
         area = self.mapToScene(self.viewport().rect()).boundingRect()
-        self.fabric.schematic.paint(p, area, labels=False)
-        p.end()
-        self._pixmap, self._pixmap_key = pm, key
+        yield from self.fabric.schematic.paint_steps(painter, area, labels=False)
 
     def _on_redraw_timeout(self) -> None:
-        self._render(self._key())
+        self._version = self.fabric.schematic.version
         self.viewport().update()
 
     # ---------------------------------------------------------------- input

@@ -143,13 +143,7 @@ class Router:
         s = snap
         by_src = np.argsort(s.arc_src, kind="stable")   # shared by both subgraphs
         self.nvlink = _Subgraph(s, s.arc_family == NVLINK, by_src)
-        # Planes are per link: test one arc of each pair.
-        planes = s.arc_plane[0::2]
-        if len(set(planes)) <= 1:  # the common case: one plane (a set costs less)
-            link_compute = np.full(len(planes), bool(planes) and planes[0] == "compute")
-        else:
-            link_compute = np.fromiter(map("compute".__eq__, planes), bool, len(planes))
-        compute = np.repeat(link_compute, 2)
+        compute = np.repeat(s.compute_links(), 2)  # planes are per link
         net = (s.arc_family != NVLINK) & (s.arc_family != PCIE) & compute
         self.net = _Subgraph(s, net, by_src)
         self.is_switch = np.fromiter(map(SWITCH_KINDS.__contains__, s.node_kind), bool,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import operator
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import compress
 
@@ -60,7 +61,7 @@ class Snapshot:
     arc_latency_s: np.ndarray          # link latency + latency of the device entered
     arc_jitter_s: np.ndarray
     arc_family: np.ndarray             # index into FAMILIES
-    arc_plane: tuple[str, ...]
+    arc_plane: np.ndarray              # plane name (object array of str)
     gpus: np.ndarray                   # node index of each rank
     gpu_domain: np.ndarray             # NVLink domain id of each rank (0..D-1)
     gpu_local: np.ndarray              # position of the rank inside its domain
@@ -69,6 +70,29 @@ class Snapshot:
     domain_nvls: np.ndarray            # bool per domain: in-switch reduction available
     net_sharp: bool                    # every compute-fabric switch does in-network reduction
     net_lossless: bool
+    link_compute: np.ndarray | None = None   # bool per live link: on the compute plane
+    links: LinkPositions | None = None       # link id -> index in ``link_ids``
+
+    def link_positions(self) -> LinkPositions:
+        """``{link id: index in link_ids}`` for the live links, as a read-only mapping.
+
+        Shared with the snapshots taken before it while no link is added or removed, so
+        that a view looking up a few links after every edit does not build a dict of
+        100,000 ids each time.
+        """
+        if self.links is None:
+            pos = dict(zip(self.link_ids, range(len(self.link_ids)), strict=True))
+            object.__setattr__(self, "links", LinkPositions(
+                pos, np.arange(len(self.link_ids), dtype=np.int64), len(self.link_ids)))
+        return self.links
+
+    def compute_links(self) -> np.ndarray:
+        """Bool per live link: whether it is on the compute plane."""
+        if self.link_compute is None:
+            planes = self.arc_plane[0::2]
+            object.__setattr__(self, "link_compute", np.fromiter(
+                map("compute".__eq__, planes), bool, len(planes)))
+        return self.link_compute
 
     @property
     def n_nodes(self) -> int:
@@ -90,6 +114,38 @@ class Snapshot:
         """``link-id (a -> b)`` for messages and tooltips."""
         return (f"{self.link_ids[arc // 2]} ({self.node_ids[self.arc_src[arc]]} -> "
                 f"{self.node_ids[self.arc_dst[arc]]})")
+
+
+class LinkPositions(Mapping):
+    """Read-only ``{link id: index among the live links}``: a dict over every link of
+    the design (kept between snapshots) and each one's live index (-1: not live)."""
+
+    __slots__ = ("_n", "_pos", "_rank")
+
+    def __init__(self, pos: dict[str, int], rank: np.ndarray, n_live: int):
+        self._pos, self._rank, self._n = pos, rank, n_live
+
+    def __getitem__(self, link_id: str) -> int:
+        k = int(self._rank[self._pos[link_id]])
+        if k < 0:
+            raise KeyError(link_id)
+        return k
+
+    def get(self, link_id, default=None):
+        p = self._pos.get(link_id)
+        if p is None:
+            return default
+        k = int(self._rank[p])
+        return default if k < 0 else k
+
+    def __contains__(self, link_id: object) -> bool:
+        return self.get(link_id) is not None
+
+    def __iter__(self):
+        return (lid for lid, p in self._pos.items() if self._rank[p] >= 0)
+
+    def __len__(self) -> int:
+        return self._n
 
 
 def _components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -185,6 +241,7 @@ class _Columns:
             self.counts[k] = new.count
             if self.planes[k] != new.plane:
                 self.planes[k] = new.plane
+                self.one_plane = None
                 self.live = None
             self.link_failed[k] = new.failed
 
@@ -210,6 +267,8 @@ class _Columns:
         self.tech_names, self.tech_of = _codes(techs)
         self.counts = np.fromiter(counts, float, m)
         self.planes = list(planes)
+        # The plane of every link when they share one (the usual case), else None.
+        self.one_plane = planes[0] if m and len(set(planes)) == 1 else None
         self.link_failed = np.fromiter(failed, bool, m)
         # Built now, with the read, not at the first edit: the GUI edits right after
         # opening, and this is ~20 ms on 100,000 links.
@@ -226,19 +285,34 @@ class _Columns:
                           tuple(map(self.model_names.__getitem__, self.model_of.tolist())))
         return self.names
 
-    def link_names(self, live: np.ndarray) -> tuple[tuple, tuple, np.ndarray]:
+    def link_names(self, live: np.ndarray) -> tuple[tuple, np.ndarray, np.ndarray]:
         """Ids of the live links, the plane of each of their arcs, and per live link
         whether it is on the compute plane."""
         if self.live is None or not np.array_equal(self.live[0], live):
-            planes = list(compress(self.planes, live))
-            arc_plane: list[str] = [""] * (2 * len(planes))
-            arc_plane[0::2] = arc_plane[1::2] = planes
-            if len(set(planes)) <= 1:  # one plane: no need to test every link
-                compute = np.full(len(planes), bool(planes) and planes[0] == "compute")
+            n_live = int(np.count_nonzero(live))
+            one = self.one_plane
+            planes = None if one is not None else list(compress(self.planes, live))
+            if one is None and len(set(planes)) <= 1:
+                one = planes[0] if planes else ""
+            # An object array, not a tuple: the cyclic garbage collector does not walk
+            # an array's items, and a 200,000-item tuple costs each of its passes ~15 ms.
+            if one is not None:  # one plane: no need to test every link
+                arc_plane = np.empty(2 * n_live, dtype=object)
+                arc_plane.fill(one)  # np.full is ~15x slower for objects
+                compute = np.full(n_live, bool(n_live) and one == "compute")
             else:
+                arc_plane = np.repeat(np.array(planes, dtype=object), 2)
                 compute = np.fromiter(map("compute".__eq__, planes), bool, len(planes))
-            self.live = (live, tuple(compress(self.keys, live)), tuple(arc_plane), compute)
+            self.live = (live, tuple(compress(self.keys, live)), arc_plane, compute)
         return self.live[1], self.live[2], self.live[3]
+
+    def positions(self, live: np.ndarray) -> LinkPositions | None:
+        """`LinkPositions` of the live links over the kept id -> position dict."""
+        if self.link_pos is None:
+            return None
+        rank = np.cumsum(live, dtype=np.int64) - 1
+        rank[~live] = -1
+        return LinkPositions(self.link_pos, rank, int(rank[-1]) + 1 if len(rank) else 0)
 
     def gpus_in_order(self, gpu_nodes: np.ndarray) -> np.ndarray:
         """``gpu_nodes`` (node indices) sorted by natural id order."""
@@ -363,6 +437,8 @@ def take_snapshot(topology: Topology) -> Snapshot:
         gpu_nic_via=gpu_nic_via,
         domain_nvls=domain_nvls, net_sharp=net_sharp,
         net_lossless=all(t.lossless for t in net_techs),
+        link_compute=compute_link,
+        links=c.positions(live),
     )
 
 

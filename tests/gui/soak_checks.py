@@ -63,9 +63,21 @@ def native_threads() -> int | None:
 
 
 def live_items() -> Counter:
-    """Python wrappers of canvas items still alive anywhere (in a scene or not)."""
+    """Python wrappers of canvas items still alive anywhere (in a scene or not).
+
+    The frozen generation (`settle_heap`, `freeze_survivors`) is included: it is
+    unfrozen, collected and frozen again around the count, so that wrappers frozen
+    and later dropped are not counted as alive.
+    """
     kinds = (NodeItem, LinkItem, GroupItem, BundleItem)
-    return Counter(type(o).__name__ for o in gc.get_objects() if isinstance(o, kinds))
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    try:
+        gc.collect()
+        return Counter(type(o).__name__ for o in gc.get_objects() if isinstance(o, kinds))
+    finally:
+        if frozen:
+            gc.freeze()
 
 
 def resources(window) -> dict[str, float | int | None]:

@@ -292,8 +292,13 @@ def test_labels_are_drawn_only_when_zoomed_in(window):
 def test_far_out_the_view_paints_the_schematic(window, monkeypatch):
     view, scene = window.view, window.scene
     calls = []
-    paint = scene.schematic.paint
-    monkeypatch.setattr(scene.schematic, "paint", lambda *a, **k: (calls.append(1), paint(*a, **k)))
+    steps = scene.schematic.paint_steps
+
+    def counted(*a, **k):
+        calls.append(1)
+        return steps(*a, **k)
+
+    monkeypatch.setattr(scene.schematic, "paint_steps", counted)
     view.resetTransform()  # 1:1, items paint themselves
     view.viewport().grab()
     assert calls == []

@@ -15,8 +15,11 @@ from PySide6.QtWidgets import QApplication
 
 from designer.gui.analysis.overlay import util_color
 from designer.gui.analysis.runner import DEBOUNCE_MS, utilisation_by_link
+from designer.gui.idle import IdleWork
 from designer.io.fabric_json import load
-from designer.model.commands import SetLinkProps, SetNodeProps, SetSetting
+from designer.model.commands import AddGroup, SetLinkProps, SetNodeProps, SetSetting
+from designer.model.templates import build_template
+from designer.model.topology import Group
 from tests.gui.conftest import close_window, open_window
 
 #: Generous for a ~0.1 s solve of the example on a loaded 2-core machine.
@@ -172,6 +175,8 @@ def test_each_panel_shows_the_last_result(qtbot, live):
         panel.raise_()  # a tabbed-away dock draws when it is shown
         qtbot.waitUntil(panel.isVisible, timeout=2000)
         assert panel.result is result, panel.objectName()
+        # Drawn on a later turn of the event loop, one panel per turn.
+        qtbot.waitUntil(lambda p=panel: not p.pending, timeout=2000)
 
     x, y = analysis.busbw.curve.getData()
     np.testing.assert_array_equal(y, result.sweep.busbw_GBps)
@@ -343,3 +348,47 @@ def test_ranks_from_the_selection_are_the_selected_gpus_by_id(qtbot, live):
         combo.activated.emit(combo.currentIndex())
     assert live.document.topology.settings["scenario"]["ranks"] == ["n01-gpu0", "n02-gpu3"]
     assert blocker.args[0].focus.n_ranks == 2
+
+
+def test_the_heap_is_frozen_once_after_each_opened_designs_first_result(qtbot, window,
+                                                                        monkeypatch):
+    """Big tables the views build after opening leave the collector's passes (see
+    `freeze_survivors`): once per opened design, once the background work is over."""
+    import designer.gui.analysis.install as install
+
+    calls: list[bool] = []
+    monkeypatch.setattr(install, "freeze_survivors",
+                        lambda: calls.append(len(IdleWork.instance()._tasks)))
+    document = window.document
+    document.replace(build_template("hgx"))
+    solved(qtbot, window)
+    qtbot.waitUntil(lambda: len(calls) == 1, timeout=5000)
+    document.push(SetLinkProps([next(iter(document.topology.links())).id], failed=True))
+    solved(qtbot, window)
+    qtbot.wait(200)
+    assert calls == [0]  # not again for an edit; ran with no work left
+    document.replace(build_template("example"))
+    solved(qtbot, window)
+    qtbot.waitUntil(lambda: len(calls) == 2, timeout=5000)
+    window.analysis.runner.shutdown()
+
+
+def test_the_ranks_box_lists_groups_and_follows_group_changes(qtbot, live, monkeypatch):
+    """Group ranks are listed again when groups change, not after every edit (a
+    SuperPOD has thousands of groups)."""
+    dock, document = live.analysis.scenario, live.document
+    combo = dock.ranks
+    groups = {g.id for g in document.topology.groups()
+              if g.kind in ("node", "rack", "su", "pod", "tray")}
+    listed = {combo.itemData(i) for i in range(combo.count())}
+    assert {f"group:{g}" for g in groups} <= listed and {"all", "selection"} <= listed
+    clears = []
+    real = combo.clear
+    monkeypatch.setattr(combo, "clear", lambda: (clears.append(1), real()))
+    document.push(SetLinkProps([NVLINK], failed=True))
+    assert clears == []  # an edit that touches no group leaves the list alone
+    document.push(AddGroup(Group("rack-new", "rack", "New rack")))
+    assert clears == [1]
+    assert combo.findData("group:rack-new") >= 0
+    document.undo_stack.undo()
+    assert combo.findData("group:rack-new") < 0

@@ -20,6 +20,7 @@ from designer.gui.analysis.panels.timeline import phase_kind
 from designer.gui.analysis.runner import analyse, utilisation_by_link
 from designer.gui.app import application
 from designer.gui.canvas.style import DARK, LIGHT
+from designer.gui.idle import IdleWork
 from designer.model.commands import SetSetting
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.templates import build_template
@@ -328,3 +329,26 @@ def test_themes_colour_background_and_text(qtbot, result, theme):
     curve = panel.curve.opts["pen"].color()
     assert abs(curve.lightnessF() - theme.background.lightnessF()) > 0.25
     assert math.isclose(panel.curve.getData()[1][-1], result.sweep.busbw_GBps[-1])
+
+
+def test_results_drawn_later_are_background_work(qtbot, result, monkeypatch):
+    """A live result is taken at once and drawn as `IdleWork` on later turns of the event
+    loop, so that a new result never holds the GUI for every panel at once."""
+    panels = [_panel(qtbot, cls) for cls in (BusBwPanel, TimelinePanel, LinkLoadPanel)]
+    drawn: list[object] = []
+    for panel in panels:
+        real = panel._redraw
+        monkeypatch.setattr(panel, "_redraw", lambda p=panel, r=real: (drawn.append(p), r()))
+    idle = IdleWork.instance()
+    for panel in panels:
+        panel.set_result(result, later=True)
+        assert panel.result is result and panel.pending and idle.pending(panel)
+    assert drawn == []
+    # A turn with no budget left still draws the panel at its head, and only that one.
+    monkeypatch.setattr(idle, "turn_ms", 0.0)
+    idle.run_turn()
+    assert drawn == panels[:1]
+    qtbot.waitUntil(lambda: not any(p.pending for p in panels), timeout=5000)
+    assert drawn == panels  # in order, each once
+    _x, y = panels[0].curve.getData()
+    np.testing.assert_allclose(y, result.sweep.busbw_GBps)

@@ -305,3 +305,25 @@ def test_snapshot_arrays_are_consistent_in_length():
         assert len(arr) == snap.n_gpus
     assert np.all(snap.arc_cap > 0)
     assert np.all(snap.arc_cap <= snap.arc_line)
+
+
+def test_link_positions_follow_the_live_links_across_edits():
+    """`Snapshot.link_positions` maps every live link id to its index in ``link_ids``
+    (failed links are absent), also when the id dict is shared with earlier snapshots."""
+    topo = build_template("hgx", gpu="H100")
+    first = take_snapshot(topo)
+    pos = first.link_positions()
+    assert len(pos) == len(first.link_ids)
+    assert all(pos[lid] == k for k, lid in enumerate(first.link_ids))
+    gone = first.link_ids[3]
+    topo.update_link(gone, failed=True)
+    second = take_snapshot(topo)
+    pos2 = second.link_positions()
+    assert gone not in pos2 and pos2.get(gone) is None and pos2.get("no-such-link") is None
+    with pytest.raises(KeyError):
+        pos2[gone]
+    assert list(pos2) == list(second.link_ids)
+    assert all(pos2[lid] == k for k, lid in enumerate(second.link_ids))
+    assert first.link_positions()[gone] == 3  # the earlier snapshot is unchanged
+    assert second.compute_links().tolist() == [
+        p == "compute" for p in second.arc_plane[0::2]]

@@ -17,6 +17,8 @@ from designer.gui.analysis.overlay import AnalysisOverlay
 from designer.gui.analysis.panels import BusBwPanel, JitterPanel, LinkLoadPanel, TimelinePanel
 from designer.gui.analysis.runner import SolveRunner
 from designer.gui.analysis.scenario_dock import ScenarioDock
+from designer.gui.document import freeze_survivors
+from designer.gui.idle import IdleWork
 
 
 @dataclass
@@ -64,7 +66,9 @@ def install_analysis(window: QMainWindow) -> Analysis:
     QTimer.singleShot(0, window, lambda: _initial_sizes(window, timeline))
 
     for panel in panels:
-        runner.result_ready.connect(panel.set_result)
+        # Drawn one panel per turn of the event loop: the GUI stays responsive.
+        runner.result_ready.connect(
+            _alive(panel, lambda r, p=panel: p.set_result(r, later=True)))
         runner.failed.connect(lambda _g, msg, p=panel: p.set_message(f"Solve failed: {msg}"))
         doc.topology_replaced.connect(_alive(panel, lambda _t, p=panel: p.set_result(None)))
         panel.exported.connect(lambda path: window.show_message(f"Exported {path}"))
@@ -79,6 +83,7 @@ def install_analysis(window: QMainWindow) -> Analysis:
         lambda r: window.show_message(f"Analysis updated in {r.seconds * 1e3:.0f} ms"))
 
     _busy_indicator(window, runner)
+    _settle_after_first_result(doc, runner)
 
     colour = QAction("Colour Links by &Utilisation", window)
     colour.setCheckable(True)
@@ -98,6 +103,24 @@ def install_analysis(window: QMainWindow) -> Analysis:
     window.destroyed.connect(lambda *_: runner.shutdown())
     runner.schedule()
     return Analysis(runner, overlay, scenario, timeline, busbw, linkload, jitter, colour)
+
+
+def _settle_after_first_result(doc, runner: SolveRunner) -> None:
+    """`freeze_survivors` once per opened design, after its first result is applied and
+    the background work it caused (recolouring, redrawing) is over."""
+    state = {"pending": True}
+
+    def on_result(_result) -> None:
+        if state["pending"]:
+            state["pending"] = False
+            # One key for every window: the heap is the process's.
+            IdleWork.instance().after_work("freeze survivors", lambda: freeze_survivors())
+
+    def on_replaced(_topology) -> None:
+        state["pending"] = True
+
+    runner.result_ready.connect(on_result)
+    doc.topology_replaced.connect(on_replaced)
 
 
 def _busy_indicator(window: QMainWindow, runner: SolveRunner) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pyqtgraph as pg
 import shiboken6
-from PySide6.QtCore import QEvent, QObject, QPoint, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import QMenu, QToolTip, QWidget
 
@@ -31,6 +31,7 @@ from designer.gui.canvas.items import LinkItem, NodeItem
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.canvas.view import FabricView
 from designer.gui.document import Document
+from designer.gui.idle import IdleWork
 from designer.model.commands import SetLinkProps, SetNodeProps
 from designer.model.errors import DesignError
 
@@ -90,20 +91,24 @@ class Legend(QWidget):
 class PerLink(Mapping):
     """A read-only ``{link id: value}`` view of a per-link array (values as floats).
 
-    ``positions`` gives the id -> position dict when first needed (a tooltip), not per
-    result: building it for 100,000 links holds the GUI thread for ~60 ms."""
+    ``positions`` gives the id -> position mapping when first needed (a tooltip):
+    `Snapshot.link_positions`, shared between snapshots while no link is added or
+    removed (building a dict of 100,000 ids holds the GUI thread for tens of ms)."""
 
     __slots__ = ("_index", "_positions", "ids", "values")
 
     def __init__(self, ids: tuple[str, ...], values: np.ndarray,
-                 positions: Callable[[], dict[str, int]]):
+                 positions: Callable[[], Mapping[str, int]]):
         self.ids, self.values = ids, values
         self._positions, self._index = positions, None
 
-    def _lookup(self) -> dict[str, int]:
+    def positions(self) -> Mapping[str, int]:
+        """``{link id: position in ids}``."""
         if self._index is None:
             self._index = self._positions()
         return self._index
+
+    _lookup = positions
 
     def __getitem__(self, link_id: str) -> float:
         return float(self.values[self._lookup()[link_id]])
@@ -143,7 +148,6 @@ class AnalysisOverlay(QObject):
         self.path_gpus: list[str] = []             # GPUs whose flows are outlined
         self.path_links: set[str] = set()          # ... on these links
         self._index: FlowIndex | None = None
-        self._link_index: dict[str, int] | None = None
         self._halo: PathHalo | None = None
         self._pass = 0
         self.legend = Legend(view.viewport())
@@ -168,12 +172,12 @@ class AnalysisOverlay(QObject):
 
     def _on_runner_result_ready(self, result: AnalysisResult) -> None:
         self.result = result
-        self._index = self._link_index = None
+        self._index = None
         util = result.focus.arc_util
         load = result.focus.arc_load_GBps
         snap = result.snapshot
         ids = snap.link_ids
-        index = lambda: self._link_positions(ids)  # noqa: E731  built on first lookup
+        index = snap.link_positions  # kept between snapshots: cheap
         # Arrays behind a read-only mapping by link id: three 100,000-entry dicts per
         # result would hold the GUI thread for ~100 ms on a 16k-GPU design.
         self.utilisation = PerLink(ids, np.maximum(util[0::2], util[1::2]), index)
@@ -182,22 +186,14 @@ class AnalysisOverlay(QObject):
         self.apply()
         self._update_paths()
 
-    def _link_positions(self, link_ids: tuple[str, ...]) -> dict[str, int]:
-        """Position of each link id in ``link_ids``; kept while the snapshots' tuple of
-        live links is the same object (edits that fail nothing reuse it)."""
-        cached = getattr(self, "_positions", None)
-        if cached is None or cached[0] is not link_ids:
-            cached = self._positions = (link_ids, {k: i for i, k in enumerate(link_ids)})
-        return cached[1]
-
     def _on_runner_failed(self, _generation: int, _text: str) -> None:
         self.utilisation, self.load = {}, {}
-        self.result = self._index = self._link_index = None
+        self.result = self._index = None
         self.apply()
         self._update_paths()
 
     def _on_document_topology_replaced(self, _topo) -> None:
-        self.result = self._index = self._link_index = None
+        self.result = self._index = None
         self._halo = None  # the scene cleared its items, ours too
         self.path_gpus, self.path_links = [], set()
 
@@ -221,14 +217,30 @@ class AnalysisOverlay(QObject):
             # of a big fabric keeps its colour, and set_color is the costly part.
             ids, values = util.ids, util.values
             n = len(ids)
+            last = n + len(links)  # the pass is over once past this
 
-            def paint(start: int) -> int:
-                """Recolour from ``start`` for one time slice; where to go on."""
+            rest: list[str] = []  # the canvas's link ids, walked after the result's
+
+            def paint(start: int, deadline: float) -> int:
+                """Recolour from ``start`` until ``deadline``; where to go on (past ``n``:
+                idle-greying the canvas links the result lacks, ``n + 1 + i`` being
+                ``rest[i]``)."""
                 if start >= n:
-                    for lid in links.keys() - set(ids):
-                        links[lid].set_color(IDLE)
-                    return n + 1
-                deadline = time.perf_counter() + SLICE_S
+                    if start == n:
+                        # Ids only: 100,000 (id, item) tuples would wake the cyclic
+                        # garbage collector for a full pass (~100 ms).
+                        rest[:] = list(links)
+                    at, known = start - n, util.positions()
+                    while at < len(rest):
+                        for lid in rest[at:at + STRIDE]:
+                            if lid not in known:
+                                item = links.get(lid)
+                                if item is not None:
+                                    item.set_color(IDLE)
+                        at += STRIDE
+                        if time.perf_counter() > deadline:
+                            break
+                    return n + at if at < len(rest) else last + 1
                 while start < n:
                     stop = min(start + STRIDE, n)
                     for lid, u in zip(ids[start:stop], values[start:stop].tolist(),
@@ -244,29 +256,35 @@ class AnalysisOverlay(QObject):
                 return start
         else:
             items = list(links.values())
-            n = len(items) - 1
+            last = len(items) - 1
 
-            def paint(start: int) -> int:
+            def paint(start: int, _deadline: float) -> int:
                 for item in items[start:start + CHUNK]:
                     item.set_color(IDLE if colour else None)
                 return start + CHUNK
 
-        def run(start: int) -> None:
+        at = [0]
+
+        def step(deadline: float) -> bool:
+            """One slice of the pass; True when it is over (done or superseded)."""
             if token != self._pass or not shiboken6.isValid(self.scene):
-                return  # superseded by a newer result, or the window is gone
+                return True  # superseded by a newer result, or the window is gone
             self.scene.recolour_held = True  # one repaint at the end, not one per slice
             try:
-                nxt = paint(start)
+                at[0] = paint(at[0], deadline)
             finally:
                 self.scene.recolour_held = False
-            if nxt <= n:
-                QTimer.singleShot(0, self, lambda: run(nxt))
-            else:
-                # Repaint the canvas now: on a real display nothing else may ask for it.
-                self.scene.request_repaint()
-                self.view.viewport().update()
+            if at[0] <= last:
+                return False
+            # Repaint the canvas now: on a real display nothing else may ask for it.
+            self.scene.request_repaint()
+            self.view.viewport().update()
+            return True
 
-        run(0)
+        # The first slice now (a small design is done at once), the rest in the
+        # background work of coming turns, shared fairly with the other such work.
+        if not step(time.perf_counter() + SLICE_S):
+            IdleWork.instance().add((self, "recolour"), step)
 
     def _place_legend(self) -> None:
         vp = self.view.viewport()
@@ -306,10 +324,7 @@ class AnalysisOverlay(QObject):
         index = self._flow_index()
         if index is None:
             return [], 0
-        if self._link_index is None:
-            ids = self.result.snapshot.link_ids
-            self._link_index = dict(zip(ids, range(len(ids)), strict=True))
-        k = self._link_index.get(link_id)
+        k = self.result.snapshot.link_positions().get(link_id)
         return ([], 0) if k is None else index.link_flows(k, limit)
 
     def _flows_text(self, link_id: str) -> str:

@@ -58,6 +58,10 @@ class ScenarioDock(QDockWidget):
         self.document = document
         self.runner = runner
         self._updating = False
+        # The topology whose groups the ranks box lists (None: list them again), and
+        # how many entries that makes (more: a one-off "N GPUs" entry was added).
+        self._groups_seen = None
+        self._n_rank_entries = 0
         body = QWidget(self)
         outer = QVBoxLayout(body)
 
@@ -137,6 +141,20 @@ class ScenarioDock(QDockWidget):
     def _on_document_changed(self, *_args) -> None:
         self.refresh()
 
+    def _watch_groups(self, topo) -> None:
+        if self._groups_seen is topo:
+            return
+        if self._groups_seen is not None:
+            for signal in (self._groups_seen.group_added, self._groups_seen.group_removed,
+                           self._groups_seen.group_changed):
+                signal.disconnect(self._on_groups_changed)
+        for signal in (topo.group_added, topo.group_removed, topo.group_changed):
+            signal.connect(self._on_groups_changed)
+        self._groups_seen = topo
+
+    def _on_groups_changed(self, *_args) -> None:
+        self._n_rank_entries = -1  # list them again at the next refresh
+
     # ------------------------------------------------------------ settings -> form
     def refresh(self) -> None:
         if not shiboken6.isValid(self) or not shiboken6.isValid(self.ranks):
@@ -153,14 +171,19 @@ class ScenarioDock(QDockWidget):
             self.size.setCurrentIndex(idx)
             self.algorithm.setCurrentText(s["algorithm"])
             self.routing.setCurrentText(topo.settings["routing"])
-            self.ranks.clear()
-            self.ranks.addItem("All GPUs", "all")
-            self.ranks.addItem("Selected GPUs", "selection")
-            for g in sorted(topo.groups(), key=lambda g: g.id):
-                if g.kind in ("node", "rack", "su", "pod", "tray"):
-                    self.ranks.addItem(f"Group: {g.name}", f"group:{g.id}")
             ranks = s["ranks"]
             key = ranks if isinstance(ranks, str) else None
+            if self._groups_seen is not topo or self.ranks.count() != self._n_rank_entries:
+                # Refilled only when the groups change: a SuperPOD has thousands, and
+                # this runs after every edit.
+                self.ranks.clear()
+                self.ranks.addItem("All GPUs", "all")
+                self.ranks.addItem("Selected GPUs", "selection")
+                for g in sorted(topo.groups(), key=lambda g: g.id):
+                    if g.kind in ("node", "rack", "su", "pod", "tray"):
+                        self.ranks.addItem(f"Group: {g.name}", f"group:{g.id}")
+                self._n_rank_entries = self.ranks.count()
+                self._watch_groups(topo)
             i = self.ranks.findData(key) if key else -1
             if i < 0:
                 label = f"{ranks} GPUs" if isinstance(ranks, int) else f"{len(ranks)} GPUs"

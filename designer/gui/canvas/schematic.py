@@ -13,15 +13,18 @@ every link after a solve stays cheap.  The minimap paints the same schematic.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 
+import numpy as np
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtGui import QColor, QPainter, QPen, QPolygonF
 
 from designer.gui.canvas.groups import paint_box_text, paint_titles
 from designer.gui.canvas.style import NODE_SIZE, opaque_over
 
 MIN_NODE_PX = 2.0  # a node never shrinks below this on screen
 LINK_WEIGHT = 0.6  # of the link's colour, the rest background
+CHUNK = 1024  # lines or points per step of `Schematic.paint_steps` (a few ms each)
 
 
 class Schematic:
@@ -36,14 +39,14 @@ class Schematic:
         self.version = 0
         self._links_dirty = True
         self._rest_dirty = True
-        self._links: list[tuple[int, float, bool, list[QLineF]]] | None = []
+        self._links: list[tuple[int, float, bool, np.ndarray]] | None = []
         # The link batches by key, each {item: line} in insertion order, and each item's
         # key: a recolour moves the recoloured items between batches instead of
         # re-sorting 100,000 links (`recolour`).
         self._members: dict[tuple[int, float, bool], dict] = {}
         self._key_of: dict = {}
         self._moved: set = set()
-        self._nodes: list[tuple[int, list[QPointF]]] = []
+        self._nodes: list[tuple[int, list[QPolygonF]]] = []
         self._frames: list[tuple[QRectF, str, int]] = []
         self._boxes: list[tuple[QRectF, str, str, bool]] = []
         self._sel_points: list[QPointF] = []
@@ -96,10 +99,13 @@ class Schematic:
         self._moved.clear()
         self._links = None
 
-    def _link_batches(self) -> list[tuple[int, float, bool, list[QLineF]]]:
+    def _link_batches(self) -> list[tuple[int, float, bool, np.ndarray]]:
         if self._links is None:
-            # Wide bundles last so they stay on top of thin ones.
-            self._links = sorted(((k[0], k[1], k[2], list(v.values()))
+            # Wide bundles last so they stay on top of thin ones.  The lines are held
+            # in object arrays, which ``drawLines`` takes like lists: Python's cyclic
+            # garbage collector walks every item of a list at each pass (~10 ms per
+            # 100,000 lines, rebuilt after every recolour), never those of an array.
+            self._links = sorted(((k[0], k[1], k[2], np.fromiter(v.values(), object, len(v)))
                                   for k, v in self._members.items()), key=lambda b: b[1])
         return self._links
 
@@ -115,7 +121,12 @@ class Schematic:
             nodes[item.color().rgba()].append(p)
             if item in selected:
                 self._sel_points.append(p)
-        self._nodes = list(nodes.items())
+        # Kept as polygons, not lists of QPointF: 40,000 point wrappers living on would
+        # make every pass of Python's cyclic garbage collector ~50 ms longer.
+        self._nodes = [(rgba, [QPolygonF(points[at:at + CHUNK])
+                               for at in range(0, len(points), CHUNK)])
+                       for rgba, points in nodes.items()]
+        del nodes
         self._sel_lines = [i.line for i in selected if hasattr(i, "line") and not i.hidden]
         frames, boxes = [], []
         for g in sorted(scene.groups.values(), key=lambda g: g.zValue()):
@@ -133,12 +144,26 @@ class Schematic:
     def paint(self, painter: QPainter, exposed: QRectF, labels: bool = True) -> None:
         """Draw into ``painter`` (its world transform maps scene to device) the part of
         the design inside ``exposed`` (scene coordinates)."""
+        for _ in self.paint_steps(painter, exposed, labels):
+            pass
+
+    def paint_steps(self, painter: QPainter, exposed: QRectF,
+                    labels: bool = True) -> Iterator[None]:
+        """`paint`, yielding after every `CHUNK` lines or points, so that a
+        `SlicedImage` can spread a big design over several turns of the event loop.
+
+        What it draws is fixed when it starts: later changes to the scene go to the
+        next drawing (the batches it holds are never changed in place).
+        """
         if self._links_dirty:
             self._build_links()
         elif self._moved:
             self._apply_moves()
         if self._rest_dirty:
             self._build_rest()
+        frames, boxes, nodes = self._frames, self._boxes, self._nodes
+        sel_lines, sel_points = self._sel_lines, self._sel_points
+        batches = self._link_batches()
         theme = self.scene.theme
         t = painter.worldTransform()
         scale = max(abs(t.m11()), 1e-6)
@@ -148,13 +173,15 @@ class Schematic:
         outline = QPen(theme.group_outline, 1)
         outline.setCosmetic(True)
         painter.setPen(outline)
-        for r, _, depth in self._frames:
+        for i, (r, _, depth) in enumerate(frames, 1):
             if r.intersects(exposed):
                 painter.setBrush(theme.frame_fill(depth))
                 painter.drawRect(r)
+            if i % (CHUNK // 16) == 0:  # filling a frame costs more than a line
+                yield
 
         back = theme.background
-        for rgba, step, failed, lines in self._link_batches():
+        for rgba, step, failed, lines in batches:
             # Lightened towards the background, so a thousand crossing rails do not make
             # a wall; blended here, not with alpha, which is far slower to rasterise.
             color = opaque_over(QColor.fromRgba(rgba), back, LINK_WEIGHT)
@@ -163,29 +190,33 @@ class Schematic:
             if failed:
                 pen.setStyle(Qt.PenStyle.DashLine)
             painter.setPen(pen)
-            painter.drawLines(lines)
-        if self._sel_lines:
+            for at in range(0, len(lines), CHUNK):
+                painter.drawLines(lines[at:at + CHUNK] if len(lines) > CHUNK else lines)
+                yield
+        if sel_lines:
             pen = QPen(theme.selection, 2)
             pen.setCosmetic(True)
             painter.setPen(pen)
-            painter.drawLines(self._sel_lines)
+            painter.drawLines(sel_lines)
 
         side = max(MIN_NODE_PX, NODE_SIZE * 0.7 * scale)
-        for rgba, points in self._nodes:
+        for rgba, pieces in nodes:
             pen = QPen(QColor.fromRgba(rgba), side, Qt.PenStyle.SolidLine,
                        Qt.PenCapStyle.SquareCap)
             pen.setCosmetic(True)
             painter.setPen(pen)
-            painter.drawPoints(points)
-        if self._sel_points:
+            for piece in pieces:
+                painter.drawPoints(piece)
+                yield
+        if sel_points:
             pen = QPen(theme.selection, side + 3, Qt.PenStyle.SolidLine,
                        Qt.PenCapStyle.SquareCap)
             pen.setCosmetic(True)
             painter.setPen(pen)
-            painter.drawPoints(self._sel_points)
+            painter.drawPoints(sel_points)
 
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, smooth)
-        for box, name, summary, selected in self._boxes:
+        for box, name, summary, selected in boxes:
             if not box.intersects(exposed):
                 continue
             pen = QPen(theme.selection if selected else theme.box_outline,
@@ -197,4 +228,4 @@ class Schematic:
             if labels:
                 paint_box_text(painter, box, name, summary, theme, scale)
         if labels:
-            paint_titles(painter, ((f, n) for f, n, _ in self._frames), exposed, theme)
+            paint_titles(painter, ((f, n) for f, n, _ in frames), exposed, theme)

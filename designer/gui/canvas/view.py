@@ -13,7 +13,9 @@ bands as usual.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QPoint, QPointF, Qt, QTimer, Signal
+from collections.abc import Iterator
+
+from PySide6.QtCore import QEvent, QPoint, QPointF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QMouseEvent, QPainter, QPaintEvent, QWheelEvent
 from PySide6.QtWidgets import (
     QGraphicsView,
@@ -27,6 +29,7 @@ from PySide6.QtWidgets import (
 from designer.gui.canvas.interactions import LinkDrawing, drop_component, parse_component
 from designer.gui.canvas.items import GroupItem, NodeItem
 from designer.gui.canvas.scene import GRID, FabricScene
+from designer.gui.canvas.sliced_image import SlicedImage
 from designer.gui.canvas.style import uses_schematic
 from designer.model.errors import DesignError
 
@@ -86,6 +89,10 @@ class FabricView(QGraphicsView):
         for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
             bar.actionTriggered.connect(self._on_scrollbar_action_triggered)
         scene.message.connect(self.message)
+        # Far out, the schematic is drawn into an image, redrawn in slices when the
+        # design changes (a 16k-GPU design takes 100+ ms to draw): see `SlicedImage`.
+        self._picture = SlicedImage(self)
+        self._picture.changed.connect(self._on_picture_changed)
 
     # ------------------------------------------------------------ zoom
     @property
@@ -194,12 +201,12 @@ class FabricView(QGraphicsView):
         if not uses_schematic(self.scale_factor):
             super().paintEvent(event)
             return
+        image = self._picture.image(self._picture_geometry(), self.fabric.schematic.version,
+                                    self._device_size(), self.devicePixelRatioF(),
+                                    self._draw_schematic)
         painter = QPainter(self.viewport())
         painter.setClipRegion(event.region())
-        painter.setWorldTransform(self.viewportTransform())
-        exposed = self.mapToScene(event.rect().adjusted(-2, -2, 2, 2)).boundingRect()
-        self.fabric.drawBackground(painter, exposed)
-        self.fabric.schematic.paint(painter, exposed)
+        painter.drawImage(0, 0, image)
         for item in list(self.fabric.overlays):  # a link being drawn, and the like
             if item.scene() is self.fabric and item.isVisible():
                 painter.setWorldTransform(item.sceneTransform() * self.viewportTransform())
@@ -214,6 +221,29 @@ class FabricView(QGraphicsView):
             self.style().drawControl(QStyle.ControlElement.CE_RubberBand, option, painter,
                                      self.viewport())
         painter.end()
+
+    def _picture_geometry(self) -> tuple:
+        t = self.viewportTransform()
+        return (self.viewport().size().toTuple(), self.devicePixelRatioF(),
+                (t.m11(), t.m12(), t.m21(), t.m22(), t.dx(), t.dy()),
+                self.fabric.theme, int(self.renderHints().value))
+
+    def _device_size(self) -> QSize:
+        ratio = self.devicePixelRatioF()
+        size = self.viewport().size()
+        return QSize(max(1, round(size.width() * ratio)), max(1, round(size.height() * ratio)))
+
+    def _draw_schematic(self, painter: QPainter) -> Iterator[None]:
+        """The far-out picture: the grid, then the schematic (see `SlicedImage`)."""
+        painter.setRenderHints(self.renderHints())
+        painter.setWorldTransform(self.viewportTransform())
+        exposed = self.mapToScene(self.viewport().rect().adjusted(-2, -2, 2, 2)).boundingRect()
+        self.fabric.drawBackground(painter, exposed)
+        yield from self.fabric.schematic.paint_steps(painter, exposed)
+
+    def _on_picture_changed(self) -> None:
+        if uses_schematic(self.scale_factor):
+            self.viewport().update()
 
     def scrollContentsBy(self, dx: int, dy: int) -> None:
         super().scrollContentsBy(dx, dy)

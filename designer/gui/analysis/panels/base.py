@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pyqtgraph as pg
+import shiboken6
 from pyqtgraph.exporters import ImageExporter, SVGExporter
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt, Signal
 from PySide6.QtGui import QAction, QColor, QGuiApplication, QTextOption
@@ -39,6 +40,7 @@ from PySide6.QtWidgets import (
 )
 
 from designer.gui.canvas.style import Theme, system_theme
+from designer.gui.idle import IdleWork
 from designer.io.atomic import atomic_write_bytes, atomic_write_text
 
 __all__ = [
@@ -238,18 +240,26 @@ class PanelDock(QDockWidget):
         self.set_result(None)
 
     # ------------------------------------------------------------------ content
-    def set_result(self, result) -> None:
-        """Show ``result`` (an `AnalysisResult`), or the empty message for None."""
+    def set_result(self, result, *, later: bool = False) -> None:
+        """Show ``result`` (an `AnalysisResult`), or the empty message for None.
+
+        ``later``: take the result now but draw it on a later turn of the event loop,
+        as `IdleWork` (about one panel per turn), so that a new result does not hold
+        the GUI for the sum of every panel's drawing.
+        """
         if result is None:
             self.set_message(self.empty_text)
             return
         self.result = result
         self.message = ""
         self._message_item.hide()
-        if self.isVisible():
-            self._redraw()
-        else:
+        if not self.isVisible():
             self._stale = True  # a dock tabbed away draws when it is shown: keep the GUI free
+        elif later:
+            self._stale = True
+            IdleWork.instance().add(self, self._draw_task)
+        else:
+            self._redraw()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -258,6 +268,17 @@ class PanelDock(QDockWidget):
     def _ensure_drawn(self) -> None:
         if self._stale:
             self._redraw()
+
+    def _draw_task(self, _deadline: float) -> bool:
+        """The `IdleWork` task of ``set_result(..., later=True)``: one whole redraw."""
+        if shiboken6.isValid(self):
+            self._ensure_drawn()
+        return True
+
+    @property
+    def pending(self) -> bool:
+        """Whether the panel holds a result it has not drawn yet."""
+        return self._stale
 
     def set_message(self, text: str) -> None:
         """Empty the plot and show ``text`` in its middle (no result, a failed solve)."""
@@ -401,3 +422,4 @@ class PanelDock(QDockWidget):
         except OSError as exc:
             QMessageBox.warning(self, "Export failed",
                                 f"Cannot write {path}: {exc.strerror or exc}")
+

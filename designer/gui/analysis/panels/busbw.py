@@ -118,7 +118,7 @@ def scale_out_name(result) -> str:
     fastest compute-fabric link, e.g. ``infiniband NDR 400G``, ``RoCE 400G`` (lossless
     Ethernet), ``ethernet 400G``; ``nvlink only`` without NICs on the fabric."""
     snap = result.snapshot
-    compute = np.array([p == "compute" for p in snap.arc_plane], dtype=bool)
+    compute = np.repeat(snap.compute_links(), 2)
     net = compute & (snap.arc_family != NVLINK) & (snap.arc_family != PCIE)
     nics = snap.gpu_nic[snap.gpu_nic >= 0].astype(np.int64)
     if nics.size == 0 or not net.any():

@@ -164,6 +164,13 @@ class LinkLoadPanel(PanelDock):
             self._fill_table([])
 
     def _fill_table(self, rows: list[LinkLoad]) -> None:
+        # Columns sized to their contents would be measured again after every cell, and
+        # each time the dock's layout with them (10 ms for 75 cells in the window):
+        # fixed while filling, measured once at the end.
+        header = self.table.horizontalHeader()
+        modes = [header.sectionResizeMode(j) for j in range(len(COLUMNS))]
+        for j in range(len(COLUMNS)):
+            header.setSectionResizeMode(j, QHeaderView.ResizeMode.Fixed)
         self.table.setRowCount(len(rows))
         right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         for i, r in enumerate(rows):
@@ -175,6 +182,8 @@ class LinkLoadPanel(PanelDock):
                 if j >= 2:
                     item.setTextAlignment(right)
                 self.table.setItem(i, j, item)
+        for j, mode in enumerate(modes):
+            header.setSectionResizeMode(j, mode)
 
     def top_rows(self) -> list[tuple[str, float]]:
         """The table as (link id, utilisation %) pairs, top first, as shown."""

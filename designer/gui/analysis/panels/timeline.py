@@ -110,8 +110,8 @@ def phase_scope(phase: str, bottleneck: str, snap: Snapshot) -> str:
     return "intra" if FAMILIES[int(snap.arc_family[2 * k])] in ("nvlink", "pcie") else "inter"
 
 
-def _link_index(snap: Snapshot) -> dict[str, int]:
-    return {lid: k for k, lid in enumerate(snap.link_ids)}
+def _link_index(snap: Snapshot):
+    return snap.link_positions()
 
 
 def timeline_bars(result) -> list[BarInfo]:
