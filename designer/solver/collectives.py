@@ -46,8 +46,11 @@ def _grouped(snap: Snapshot, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     ranks = np.asarray(ranks)
     if ranks.size == 0:
         return ranks, np.zeros(0, np.int64), np.zeros(0, np.int64)
-    dom = snap.gpu_domain[ranks]
-    order = np.lexsort((snap.gpu_local[ranks], dom))  # stable, like the per-domain argsort
+    dom = snap.gpu_domain[ranks].astype(np.int64)
+    key = dom * (int(snap.gpu_local.max(initial=0)) + 1) + snap.gpu_local[ranks]
+    # Usually the ranks are in order already (no sort); (domain, local) keys are distinct.
+    in_order = bool(np.all(key[1:] > key[:-1]))
+    order = np.arange(len(ranks)) if in_order else np.argsort(key, kind="stable")
     dom = dom[order]
     starts = np.flatnonzero(np.r_[True, dom[1:] != dom[:-1]])
     return ranks[order], starts, np.diff(np.r_[starts, len(ranks)])
@@ -419,17 +422,23 @@ def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall
     """Every rank sends 1/n of its buffer to every other rank, all at once."""
     n = len(ranks)
     ranks_arr = np.asarray(ranks)
-    # Pairs (i, j), i != j, i-major: j runs over 0..n-1 skipping i.
-    i = np.repeat(np.arange(n, dtype=np.int64), n - 1)
-    j = np.tile(np.arange(n - 1, dtype=np.int64), n)
+    # Pairs (i, j), i != j, i-major: j runs over 0..n-1 skipping i.  A million pairs:
+    # int32 ids when they fit, to halve the memory.
+    idx = np.int32 if n * n < 2**31 else np.int64
+    i = np.repeat(np.arange(n, dtype=idx), n - 1)
+    j = np.tile(np.arange(n - 1, dtype=idx), n)
     j += j >= i
-    a, b = ranks_arr[i], ranks_arr[j]
+    rank_ids = ranks_arr.astype(idx)
+    a, b = rank_ids[i], rank_ids[j]
     fb = FlowBuilder(router)
     # Labels "a->b", made when read: a million strings would cost more than the routes.
     txt = [str(x) for x in ranks_arr.tolist()]
     labels = Labels(len(i), lambda k: f"{txt[k // (n - 1)]}->{txt[int(j[k])]}")
     flows = fb.new_flows(np.full(len(i), 1.0 / n), labels)
-    fb.transfers(flows, a, b, i * n + j)
+    # ECMP keys only where ECMP reads them (zeros are not even backed by memory).
+    keys = (i.astype(np.int64) * n + j if router.snap.routing == "ecmp"
+            else np.zeros(len(i), np.int64))
+    fb.transfers(flows, a, b, keys)
     phase = fb.phase("all-to-all", n - 1)
     return Plan("alltoall", "direct", ranks, len(_grouped(router.snap, ranks)[1]), (phase,),
                 True)

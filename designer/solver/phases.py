@@ -124,12 +124,13 @@ class FlowBuilder:
         return int(self.new_flows(np.array([nbytes], dtype=float), [label])[0])
 
     def new_flows(self, nbytes: np.ndarray, labels: Sequence[str]) -> np.ndarray:
-        """Open ``len(labels)`` flows at once; returns their ids."""
+        """Open ``len(labels)`` flows at once; returns their ids (int32 while they fit)."""
         first = self.n_flows
         self.bytes.append(np.asarray(nbytes, dtype=float))
         self.labels.append(labels)
         self.n_flows += len(labels)
-        return np.arange(first, self.n_flows, dtype=np.int64)
+        return np.arange(first, self.n_flows,
+                         dtype=np.int32 if self.n_flows < 2**31 else np.int64)
 
     def add(self, flow: int, arcs: np.ndarray, weights: np.ndarray) -> None:
         self.flows.append(np.full(len(arcs), flow, dtype=np.int64))
@@ -144,7 +145,7 @@ class FlowBuilder:
     def transfers(self, flows: np.ndarray, a: np.ndarray, b: np.ndarray,
                   keys: np.ndarray) -> None:
         """Route rank ``a[i]`` -> ``b[i]`` into ``flows[i]`` for every ``i``, in order, with
-        array code.
+        array code (``keys[i]``: the transfer's ECMP hash key, read under ECMP only).
 
         Inside an NVLink domain: the NVLink spray.  Across domains: the sender's way to
         its NIC (`RankLinks.access_up`), the NIC's cable, the fabric between the two
@@ -152,26 +153,44 @@ class FlowBuilder:
         NICs cabled to each other (servers back to back) cross that one cable only.
         """
         s, r = self.snap, self.router
-        flows, a, b, keys = (np.asarray(x, dtype=np.int64).reshape(-1)
-                             for x in (flows, a, b, keys))
+        # Ids as int32 when they fit: a million-transfer batch halves its memory.
+        idx = np.int32 if max(self.n_flows, s.n_gpus) < 2**31 else np.int64
+        flows, a, b = (np.asarray(x).reshape(-1).astype(idx, copy=False)
+                       for x in (flows, a, b))
+        keys = np.asarray(keys).reshape(-1)
         if a.size == 0:
             return
         rl = r.rank_links()
         is_same = s.gpu_domain[a] == s.gpu_domain[b]
-        same, cross = np.flatnonzero(is_same), np.flatnonzero(~is_same)
+        n_same = int(np.count_nonzero(is_same))
+        n_cross = len(a) - n_same
+        # Masks, or a slice when a side takes every transfer (no copies then).
+        same: np.ndarray | slice = slice(None) if n_cross == 0 else is_same
+        cross: np.ndarray | slice = slice(None) if n_same == 0 else ~is_same
 
         nv = r.nvlink_routes(rl.gpu[a[same]], rl.gpu[b[same]])
-        if same.size:
+        if n_same:
             self.nv_hops = max(self.nv_hops, int(nv.hops.max()) - 1, 1)
 
         ac, bc = a[cross], b[cross]
+        keys_cross = keys[cross] if s.routing == "ecmp" and n_cross else None
         # Usually every rank reaches the fabric and every NIC is cabled to a switch.
         switched = bool(r.is_switch[rl.leaves[rl.leaves >= 0]].all())
-        if cross.size and not (switched and rl.ok.all()):
+        if n_cross and not (switched and rl.ok.all()):
             self._check_ranks(ac, bc)
         if switched:
-            self._switched_transfers(flows[same], nv, flows[cross], ac, bc, keys[cross])
+            self._switched_transfers(flows[same], nv, flows[cross], ac, bc, keys_cross)
             return
+        self._direct_transfers(flows, same, cross, nv, ac, bc, keys_cross)
+
+    def _direct_transfers(self, flows, same, cross, nv: RouteBatch, ac, bc, keys) -> None:
+        """`transfers` where some NIC is cabled to a NIC (servers back to back) or to
+        something else than a switch: every transfer's pairs in order, gathered from one
+        pool."""
+        s, r = self.snap, self.router
+        rl = r.rank_links()
+        n = len(flows)
+        cross_ids = np.arange(n)[cross]
         # The cable between two NICs cabled to each other: a's own, else b's.
         to_b, to_a = rl.leaf[ac] == rl.nic[bc], rl.leaf[bc] == rl.nic[ac]
         direct = to_b | to_a
@@ -179,55 +198,44 @@ class FlowBuilder:
                        axis=1).reshape(-1)
         fab = RouteBatch(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0),
                          np.zeros(0, np.int64))
-        fab_at, fab_len = np.zeros(len(cross), np.int64), np.zeros(len(cross), np.int64)
+        fab_at, fab_len = np.zeros(len(ac), np.int64), np.zeros(len(ac), np.int64)
         via_fabric = np.flatnonzero(~direct)
         if via_fabric.size:
-            fab, at, length = self._fabric_routes(ac[via_fabric], bc[via_fabric],
-                                                  keys[cross][via_fabric])
-            fab_at[via_fabric], fab_len[via_fabric] = at, length
+            fab, at = self._fabric_routes(ac[via_fabric], bc[via_fabric],
+                                          None if keys is None else keys[via_fabric])
+            fab_at[via_fabric], fab_len[via_fabric] = at, fab.lengths[at]
         if s.routing == "adaptive" and fab_len.any():
             # One DAG per (leaf, leaf) class, kept once and shared by the flows of the
             # class (`SharedRoutes`) instead of copied into each flow's pairs.
             take = np.flatnonzero(fab_len > 0)
             self.routes.append(SharedRoutes(fab.ptr, fab.arcs, fab.weights,
-                                            flows[cross[take]], fab_at[take]))
-            fab_len = np.zeros(len(cross), np.int64)
+                                            flows[cross_ids[take]], fab_at[take]))
+            fab_len = np.zeros(len(ac), np.int64)
         if direct.any():
             self.net_hops = max(self.net_hops, 1)
 
         # Per cross transfer its local arcs: the way up, the NIC cable(s), the way down.
         up_t, down_t = rl.access_up, rl.access_down
         up_len, down_len = up_t.lengths[ac], down_t.lengths[bc]
-        if np.all(up_len == 1) and np.all(down_len == 1) and not direct.any():
-            # Every GPU on its own NIC's PCIe link, every NIC on a switch: 4 arcs each.
-            first_up, first_down = up_t.ptr[ac], down_t.ptr[bc]
-            mid2 = mid.reshape(-1, 2)
-            local = np.stack([up_t.arcs[first_up], mid2[:, 0], mid2[:, 1],
-                              down_t.arcs[first_down]], axis=1).reshape(-1)
-            local_w = np.stack([up_t.weights[first_up], np.ones(len(ac)), np.ones(len(ac)),
-                                down_t.weights[first_down]], axis=1).reshape(-1)
-            local_at = 4 * np.arange(len(ac))
-            local_len = 4
-        else:
-            at = np.cumsum([0, len(up_t.arcs), len(mid)])
-            pool = np.concatenate([up_t.arcs, mid, down_t.arcs])
-            pool_w = np.concatenate([up_t.weights, np.ones(len(mid)), down_t.weights])
-            heads = np.stack([up_t.ptr[ac], at[1] + 2 * np.arange(len(ac)),
-                              at[2] + down_t.ptr[bc]], axis=1)
-            sizes = np.stack([up_len, np.where(direct, 1, 2), down_len], axis=1)
-            pick = ragged_arange(heads.reshape(-1), sizes.reshape(-1))
-            local, local_w = pool[pick], pool_w[pick]
-            local_len = sizes.sum(axis=1)
-            local_at = np.cumsum(local_len) - local_len
+        at = np.cumsum([0, len(up_t.arcs), len(mid)])
+        pool = np.concatenate([up_t.arcs, mid, down_t.arcs])
+        pool_w = np.concatenate([up_t.weights, np.ones(len(mid)), down_t.weights])
+        heads = np.stack([up_t.ptr[ac], at[1] + 2 * np.arange(len(ac)),
+                          at[2] + down_t.ptr[bc]], axis=1)
+        sizes = np.stack([up_len, np.where(direct, 1, 2), down_len], axis=1)
+        pick = ragged_arange(heads.reshape(-1), sizes.reshape(-1))
+        local, local_w = pool[pick], pool_w[pick]
+        local_len = sizes.sum(axis=1)
+        local_at = np.cumsum(local_len) - local_len
 
         # Every transfer is one or two pieces of a pool (its NVLink route; or its local
         # arcs, then its fabric route unless shared), laid out in order with one gather.
         pool_arcs = np.concatenate([nv.arcs, local, fab.arcs])
         pool_w = np.concatenate([nv.weights, local_w, fab.weights])
-        head = np.zeros(len(a), dtype=np.int64)
-        head_len = np.zeros(len(a), dtype=np.int64)
-        tail = np.zeros(len(a), dtype=np.int64)
-        tail_len = np.zeros(len(a), dtype=np.int64)
+        head = np.zeros(n, dtype=np.int64)
+        head_len = np.zeros(n, dtype=np.int64)
+        tail = np.zeros(n, dtype=np.int64)
+        tail_len = np.zeros(n, dtype=np.int64)
         head[same], head_len[same] = nv.ptr[:-1], nv.lengths
         head[cross] = len(nv.arcs) + local_at
         head_len[cross] = local_len
@@ -243,24 +251,40 @@ class FlowBuilder:
         """`transfers` when every NIC is cabled to a switch (the usual case): the NVLink
         routes as pairs; per cross-domain transfer the sender's way out and the
         receiver's way in as shared routes (`_access_legs`: the same for every peer), and
-        the fabric route, shared per pair of edge switches under adaptive routing."""
+        the fabric route, shared per pair of edge switches under adaptive routing (one
+        table of shared routes, written in place), else one walk per transfer."""
         self.flows.append(np.repeat(f_same, nv.lengths))
         self.arcs.append(nv.arcs)
         self.weights.append(nv.weights)
-        if not len(ac):
+        m = len(ac)
+        if not m:
             return
         r = self.router
-        fab, fab_at, fab_len = self._fabric_routes(ac, bc, keys)
+        fab, fab_at = self._fabric_routes(ac, bc, keys)
         legs = _access_legs(r)
         n = len(r.rank_links().gpu)
-        self.routes.append(SharedRoutes(legs.ptr, legs.arcs, legs.weights,
-                                        np.concatenate([f_cross, f_cross]),
-                                        np.concatenate([ac, n + bc]),
-                                        local=np.ones(len(legs.ptr) - 1, bool)))
-        if self.snap.routing == "adaptive":
-            self.routes.append(SharedRoutes(fab.ptr, fab.arcs, fab.weights, f_cross, fab_at))
-        else:  # one walk per transfer, in order
-            self.flows.append(np.repeat(f_cross, fab_len))
+        adaptive = self.snap.routing == "adaptive"
+        # Route x: rank x's way out; route n + x: its way in; then the fabric routes.
+        pairs = 3 * m if adaptive else 2 * m
+        ids = f_cross.dtype if 2 * n + len(fab.ptr) < 2**31 else np.int64
+        pair_flow, pair_route = np.empty(pairs, f_cross.dtype), np.empty(pairs, ids)
+        pair_flow[:m] = f_cross
+        pair_flow[m:2 * m] = f_cross
+        pair_route[:m] = ac
+        np.add(bc, n, out=pair_route[m:2 * m])
+        local = np.ones(2 * n, dtype=bool)
+        ptr, link, weight = legs.ptr, legs.arcs, legs.weights
+        if adaptive:
+            pair_flow[2 * m:] = f_cross
+            np.add(fab_at, 2 * n, out=pair_route[2 * m:])
+            local = np.concatenate([local, np.zeros(len(fab.ptr) - 1, dtype=bool)])
+            ptr = np.concatenate([ptr, fab.ptr[1:] + ptr[-1]])
+            link = np.concatenate([link, fab.arcs])
+            weight = np.concatenate([weight, fab.weights])
+        self.routes.append(SharedRoutes(ptr, link, weight, pair_flow, pair_route,
+                                        local=local))
+        if not adaptive:  # one walk per transfer, in order
+            self.flows.append(np.repeat(f_cross, fab.hops))   # hops: the walk's length
             self.arcs.append(fab.arcs)
             self.weights.append(fab.weights)
 
@@ -286,17 +310,21 @@ class FlowBuilder:
                     f"{s.node_ids[rl.leaf[rank]]}, not to a switch: no path from GPU "
                     f"{s.node_ids[rl.gpu[int(a[i])]]} to GPU {s.node_ids[rl.gpu[far]]}")
 
-    def _fabric_routes(self, ac: np.ndarray, bc: np.ndarray, keys: np.ndarray):
-        """Fabric routes of transfers ``ac[i]`` -> ``bc[i]`` between edge switches: a
-        table of routes, and per transfer the index of its route in the table and that
-        route's length."""
+    def _fabric_routes(self, ac: np.ndarray, bc: np.ndarray,
+                       keys: np.ndarray | None) -> tuple[RouteBatch, np.ndarray]:
+        """Fabric routes of transfers ``ac[i]`` -> ``bc[i]`` between edge switches (``keys``:
+        their ECMP keys, under ECMP): a table of routes, and per transfer the index of
+        its route in the table (one per (edge switch, edge switch) class under adaptive
+        routing, one per transfer otherwise)."""
         s, r = self.snap, self.router
         rl = r.rank_links()
         # Fabric routes are per (edge switch, edge switch) class: find the classes by
         # counting, route each once, then hand them out.
         n_leaf = len(rl.leaves)
-        cls, inverse = unique_inverse(rl.leaf_code[ac] * n_leaf + rl.leaf_code[bc],
-                                      n_leaf * n_leaf)
+        code = rl.leaf_code[ac] * n_leaf
+        code += rl.leaf_code[bc]
+        cls, inverse = unique_inverse(code, n_leaf * n_leaf)
+        del code
         la, lb = rl.leaves[cls // n_leaf], rl.leaves[cls % n_leaf]
         cls_hops = r.fabric_hops(la, lb)
         if np.any(cls_hops < 0):
@@ -304,19 +332,26 @@ class FlowBuilder:
             r.fabric_dag(int(la[i]), int(lb[i]))  # raises naming the pair
         self.net_hops = max(self.net_hops, 2 + int(cls_hops.max()))
         if s.routing == "adaptive":
-            dags = r.fabric_dags(la, lb)          # one DAG per class, shared
-            return dags, inverse, dags.lengths[inverse]
-        walks = r.fabric_walks(la[inverse], lb[inverse], keys, bc, s.routing,
-                               hops=cls_hops[inverse])
-        return walks, np.arange(len(ac)), walks.lengths
+            return r.fabric_dags(la, lb), inverse     # one DAG per class, shared
+        # Static routing picks by destination; the keys are ECMP's alone.
+        walks = r.class_walks(la, lb, inverse, bc if keys is None else keys, bc, s.routing,
+                              hops=cls_hops)
+        return walks, np.arange(len(ac))
 
     def phase(self, name: str, steps: int) -> Phase:
+        """The accumulated flows as a `Phase` (flow and arc ids int32 while they fit)."""
+
         def cat(xs, dt):
             if not xs:
                 return np.zeros(0, dt)
-            return (xs[0] if len(xs) == 1 else np.concatenate(xs)).astype(dt, copy=False)
+            if len(xs) == 1:
+                return np.asarray(xs[0]).astype(dt, copy=False)
+            out = np.empty(sum(len(x) for x in xs), dt)  # straight in: no wider copy
+            np.concatenate(xs, out=out, casting="same_kind")
+            return out
 
-        return Phase(name, cat(self.flows, np.int64), cat(self.arcs, np.int64),
+        ids = np.int32 if max(self.n_flows, self.snap.n_arcs) < 2**31 else np.int64
+        return Phase(name, cat(self.flows, ids), cat(self.arcs, ids),
                      cat(self.weights, float), cat(self.bytes, float),
                      Labels.chain(self.labels), steps, self.nv_hops, self.net_hops,
                      SharedRoutes.concat(self.routes) if self.routes else None)

@@ -1,12 +1,18 @@
 """Array building blocks of routing: routes as (arcs, weights) batches, ragged ranges,
-segment sums and the seeded ECMP hash.  Pure numpy, shared by `routing` and
-`route_tables`."""
+segment sums, the seeded ECMP hash, level-by-level DAG walks, keyed route tables and
+CSR subgraphs with breadth-first distances.  Pure numpy, shared by `routing`,
+`route_tables` and `route_nvlink`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from designer.solver.snapshot import Snapshot
 
 Route = tuple[np.ndarray, np.ndarray]
 _EMPTY: Route = (np.zeros(0, np.int64), np.zeros(0))
@@ -56,33 +62,92 @@ def segment_sums(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) ->
     to the per-pair ones.
     """
     out = np.zeros(len(starts))
-    for n in np.unique(lengths).tolist():
+    for n in distinct(lengths).tolist():
         if n:
             sel = np.flatnonzero(lengths == n)
             out[sel] = values[starts[sel, None] + np.arange(n)].sum(axis=1)
     return out
 
 
-def first_occurrence(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct ``keys`` in order of first appearance, and each key's position among them."""
-    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    return uniq[order], rank[inverse.reshape(-1)]
+def distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values: ``np.unique(values)`` by sorting.  (numpy 2.3+ answers a
+    plain ``np.unique`` of integers with a hash table that is many times slower than a sort
+    on these arrays.)
+
+    >>> distinct(np.array([3, 1, 3, 2])).tolist()
+    [1, 2, 3]
+    """
+    s = np.sort(np.asarray(values).reshape(-1))
+    if s.size < 2:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
+def stable_argsort(keys: np.ndarray, space: int) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` for integer keys in ``[0, space)``: numpy sorts
+    16-bit keys by radix, so keys below 2**32 go by two radix passes (low half, then high
+    half), several times faster than a merge sort of int64.
+
+    >>> stable_argsort(np.array([70000, 3, 70000, 1]), 1 << 20).tolist()
+    [3, 1, 0, 2]
+    """
+    keys = np.asarray(keys)
+    if space <= 1 << 16:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    if space > 1 << 32:
+        return np.argsort(keys, kind="stable")
+    low = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    return low[np.argsort((keys[low] >> 16).astype(np.uint16), kind="stable")]
+
+
+def first_occurrence(keys: np.ndarray, space: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ``keys`` in order of first appearance, and each key's position among them
+    (``space``: a bound on the keys, ``[0, space)``, which allows a radix sort).
+
+    >>> uniq, at = first_occurrence(np.array([7, 2, 7, 5, 2]))
+    >>> uniq.tolist(), at.tolist()
+    ([7, 2, 5], [0, 1, 0, 2, 1])
+    """
+    keys = np.asarray(keys).reshape(-1)
+    n = len(keys)
+    if n == 0:
+        return keys.copy(), np.zeros(0, dtype=np.int64)
+    order = (np.argsort(keys, kind="stable") if space is None
+             else stable_argsort(keys, space))
+    sorted_keys = keys[order]
+    head = np.empty(n, dtype=bool)
+    head[0] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=head[1:])
+    first = order[head]                 # each key's first position (the sort is stable)
+    run = np.cumsum(head) - 1           # each sorted entry's key, numbered by value
+    is_first = np.zeros(n, dtype=bool)
+    is_first[first] = True
+    rank = np.cumsum(is_first) - 1      # numbering by first appearance
+    at = np.empty(n, dtype=np.int64)
+    at[order] = rank[first][run]
+    return keys[is_first], at
 
 
 def unique_inverse(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(keys, return_inverse=True)`` for keys in ``[0, space)``; by marking a
-    table instead of sorting when the space is small next to the number of keys."""
-    keys = np.asarray(keys, dtype=np.int64).reshape(-1)
+    """``np.unique(keys, return_inverse=True)`` for integer keys in ``[0, space)``; by
+    marking a table instead of sorting when the space is small next to the number of
+    keys (the inverse is int32 then).
+
+    >>> uniq, inverse = unique_inverse(np.array([5, 2, 5]), 8)
+    >>> uniq.tolist(), inverse.tolist()
+    ([2, 5], [1, 0, 1])
+    """
+    keys = np.asarray(keys).reshape(-1)
     if space > max(1 << 16, 4 * len(keys)) or space > 1 << 25:
         uniq, inverse = np.unique(keys, return_inverse=True)
-        return uniq, inverse.reshape(-1)
+        return uniq.astype(np.int64, copy=False), inverse.reshape(-1)
     seen = np.zeros(space, dtype=bool)
     seen[keys] = True
     uniq = np.flatnonzero(seen)
-    lookup = np.zeros(space, dtype=np.int64)
+    lookup = np.zeros(space, dtype=np.int32)      # space <= 2**25: positions fit
     lookup[uniq] = np.arange(len(uniq))
     return uniq, lookup[keys]
 
@@ -129,10 +194,19 @@ class RouteBatch:
 
     def take(self, index: np.ndarray) -> RouteBatch:
         """The routes ``index`` (repeats allowed), in that order."""
-        index = np.asarray(index, dtype=np.int64)
+        index = np.asarray(index)
         lengths = self.lengths[index]
-        pos = ragged_arange(self.ptr[index], lengths)
+        pos = _spans(self.ptr[index], lengths)
         return RouteBatch(_ptr(lengths), self.arcs[pos], self.weights[pos], self.hops[index])
+
+
+def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """`ragged_arange`, by a 2-D broadcast when every length is the same (NVLink routes
+    of domains built alike, single-arc rows): no running sum needed."""
+    if len(lengths) and lengths.min() == lengths.max():
+        width = int(lengths[0])
+        return (np.asarray(starts, np.int64)[:, None] + np.arange(width)).reshape(-1)
+    return ragged_arange(starts, lengths)
 
 
 def _ptr(lengths: np.ndarray) -> np.ndarray:
@@ -178,4 +252,198 @@ def _batch(routes: list[Route], hops: list[int]) -> RouteBatch:
                       np.asarray(hops, dtype=np.int64))
 
 
+def _stack(parts: list[RouteBatch]) -> RouteBatch:
+    """The routes of ``parts`` one table after another."""
+    if not parts:
+        return RouteBatch(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0),
+                          np.zeros(0, np.int64))
+    return RouteBatch(_ptr(np.concatenate([p.lengths for p in parts])),
+                      np.concatenate([p.arcs for p in parts]),
+                      np.concatenate([p.weights for p in parts]),
+                      np.concatenate([p.hops for p in parts]))
+
+
+# ----------------------------------------------------------------- DAG walks
+def split_by_capacity(arcs: np.ndarray, lengths: np.ndarray, cap: np.ndarray) -> RouteBatch:
+    """Rows of next-hop ``arcs`` (row ``i`` has ``lengths[i]`` of them), each row split in
+    proportion to the arcs' capacity ``cap[arc]``, with the arithmetic of one row at a
+    time (``cap[out] / cap[out].sum()``, see `segment_sums`)."""
+    ptr = _ptr(lengths)
+    c = cap[arcs]
+    ratio = c / np.repeat(segment_sums(c, ptr[:-1], lengths), lengths)
+    return RouteBatch(ptr, arcs, ratio, lengths)
+
+
+def walk_levels(start: np.ndarray, hops: np.ndarray, arc_dst: np.ndarray, n_nodes: int,
+                next_hops: Callable[[np.ndarray, np.ndarray, int], RouteBatch]) -> RouteBatch:
+    """Capacity-split DAGs of many routes, walked together level by level.
+
+    Route ``i`` leaves ``start[i]`` and takes ``hops[i]`` steps.  ``next_hops(route, node,
+    level)`` gives, for each state (a node reached by a route at a level), one row of next
+    arcs with the fraction of the state's share each gets.  Per route this is a walk that
+    keeps the nodes of a level in order of first arrival, splits each node's share over
+    its next arcs and sums the arrivals in order (`np.bincount` adds sequentially, like a
+    dict of running sums), so the result is bit for bit that of a per-route loop.  The
+    route's arcs are listed level by level, nodes in arrival order, arcs in row order.
+
+    >>> dst = np.array([1, 2, 3, 3])           # arcs 0: 0->1, 1: 0->2, 2: 1->3, 3: 2->3
+    >>> rows = {0: ([0, 1], [0.5, 0.5]), 1: ([2], [1.0]), 2: ([3], [1.0])}
+    >>> def step(route, node, level):
+    ...     parts = [rows[int(v)] for v in node]
+    ...     lengths = np.array([len(a) for a, _ in parts])
+    ...     return RouteBatch(_ptr(lengths), np.concatenate([a for a, _ in parts]),
+    ...                       np.concatenate([w for _, w in parts]), lengths)
+    >>> out = walk_levels(np.array([0]), np.array([2]), dst, 4, step)
+    >>> out.arcs.tolist(), out.weights.tolist()
+    ([0, 1, 2, 3], [0.5, 0.5, 0.5, 0.5])
+    """
+    n = len(start)
+    space = n * n_nodes                         # bound on the (route, node) keys
+    cls = np.flatnonzero(hops > 0)
+    node, frac = np.asarray(start, np.int64)[cls], np.ones(len(cls))
+    out_cls, out_arc, out_w = [], [], []
+    level = 0
+    while cls.size:
+        step = next_hops(cls, node, level)
+        lengths = step.lengths
+        share = step.weights * np.repeat(frac, lengths)
+        row_cls = np.repeat(cls, lengths)
+        out_cls.append(row_cls)
+        out_arc.append(step.arcs)
+        out_w.append(share)
+        level += 1
+        # Next level: arrival nodes per route in first-arrival order, shares summed in
+        # arrival order (routes that arrived at their target are done).
+        going = np.repeat(hops[cls] > level, lengths)
+        if not going.all():
+            row_cls, share = row_cls[going], share[going]
+            uniq, at = first_occurrence(row_cls * n_nodes + arc_dst[step.arcs[going]], space)
+        else:
+            uniq, at = first_occurrence(row_cls * n_nodes + arc_dst[step.arcs], space)
+        frac = np.bincount(at, weights=share, minlength=len(uniq))
+        cls, node = uniq // n_nodes, uniq % n_nodes
+    if not out_cls:
+        return RouteBatch(np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0),
+                          np.asarray(hops, np.int64))
+    all_cls = np.concatenate(out_cls)
+    order = stable_argsort(all_cls, n)           # per route, levels in order
+    return RouteBatch(_ptr(np.bincount(all_cls, minlength=n)),
+                      np.concatenate(out_arc)[order].astype(np.int64),
+                      np.concatenate(out_w)[order], np.asarray(hops, np.int64))
+
+
+class KeyedRows:
+    """A table of routes looked up by integer key in ``[0, space)``, rows built on
+    demand: ``build(keys)`` turns distinct, sorted new keys into one route each.
+
+    Lookups go through a dense map when the key space allows (allocated zeroed, so only
+    the pages that keys touch are ever backed), else by binary search in the sorted
+    keys.
+
+    >>> rows = KeyedRows(100, lambda k: _single(k))        # route of key k: arc k
+    >>> rows.rows(np.array([7, 3, 7])).tolist(), rows.table.arcs.tolist()
+    ([1, 0, 1], [3, 7])
+    >>> rows.rows(np.array([5, 3])).tolist(), rows.table.arcs.tolist()
+    ([2, 0], [3, 7, 5])
+    """
+
+    _DENSE = 1 << 22
+
+    def __init__(self, space: int, build: Callable[[np.ndarray], RouteBatch]):
+        self.build = build
+        self.table = _stack([])
+        # Row + 1 per key (0: not built yet).
+        self._dense = np.zeros(space, dtype=np.int32) if space <= self._DENSE else None
+        self._keys = np.zeros(0, dtype=np.int64)      # sorted (sparse lookups)
+        self._key_row = np.zeros(0, dtype=np.int64)
+
+    def rows(self, keys: np.ndarray) -> np.ndarray:
+        """Row of each key in `table` (building missing rows first)."""
+        keys = np.asarray(keys, dtype=np.int64)
+        if self._dense is not None:
+            rows = self._dense[keys]
+            if rows.min(initial=1) == 0:
+                self._add(distinct(keys[rows == 0]))
+                rows = self._dense[keys]
+            return rows - 1
+        at = np.minimum(np.searchsorted(self._keys, keys), max(len(self._keys) - 1, 0))
+        known = (self._keys[at] == keys) if len(self._keys) else np.zeros(len(keys), bool)
+        if not known.all():
+            self._add(distinct(keys[~known]))
+            at = np.searchsorted(self._keys, keys)
+        return self._key_row[at]
+
+    def _add(self, new: np.ndarray) -> None:
+        built = self.build(new)
+        rows = len(self.table.hops) + np.arange(len(new))
+        self.table = _stack([self.table, built])
+        if self._dense is not None:
+            self._dense[new] = rows + 1
+            return
+        keys = np.concatenate([self._keys, new])
+        order = np.argsort(keys, kind="stable")
+        self._keys, self._key_row = keys[order], np.concatenate([self._key_row, rows])[order]
+
+
 # ----------------------------------------------------------------- subgraphs
+class _Subgraph:
+    """CSR of a subset of arcs, with cached BFS distances to a target node."""
+
+    def __init__(self, snap: Snapshot, arc_mask: np.ndarray, by_src: np.ndarray | None = None):
+        self.snap = snap
+        if by_src is None:  # every arc, sorted by source node (stable: arc order within)
+            by_src = np.argsort(snap.arc_src, kind="stable")
+        self.arcs = by_src[arc_mask[by_src]]           # arcs sorted by source node
+        counts = np.bincount(snap.arc_src[self.arcs], minlength=snap.n_nodes)
+        self.ptr = np.zeros(snap.n_nodes + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.ptr[1:])
+        self.dst = snap.arc_dst[self.arcs]
+        # Links are full duplex and masks are per link, so the arcs into a node are the
+        # reverses of the arcs out of it: a BFS towards a target can walk out-arcs.
+        self._symmetric = bool(np.array_equal(arc_mask[0::2], arc_mask[1::2]))
+        self._dist: dict[int, np.ndarray] = {}
+
+    def neighbours(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (into ``arcs``) of the arcs out of ``nodes``, and each one's node."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        lengths = self.ptr[nodes + 1] - self.ptr[nodes]
+        return ragged_arange(self.ptr[nodes], lengths), np.repeat(nodes, lengths)
+
+    def dist_to(self, target: int, through: np.ndarray | None = None) -> np.ndarray:
+        """Hop distance of every node to ``target`` (-1 unreachable).  With ``through``
+        (bool per node), paths may only pass through nodes marked True: the others get a
+        distance (they can be sources) but are not forwarded through.  The cache is per
+        target, so one subgraph always uses the same ``through``."""
+        d = self._dist.get(target)
+        if d is not None:
+            return d
+        s = self.snap
+        d = np.full(s.n_nodes, -1, dtype=np.int32)
+        d[target] = 0
+        frontier = np.array([target])
+        level = 0
+        while frontier.size:
+            level += 1
+            if self._symmetric:
+                cand = self.dst[self.neighbours(frontier)[0]]
+                new = distinct(cand[d[cand] < 0])
+            else:
+                src, dst = s.arc_src[self.arcs], s.arc_dst[self.arcs]
+                new = distinct(src[np.isin(dst, frontier) & (d[src] < 0)])
+            d[new] = level
+            # Only forwarding nodes extend paths further.
+            frontier = new if through is None else new[through[new]]
+        self._dist[target] = d
+        return d
+
+    def next_arcs(self, node: int, dist: np.ndarray,
+                  through: np.ndarray | None = None) -> np.ndarray:
+        """Arcs out of ``node`` one step closer along ``dist``.  With ``through`` (the mask
+        `dist_to` was given), only into nodes that forward, or into the target itself: a
+        node that does not forward has a distance (it can be a source) but is no hop."""
+        out = self.arcs[self.ptr[node]:self.ptr[node + 1]]
+        nxt = self.snap.arc_dst[out]
+        keep = dist[nxt] == dist[node] - 1
+        if through is not None:
+            keep &= through[nxt] | (dist[nxt] == 0)
+        return out[keep]

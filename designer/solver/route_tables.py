@@ -1,6 +1,6 @@
-"""Route tables reused across many flows: NVLink domains built alike (one route template
-serves every isomorphic domain) and groups of fabric edge switches that share their
-switch neighbours (one breadth-first search per group).  Used by `routing.Router`."""
+"""Fabric route tables reused across many flows: groups of edge switches that share their
+switch neighbours (one breadth-first search per group), and batched walks over them.
+Used by `routing.Router` (NVLink domains are in `route_nvlink`)."""
 
 from __future__ import annotations
 
@@ -10,68 +10,20 @@ import numpy as np
 
 from designer.solver.errors import SolverError
 from designer.solver.route_arrays import (
+    KeyedRows,
     RouteBatch,
     _hash,
-    _ptr,
-    first_occurrence,
+    _stack,
+    distinct,
     ragged_arange,
-    segment_sums,
+    split_by_capacity,
+    stable_argsort,
     unique_inverse,
+    walk_levels,
 )
-from designer.solver.snapshot import NVLINK, Snapshot, _components
 
 if TYPE_CHECKING:
     from designer.solver.routing import Router
-
-
-class _Domains:
-    """NVLink domains as arc lists, and classes of domains built alike.
-
-    Each domain's NVLink arcs are listed in arc order and its nodes numbered 0, 1, ... in
-    node order (``rel``).  Two domains whose lists match position by position (same
-    relative ends, bitwise-equal capacities) are isomorphic by a map that keeps arc order,
-    so every route of one, found by the same arithmetic, is the other's with arcs
-    translated by position.
-    """
-
-    def __init__(self, snap: Snapshot):
-        nv_all = np.flatnonzero(snap.arc_family == NVLINK)
-        comp = _components(snap.n_nodes, snap.arc_src[nv_all], snap.arc_dst[nv_all])
-        comp_dom = np.full(snap.n_nodes, -1, dtype=np.int64)
-        comp_dom[comp[snap.gpus]] = snap.gpu_domain
-        self.node_dom = comp_dom[comp]
-        n_dom = snap.n_domains
-        arc_dom = self.node_dom[snap.arc_src[nv_all]]
-        keep = arc_dom >= 0
-        order = np.argsort(arc_dom[keep], kind="stable")
-        self.arcs = nv_all[keep][order]                  # grouped by domain, arc order within
-        adom = arc_dom[keep][order]
-        self.arc_ptr = np.searchsorted(adom, np.arange(n_dom + 1))
-        # Relative node numbers: rank inside the domain by node index (any fixed numbering
-        # works: equal signatures below prove the map between two domains an isomorphism).
-        in_dom = np.flatnonzero(self.node_dom >= 0)
-        self.nodes = in_dom[np.argsort(self.node_dom[in_dom], kind="stable")]
-        ndom = self.node_dom[self.nodes]
-        self.node_ptr = np.searchsorted(ndom, np.arange(n_dom + 1))
-        self.rel = np.zeros(snap.n_nodes, dtype=np.int64)
-        self.rel[self.nodes] = np.arange(len(self.nodes)) - self.node_ptr[ndom]
-        n_arcs, n_nodes = np.diff(self.arc_ptr), np.diff(self.node_ptr)
-        self.max_nodes = int(n_nodes.max(initial=0)) + 1
-        # Classes: domains with equal (arc count, node count, relative ends, capacities).
-        self.dom_class = np.zeros(n_dom, dtype=np.int64)
-        reps = []
-        shape_key = n_arcs * (self.max_nodes + 1) + n_nodes
-        for shape in np.unique(shape_key).tolist():
-            doms = np.flatnonzero(shape_key == shape)
-            m = int(n_arcs[doms[0]])
-            at = self.arc_ptr[doms][:, None] + np.arange(m)
-            arcs = self.arcs[at]
-            rows = np.concatenate([self.rel[snap.arc_src[arcs]], self.rel[snap.arc_dst[arcs]],
-                                   snap.arc_cap[arcs].view(np.int64)], axis=1)
-            _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-            self.dom_class[doms] = len(reps) + inverse.reshape(-1)
-            reps.extend(doms[first].tolist())
-        self.class_rep = np.array(reps, dtype=np.int64)
 
 
 # ----------------------------------------------------------------- fabric groups
@@ -104,6 +56,8 @@ class _FabricGroups:
         self._group_key: dict[bytes, int] = {}    # switch neighbours -> group
         self._rows: list[np.ndarray] = []         # per group: distance of every switch
         self._table: np.ndarray | None = None
+        n_sw = len(self.switches)
+        self._hops = KeyedRows(2 * n_sw * n_sw, self._build_hops)   # see `_next`
 
     def covers(self, leaf_a: np.ndarray, leaf_b: np.ndarray) -> np.ndarray:
         sw = self.router.is_switch
@@ -111,43 +65,64 @@ class _FabricGroups:
 
     # ---- distances
     def groups_of(self, targets: np.ndarray) -> np.ndarray:
-        """Group of each target switch (computing the group's distances when new)."""
+        """Group of each target switch (computing the new groups' distances together)."""
         uniq, inverse = unique_inverse(targets, self.router.snap.n_nodes)
         new = [t for t in uniq.tolist() if t not in self._group]
         if new:
             g, n = self.router.net, self.router.snap.n_nodes
             pos, owner = g.neighbours(np.array(new, dtype=np.int64))
             keep = self.switch_arc[pos]
-            pairs = np.unique(owner[keep] * n + g.dst[pos][keep])  # by target, then node
+            pairs = distinct(owner[keep] * n + g.dst[pos][keep])  # by target, then node
             owner, nbr = pairs // n, self.index[pairs % n]
             lo = np.searchsorted(owner, new)
             hi = np.searchsorted(owner, new, side="right")
+            fresh: list[np.ndarray] = []
             for t, a, b in zip(new, lo.tolist(), hi.tolist(), strict=True):
                 key = nbr[a:b].tobytes()
                 grp = self._group_key.get(key)
                 if grp is None:
-                    grp = self._group_key[key] = len(self._rows)
-                    self._rows.append(self._bfs(nbr[a:b]))
-                    self._table = None
+                    grp = self._group_key[key] = len(self._rows) + len(fresh)
+                    fresh.append(nbr[a:b])
                 self._group[t] = grp
+            if fresh:
+                self._rows.extend(self._bfs(fresh))
+                self._table = None
         return np.array([self._group[t] for t in uniq.tolist()], dtype=np.int64)[inverse]
 
-    def _bfs(self, first: np.ndarray) -> np.ndarray:
-        """Distances (over switches) to a target whose switch neighbours are ``first``.
+    _BFS_ENTRIES = 1 << 18   # candidates per level of a batch of searches, about
+
+    def _bfs(self, firsts: list[np.ndarray]) -> list[np.ndarray]:
+        """Distances (over switches) to targets whose switch neighbours are ``firsts[i]``,
+        several breadth-first searches at once (as many as keep a level's candidates
+        near a quarter million entries).
 
         A switch other than the target is as far from it as from the nearest of its
         switch neighbours plus one, so every target with these neighbours shares the
         result (its own entry is overridden to 0 where it matters)."""
-        d = np.full(len(self.switches), -1, dtype=np.int32)
-        d[first] = 1
-        frontier, level = first, 1
-        while frontier.size:
-            level += 1
-            lengths = self.s_ptr[frontier + 1] - self.s_ptr[frontier]
-            cand = self.s_dst[ragged_arange(self.s_ptr[frontier], lengths)]
-            frontier = np.unique(cand[d[cand] < 0])
-            d[frontier] = level
-        return d
+        n_sw = len(self.switches)
+        per = max(1, self._BFS_ENTRIES // max(len(self.s_arc), 1))
+        out: list[np.ndarray] = []
+        for lo in range(0, len(firsts), per):
+            batch = firsts[lo:lo + per]
+            d = np.full(len(batch) * n_sw, -1, dtype=np.int32)     # [search, switch]
+            lengths = np.array([len(f) for f in batch], dtype=np.int64)
+            frontier = (np.repeat(np.arange(len(batch)) * n_sw, lengths)
+                        + np.concatenate(batch).astype(np.int64))
+            d[frontier] = 1
+            level = 1
+            while frontier.size:
+                level += 1
+                node = frontier % n_sw
+                lengths = self.s_ptr[node + 1] - self.s_ptr[node]
+                cand = (np.repeat(frontier - node, lengths)
+                        + self.s_dst[ragged_arange(self.s_ptr[node], lengths)])
+                cand = cand[d[cand] < 0]
+                d[cand] = level
+                # The new frontier: marked entries (cheaper than sorting the candidates).
+                frontier = (np.flatnonzero(d == level) if len(cand) > len(d) // 8
+                            else distinct(cand))
+            out.extend(d.reshape(len(batch), n_sw))
+        return out
 
     def table(self) -> np.ndarray:
         """Group x switch distance matrix."""
@@ -178,16 +153,14 @@ class _FabricGroups:
         pos = ragged_arange(self.s_ptr[node], lengths)
         owner = np.repeat(np.arange(len(node)), lengths)
         g = grp[owner]
-        keep = dist[g, self.s_dst[pos]] == dist[g, node[owner]] - 1
+        flat, n_sw = dist.reshape(-1), dist.shape[1]
+        keep = flat[g * n_sw + self.s_dst[pos]] == flat[g * n_sw + node[owner]] - 1
         return self._split(self.s_arc[pos[keep]],
                            np.bincount(owner[keep], minlength=len(node)))
 
     def _split(self, arcs: np.ndarray, lengths: np.ndarray) -> RouteBatch:
         """Rows of next-hop arcs, each split in proportion to capacity."""
-        ptr = _ptr(lengths)
-        cap = self.router.snap.arc_cap[arcs]
-        ratio = cap / np.repeat(segment_sums(cap, ptr[:-1], lengths), lengths)
-        return RouteBatch(ptr, arcs, ratio, lengths)
+        return split_by_capacity(arcs, lengths, self.router.snap.arc_cap)
 
     def _next(self, nodes: np.ndarray, grp: np.ndarray, target: np.ndarray,
               dist: np.ndarray) -> tuple[np.ndarray, RouteBatch]:
@@ -197,98 +170,126 @@ class _FabricGroups:
 
         Returns ``(row, table)``: input ``i`` has the next hops ``table.route(row[i])``.
         """
+        n_sw = len(self.switches)
+        ident = np.where(dist == 1, n_sw + self.index[target], grp)
+        rows = self._hops.rows(ident * n_sw + self.index[nodes])
+        return rows, self._hops.table
+
+    def _build_hops(self, keys: np.ndarray) -> RouteBatch:
+        """Next hops of states ``keys = ident * S + switch`` (`_hops`; ``S`` switches):
+        before the last hop they depend on the switch and the target's group (``ident``
+        = the group: `downhill`); at the last hop they are the switch's arcs into the
+        target (``ident = S +`` the target's switch number).  The groups come first so
+        that the states of a walk touch few pages of the key map."""
         s = self.router.snap
         n_sw = len(self.switches)
-        # Before the last hop the next arcs depend on the node and the target's group
-        # (`downhill`); at the last hop they are the node's arcs into the target.
-        last = dist == 1
-        width = n_sw + len(self._rows)
-        ident = np.where(last, self.index[target], n_sw + grp)
-        uniq, row = unique_inverse(self.index[nodes] * width + ident, n_sw * width)
-        node, ident = uniq // width, uniq % width
-        inner = ident >= n_sw
-        parts = self.downhill(ident[inner] - n_sw, node[inner])
-        # Last hop: arcs from the node into the target, among its switch arcs.
-        end_node, end_tgt = node[~inner], ident[~inner]
-        lengths = self.s_ptr[end_node + 1] - self.s_ptr[end_node]
-        pos = ragged_arange(self.s_ptr[end_node], lengths)
-        hit = self.s_dst[pos] == np.repeat(end_tgt, lengths)
-        owner = np.repeat(np.arange(len(end_node)), lengths)[hit]
-        ends = self._split(self.s_arc[pos[hit]], np.bincount(owner, minlength=len(end_node)))
-        # One table: the inner rows first, then the last-hop rows.
-        table = RouteBatch(np.concatenate([parts.ptr, parts.ptr[-1] + ends.ptr[1:]]),
-                           np.concatenate([parts.arcs, ends.arcs]),
-                           np.concatenate([parts.weights, ends.weights]),
-                           np.concatenate([parts.lengths, ends.lengths]))
-        where = np.empty(len(uniq), dtype=np.int64)
+        ident, node = keys // n_sw, keys % n_sw
+        inner = ident < n_sw
+        parts = self.downhill(ident[inner], node[inner])
+        # Last hop: arcs from the node into the target, among its switch arcs: the arcs
+        # of the nodes concerned sorted by (node, destination), arc order within, then
+        # each (node, target) by binary search.
+        end_node, end_tgt = node[~inner], ident[~inner] - n_sw
+        nodes, which = unique_inverse(end_node, n_sw)
+        lengths = self.s_ptr[nodes + 1] - self.s_ptr[nodes]
+        pos = ragged_arange(self.s_ptr[nodes], lengths)
+        pair = np.repeat(np.arange(len(nodes)), lengths) * n_sw + self.s_dst[pos]
+        by_pair = stable_argsort(pair, len(nodes) * n_sw)
+        pair, arcs = pair[by_pair], self.s_arc[pos[by_pair]]
+        want = which.astype(np.int64) * n_sw + end_tgt
+        lo = np.searchsorted(pair, want)
+        lengths = np.searchsorted(pair, want, side="right") - lo
+        ends = self._split(arcs[ragged_arange(lo, lengths)], lengths)
+        # Back in key order: the inner rows first, then the last-hop rows.
+        where = np.empty(len(keys), dtype=np.int64)
         where[np.flatnonzero(inner)] = np.arange(int(inner.sum()))
         where[np.flatnonzero(~inner)] = int(inner.sum()) + np.arange(int((~inner).sum()))
+        table = _stack([parts, ends]).take(where)
         if np.any(table.hops == 0):
-            bad = int(self.switches[node[np.flatnonzero(table.hops[where] == 0)[0]]])
+            bad = int(self.switches[node[np.flatnonzero(table.hops == 0)[0]]])
             raise SolverError(f"routing dead end at {s.node_ids[bad]}")
-        return where[row], table
+        return table
 
     # ---- adaptive DAGs
     def dags(self, leaf_a: np.ndarray, leaf_b: np.ndarray) -> RouteBatch:
         """Adaptive DAGs of pairs of distinct switches, walked together level by level.
 
-        Per pair this is `Router._dag_fractions`: the nodes of a level in order of first
-        arrival, each split over its next hops by capacity, arrivals summed in order."""
+        Per pair this is `Router._dag_fractions` (see `route_arrays.walk_levels`)."""
         s = self.router.snap
-        n = len(leaf_a)
         grp = self.groups_of(leaf_b)
         hops = self.distance(leaf_a, leaf_b)
-        cls = np.arange(n, dtype=np.int64)
-        node, frac = leaf_a.copy(), np.ones(n)
-        out_cls, out_arc, out_w = [], [], []
-        level = 0
-        while cls.size:
-            row, table = self._next(node, grp[cls], leaf_b[cls], hops[cls] - level)
-            step = table.take(row)
-            arcs, ratio, lengths = step.arcs, step.weights, step.lengths
-            share = ratio * np.repeat(frac, lengths)
-            row_cls = np.repeat(cls, lengths)
-            out_cls.append(row_cls)
-            out_arc.append(arcs)
-            out_w.append(share)
-            # Next level: arrival nodes per pair in first-arrival order, shares summed in
-            # arrival order (np.bincount adds sequentially, like the dict of the original).
-            uniq, at = first_occurrence(row_cls * s.n_nodes + s.arc_dst[arcs])
-            frac = np.bincount(at, weights=share, minlength=len(uniq))
-            cls, node = uniq // s.n_nodes, uniq % s.n_nodes
-            level += 1
-            going = hops[cls] > level
-            cls, node, frac = cls[going], node[going], frac[going]
-        all_cls = np.concatenate(out_cls) if out_cls else np.zeros(0, np.int64)
-        order = np.argsort(all_cls, kind="stable")   # per pair, levels in order
-        arcs = np.concatenate(out_arc)[order] if out_arc else np.zeros(0, np.int64)
-        weights = np.concatenate(out_w)[order] if out_w else np.zeros(0)
-        return RouteBatch(_ptr(np.bincount(all_cls, minlength=n)), arcs.astype(np.int64),
-                          weights, hops)
+
+        def next_hops(pair: np.ndarray, node: np.ndarray, level: int) -> RouteBatch:
+            row, table = self._next(node, grp[pair], leaf_b[pair], hops[pair] - level)
+            return table.take(row)
+
+        return walk_levels(leaf_a, hops, s.arc_dst, s.n_nodes, next_hops)
 
     # ---- single-path walks (ecmp, static)
-    def walks(self, leaf_a: np.ndarray, leaf_b: np.ndarray, keys: np.ndarray,
-              dest_ids: np.ndarray, hops: np.ndarray, width: int, mode: str,
-              seed: int) -> np.ndarray:
-        """Per flow, the arcs of `Router.fabric_paths` (hop ``h`` in column ``h``)."""
+    _CHUNK = 1 << 16   # flows walked at a time: temporaries stay small and in cache
+
+    def walks(self, leaf_a: np.ndarray, leaf_b: np.ndarray, hops: np.ndarray,
+              cls: np.ndarray, keys: np.ndarray, dest_ids: np.ndarray, at: np.ndarray,
+              out: np.ndarray, mode: str, seed: int) -> None:
+        """The arcs of `Router.fabric_paths` for flows of classes of switch pairs: flow
+        ``i`` goes from ``leaf_a[c]`` to ``leaf_b[c]`` (``c = cls[i]``, ``hops[c]`` hops)
+        with ECMP key ``keys[i]`` or destination ``dest_ids[i]``, and its path is written
+        to ``out[at[i]:at[i] + hops[c]]``.
+
+        A flow's state is a row of the next-hop table (`_next`), so a hop costs a few
+        gathers per flow; flows are walked a chunk at a time."""
         s = self.router.snap
-        out = np.zeros((len(leaf_a), width), dtype=np.int64)
-        grp = self.groups_of(leaf_b) if len(leaf_b) else np.zeros(0, np.int64)
-        live = np.flatnonzero(hops > 0)
-        cur = leaf_a[live]
-        q = np.asarray(dest_ids, dtype=np.int64)[live]  # static: one digit per tier
-        for hop in range(width):
-            dist = hops[live] - hop
-            row, table = self._next(cur, grp[live], leaf_b[live], dist)
-            lengths = table.lengths[row]
-            if mode == "ecmp":
-                pick = _hash(keys[live], seed * 1_000_003 + hop) % lengths.astype(np.uint64)
-            else:  # static: destination-based, the same for every source
-                pick = q % lengths
-                q = q // lengths
-            step = table.arcs[table.ptr[row] + pick.astype(np.int64)]
-            out[live, hop] = step
-            cur = s.arc_dst[step].astype(np.int64)
-            keep = dist > 1
-            live, cur, q = live[keep], cur[keep], q[keep]
-        return out
+        n_sw = len(self.switches)
+        width = int(hops.max(initial=0))
+        if width == 0 or len(cls) == 0:
+            return
+        live_cls = np.flatnonzero(hops > 0)
+        grp = np.zeros(len(leaf_b), dtype=np.int64)
+        grp[live_cls] = self.groups_of(leaf_b[live_cls])
+        # State key of each class at each hop (as in `_next`), hop-major per class; the
+        # switch part of later hops comes from the arc taken.
+        dist = hops[:, None] - np.arange(width)
+        ident = np.where(dist == 1, n_sw + self.index[leaf_b][:, None], grp[:, None])
+        state = ident.reshape(-1) * n_sw
+        state[::width] += self.index[leaf_a]
+        first_row = np.full(len(hops), -1, dtype=np.int64)
+        first_row[live_cls] = self._hops.rows(state[live_cls * width])
+        src = keys if mode == "ecmp" else dest_ids  # ECMP hashes keys; static: destinations
+        table, lengths_of, next_key = None, None, None
+        for lo in range(0, len(cls), self._CHUNK):
+            chunk = slice(lo, lo + self._CHUNK)
+            c, pos, k = cls[chunk], at[chunk], src[chunk]
+            left = hops[c]
+            if not left.all():
+                live = np.flatnonzero(left)
+                if not live.size:
+                    continue
+                c, pos, k, left = c[live], pos[live], k[live], left[live]
+            k = k.astype(np.int64)
+            base = c * width
+            row = first_row[c]
+            for hop in range(width):
+                if table is not self._hops.table:    # grown: refresh what hops read
+                    table = self._hops.table
+                    lengths_of = np.diff(table.ptr)
+                    next_key = self.index[s.arc_dst[table.arcs]]
+                lengths = lengths_of[row]
+                top = int(lengths.max())
+                entry = table.ptr[row]
+                if top > 1:  # else one way on for every flow: nothing to pick
+                    even = int(lengths.min()) == top
+                    if mode == "ecmp":
+                        h = _hash(k, seed * 1_000_003 + hop)
+                        pick = h % np.uint64(top) if even else h % lengths.astype(np.uint64)
+                    else:  # one digit of the destination per tier
+                        pick = k % (top if even else lengths)
+                        k = k // (top if even else lengths)
+                    entry = entry + pick.astype(np.int64)
+                out[pos + hop] = table.arcs[entry]
+                going = left > hop + 1
+                if not going.all():
+                    base, pos, left, k = base[going], pos[going], left[going], k[going]
+                    entry = entry[going]
+                if not base.size:
+                    break
+                row = self._hops.rows(next_key[entry] + state[base + hop + 1])

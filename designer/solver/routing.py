@@ -34,9 +34,13 @@ shortcuts make that possible:
 
 * NVLink domains built alike (same links in the same order with the same capacities,
   e.g. every HGX board of a cluster) share one set of route *templates*, computed on the
-  first such domain and translated to the others by arc position.
+  first such domain and translated to the others by arc position; the templates a batch
+  still lacks (every domain of a degraded cluster differs) are found together by one
+  level-by-level walk (`route_nvlink`).
 * Edge switches with the same switch neighbours (the leaves of one pod) have the same
-  distance to every other switch, so one breadth-first search serves the whole group.
+  distance to every other switch, so one breadth-first search serves the whole group,
+  and the next hops of a (switch, group) are found once and kept (`route_tables`):
+  adaptive DAGs and ECMP/static walks of every flow are then array gathers.
 """
 
 from __future__ import annotations
@@ -55,76 +59,17 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
     _ptr,
     _scatter,
     _single,
+    _Subgraph,
+    distinct,
     first_occurrence,
     ragged_arange,
     segment_sums,
     unique_inverse,
 )
-from designer.solver.route_tables import _Domains, _FabricGroups
+from designer.solver.route_nvlink import NvlinkTables
+from designer.solver.route_tables import _FabricGroups
+from designer.solver.shared_routes import argsort_ids
 from designer.solver.snapshot import NVLINK, PCIE, SWITCH_KINDS, Snapshot
-
-
-class _Subgraph:
-    """CSR of a subset of arcs, with cached BFS distances to a target node."""
-
-    def __init__(self, snap: Snapshot, arc_mask: np.ndarray, by_src: np.ndarray | None = None):
-        self.snap = snap
-        if by_src is None:  # every arc, sorted by source node (stable: arc order within)
-            by_src = np.argsort(snap.arc_src, kind="stable")
-        self.arcs = by_src[arc_mask[by_src]]           # arcs sorted by source node
-        counts = np.bincount(snap.arc_src[self.arcs], minlength=snap.n_nodes)
-        self.ptr = np.zeros(snap.n_nodes + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.ptr[1:])
-        self.dst = snap.arc_dst[self.arcs]
-        # Links are full duplex and masks are per link, so the arcs into a node are the
-        # reverses of the arcs out of it: a BFS towards a target can walk out-arcs.
-        self._symmetric = bool(np.array_equal(arc_mask[0::2], arc_mask[1::2]))
-        self._dist: dict[int, np.ndarray] = {}
-
-    def neighbours(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Positions (into ``arcs``) of the arcs out of ``nodes``, and each one's node."""
-        nodes = np.asarray(nodes, dtype=np.int64)
-        lengths = self.ptr[nodes + 1] - self.ptr[nodes]
-        return ragged_arange(self.ptr[nodes], lengths), np.repeat(nodes, lengths)
-
-    def dist_to(self, target: int, through: np.ndarray | None = None) -> np.ndarray:
-        """Hop distance of every node to ``target`` (-1 unreachable).  With ``through``
-        (bool per node), paths may only pass through nodes marked True: the others get a
-        distance (they can be sources) but are not forwarded through.  The cache is per
-        target, so one subgraph always uses the same ``through``."""
-        d = self._dist.get(target)
-        if d is not None:
-            return d
-        s = self.snap
-        d = np.full(s.n_nodes, -1, dtype=np.int32)
-        d[target] = 0
-        frontier = np.array([target])
-        level = 0
-        while frontier.size:
-            level += 1
-            if self._symmetric:
-                cand = self.dst[self.neighbours(frontier)[0]]
-                new = np.unique(cand[d[cand] < 0])
-            else:
-                src, dst = s.arc_src[self.arcs], s.arc_dst[self.arcs]
-                new = np.unique(src[np.isin(dst, frontier) & (d[src] < 0)])
-            d[new] = level
-            # Only forwarding nodes extend paths further.
-            frontier = new if through is None else new[through[new]]
-        self._dist[target] = d
-        return d
-
-    def next_arcs(self, node: int, dist: np.ndarray,
-                  through: np.ndarray | None = None) -> np.ndarray:
-        """Arcs out of ``node`` one step closer along ``dist``.  With ``through`` (the mask
-        `dist_to` was given), only into nodes that forward, or into the target itself: a
-        node that does not forward has a distance (it can be a source) but is no hop."""
-        out = self.arcs[self.ptr[node]:self.ptr[node + 1]]
-        nxt = self.snap.arc_dst[out]
-        keep = dist[nxt] == dist[node] - 1
-        if through is not None:
-            keep &= through[nxt] | (dist[nxt] == 0)
-        return out[keep]
 
 
 class Router:
@@ -141,7 +86,7 @@ class Router:
         self.snap = snap
         self.seed = seed
         s = snap
-        by_src = np.argsort(s.arc_src, kind="stable")   # shared by both subgraphs
+        by_src = argsort_ids(s.arc_src, s.n_nodes)    # shared by both subgraphs
         self.nvlink = _Subgraph(s, s.arc_family == NVLINK, by_src)
         compute = np.repeat(s.compute_links(), 2)  # planes are per link
         net = (s.arc_family != NVLINK) & (s.arc_family != PCIE) & compute
@@ -153,8 +98,7 @@ class Router:
         self._nv: dict[tuple[int, int], Route] = {}
         self._pcie_table: tuple[np.ndarray, np.ndarray] | None = None
         self._edge_table: np.ndarray | None = None
-        self._domains: _Domains | None = None
-        self._templates: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
+        self._nv_batch: NvlinkTables | None = None
         self._fabric: _FabricGroups | None = None
         self._ranks: RankLinks | None = None
 
@@ -200,48 +144,24 @@ class Router:
         """`nvlink_route` for node pairs ``(a[i], b[i])`` of one NVLink domain each;
         ``hops[i]`` is the NVLink hop count ``dist(a, b)``.
 
-        Routes come from per-template caches: domains built alike share them (see the
-        module docstring), so only a few routes per design are ever searched.
+        Routes come from per-template caches (`route_nvlink`): domains built alike share
+        them, and the templates still missing are found together with array code.
         """
         a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-        dom = self._nv_domains()
-        d = dom.node_dom[a]
-        apart = (d < 0) | (dom.node_dom[b] != d)
+        tables = self._nv_tables()
+        d = tables.dom.node_dom[a]
+        apart = (d < 0) | (tables.dom.node_dom[b] != d)
         if np.any(apart):
             i = int(np.flatnonzero(apart)[0])
             self.nvlink_route(int(a[i]), int(b[i]))  # raises with the culprit's names
             raise SolverError(f"{self.snap.node_ids[a[i]]} and {self.snap.node_ids[b[i]]} "
                               "are not in one NVLink domain")
-        k = dom.max_nodes
-        keys = (dom.dom_class[d] * k + dom.rel[a]) * k + dom.rel[b]
-        keys[a == b] = -1           # to itself: the empty route (as `nvlink_route`)
-        uniq, inverse = unique_inverse(keys + 1, int(dom.class_rep.size) * k * k + 1)
-        tpl = [self._template(int(key) - 1, dom) for key in uniq.tolist()]
-        out = _batch([(p, w) for p, w, _ in tpl], [h for _, _, h in tpl]).take(inverse)
-        # Template arc positions are relative to a domain's arc list: shift to domain d.
-        base = np.repeat(dom.arc_ptr[d], out.lengths)
-        return RouteBatch(out.ptr, dom.arcs[base + out.arcs], out.weights, out.hops)
+        return tables.routes(a, b)
 
-    def _nv_domains(self) -> _Domains:
-        if self._domains is None:
-            self._domains = _Domains(self.snap)
-        return self._domains
-
-    def _template(self, key: int, dom: _Domains) -> tuple[np.ndarray, np.ndarray, int]:
-        """Route of template ``key`` on its class's first domain, as arc positions."""
-        if key < 0:
-            return np.zeros(0, np.int64), np.zeros(0), 0
-        if key not in self._templates:
-            k = dom.max_nodes
-            cls, rel_a, rel_b = key // (k * k), key // k % k, key % k
-            rep = int(dom.class_rep[cls])
-            a = int(dom.nodes[dom.node_ptr[rep] + rel_a])
-            b = int(dom.nodes[dom.node_ptr[rep] + rel_b])
-            arcs, w = self.nvlink_route(a, b)
-            span = dom.arcs[dom.arc_ptr[rep]:dom.arc_ptr[rep + 1]]
-            hops = int(self.nvlink.dist_to(b)[a])
-            self._templates[key] = (np.searchsorted(span, arcs), w, hops)
-        return self._templates[key]
+    def _nv_tables(self) -> NvlinkTables:
+        if self._nv_batch is None:
+            self._nv_batch = NvlinkTables(self)
+        return self._nv_batch
 
     # -------------------------------------------------------------- fabric
     def rank_links(self) -> RankLinks:
@@ -288,7 +208,8 @@ class Router:
                   & ~(host & ((host_up < 0) | (host_down < 0))))
             leaves, code = np.unique(leaf, return_inverse=True)
             self._ranks = RankLinks(gpu, nic, access_up, up, access_down,
-                                    leaf.astype(np.int64), ok, leaves, code.reshape(-1))
+                                    leaf.astype(np.int64), ok, leaves,
+                                    code.reshape(-1).astype(np.int32))
         return self._ranks
 
     def check_rank(self, rank: int) -> None:
@@ -352,8 +273,9 @@ class Router:
                 best[nodes] = np.maximum.reduceat(cap, g.ptr[nodes])  # max: order-free
                 # First arc (in CSR order, as np.argmax picks) reaching its node's maximum.
                 hit = np.flatnonzero(cap == best[src])
-                nodes, first = np.unique(src[hit], return_index=True)
-                out[nodes] = g.arcs[hit[first]]
+                at = src[hit]                                 # sorted: the CSR's order
+                first = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
+                out[at[first]] = g.arcs[hit[first]]
             self._edge_table = out
         return self._edge_table
 
@@ -396,7 +318,7 @@ class Router:
         q = np.asarray(dest_ids, dtype=np.int64).copy()
         for hop in range(int(dist[leaf_a])):
             step = np.empty(m, dtype=np.int64)
-            for node in np.unique(cur).tolist():
+            for node in distinct(cur).tolist():
                 sel = cur == node
                 out = self.net.next_arcs(node, dist, self.is_switch)
                 if mode == "ecmp":
@@ -467,36 +389,54 @@ class Router:
         as one table of paths (weights 1; ``hops``: switch-to-switch hops, which the
         caller may pass when it has them)."""
         leaf_a, leaf_b = np.asarray(leaf_a, np.int64), np.asarray(leaf_b, np.int64)
-        keys, dest_ids = np.asarray(keys, np.int64), np.asarray(dest_ids, np.int64)
+        _, first, cls = np.unique(leaf_a * self.snap.n_nodes + leaf_b,
+                                  return_index=True, return_inverse=True)
+        return self.class_walks(leaf_a[first], leaf_b[first], cls.reshape(-1), keys,
+                                dest_ids, mode, hops=None if hops is None else hops[first])
+
+    def class_walks(self, leaf_a: np.ndarray, leaf_b: np.ndarray, cls: np.ndarray,
+                    keys: np.ndarray, dest_ids: np.ndarray, mode: str, *,
+                    hops: np.ndarray | None = None) -> RouteBatch:
+        """`fabric_walks` of flows given by class: flow ``i`` goes from ``leaf_a[c]`` to
+        ``leaf_b[c]`` for ``c = cls[i]`` (``hops[c]``: the class's switch-to-switch hops,
+        which the caller may pass when it has them)."""
+        leaf_a, leaf_b = np.asarray(leaf_a, np.int64), np.asarray(leaf_b, np.int64)
+        cls, keys, dest_ids = np.asarray(cls), np.asarray(keys), np.asarray(dest_ids)
         if hops is None:
             hops = self.fabric_hops(leaf_a, leaf_b)
+        hops = np.asarray(hops, np.int64)
         if np.any(hops < 0):
-            i = int(np.flatnonzero(hops < 0)[0])
-            self.fabric_paths(int(leaf_a[i]), int(leaf_b[i]), keys[i:i + 1],
+            i = int(np.flatnonzero(hops[cls] < 0)[0])
+            c = int(cls[i])
+            self.fabric_paths(int(leaf_a[c]), int(leaf_b[c]), keys[i:i + 1],
                               dest_ids[i:i + 1], mode)  # raises naming the pair
+        flow_hops = hops[cls]
+        ptr = _ptr(flow_hops)
+        # Millions of arcs: int32 ids while they fit.
+        arcs = np.empty(int(ptr[-1]), dtype=np.int32 if self.snap.n_arcs < 2**31 else np.int64)
         groups = self._fabric_groups()
         fast = groups.covers(leaf_a, leaf_b)
-        arcs = np.zeros((len(leaf_a), int(hops.max(initial=0))), dtype=np.int64)
-        if fast.any():
-            sel = np.flatnonzero(fast)
-            arcs[sel] = groups.walks(leaf_a[sel], leaf_b[sel], keys[sel], dest_ids[sel],
-                                     hops[sel], arcs.shape[1], mode, self.seed)
-        # Elsewhere walk class by class with `fabric_paths` (all flows of a class at once).
-        slow = np.flatnonzero(~fast & (leaf_a != leaf_b))
-        if slow.size:
-            cls = leaf_a[slow] * self.snap.n_nodes + leaf_b[slow]
-            for key in np.unique(cls).tolist():
-                rows = slow[cls == key]
-                _, path = self.fabric_paths(key // self.snap.n_nodes, key % self.snap.n_nodes,
-                                            keys[rows], dest_ids[rows], mode)
-                arcs[rows, :hops[rows[0]]] = path.reshape(-1, len(rows)).T
-        mask = np.arange(arcs.shape[1]) < hops[:, None]
-        return RouteBatch(_ptr(hops), arcs[mask], np.ones(int(hops.sum())), hops)
+        if fast.all():
+            groups.walks(leaf_a, leaf_b, hops, cls, keys, dest_ids, ptr[:-1], arcs, mode,
+                         self.seed)
+        else:
+            keep = np.flatnonzero(fast)
+            renum = np.full(len(fast), -1, dtype=np.int64)
+            renum[keep] = np.arange(len(keep))
+            sel = np.flatnonzero(fast[cls])
+            groups.walks(leaf_a[keep], leaf_b[keep], hops[keep], renum[cls[sel]], keys[sel],
+                         dest_ids[sel], ptr[sel], arcs, mode, self.seed)
+            # Elsewhere walk class by class with `fabric_paths` (all flows of a class at once).
+            for c in np.flatnonzero(~fast & (hops > 0)).tolist():
+                rows = np.flatnonzero(cls == c)
+                _, path = self.fabric_paths(int(leaf_a[c]), int(leaf_b[c]), keys[rows],
+                                            dest_ids[rows], mode)
+                arcs[ptr[rows] + np.arange(hops[c])[:, None]] = path.reshape(-1, len(rows))
+        # Weights all 1: a read-only view, no memory.
+        return RouteBatch(ptr, arcs, np.broadcast_to(np.float64(1.0), arcs.shape), flow_hops)
 
     def _fabric_groups(self) -> _FabricGroups:
         if self._fabric is None:
             self._fabric = _FabricGroups(self)
         return self._fabric
 
-
-# ----------------------------------------------------------------- NVLink domains
