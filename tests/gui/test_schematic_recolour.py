@@ -42,3 +42,27 @@ def test_a_changed_link_moves_alone_and_matches_a_rebuild(window):
     schematic._build_links()
     assert incremental == batches(schematic)
     assert any(failed for _, _, failed, _ in incremental)
+
+
+def test_far_out_a_recolour_reaches_the_screen_through_the_cached_picture(window, qtbot):
+    """Far out the view blits a cached picture of the schematic; a recolour draws a new
+    one (in slices when big) and the screen shows the new colour once it is complete."""
+    from designer.gui.canvas.style import uses_schematic
+    from designer.gui.canvas.view import FabricView
+
+    view: FabricView = window.view
+    scene = window.scene
+    view.resetTransform()
+    view.scale(0.12, 0.12)
+    assert uses_schematic(view.scale_factor)
+    lid = max(scene.links, key=lambda k: scene.links[k].line.length())
+    item = scene.links[lid]
+    view.centerOn(item.line.center())
+    at = view.mapFromScene(item.line.center())
+    before = view.viewport().grab().toImage().pixelColor(at)
+    item.set_color(QColor(230, 20, 180))
+    view.viewport().repaint()
+    qtbot.waitUntil(lambda: not view._picture.pending, timeout=5000)
+    after = view.viewport().grab().toImage().pixelColor(at)
+    assert after != before
+    assert after.red() > after.green() + 60 and after.blue() > after.green() + 40  # magenta-ish
