@@ -8,6 +8,10 @@ a. all-to-all between 1,024 hosts of a non-blocking leaf-spine (1,047,552 flows)
 b. the same traffic sprayed over 1, 2 or 4 spines per flow, with degraded NICs, degraded
    and dead leaf-spine links (unequal capacities, multipath weights).  Goal: <= 3 s.
 c. a bidirectional ring all-reduce step over 16,384 GPUs on a leaf-spine.  Goal: a few ms.
+d. all-to-all between 1,024 GPUs whose host side is a shared route per GPU and direction
+   (GPU -> NIC -> leaf and back, as `SharedRoutes`), each flow hashed onto one spine:
+   unequal fabric loads couple every host link to every other, so filling visits some
+   2,000 levels (the shape of solver benchmark c with ECMP).  Goal: <= 0.5 s.
 
 Times are for ``max_min_rates`` alone (validation included, instance generation not),
 best of a few runs; "first" is the first, cold run; "cpu" is process time, which a
@@ -24,6 +28,7 @@ import time
 import numpy as np
 
 from designer.solver.maxmin import max_min_rates
+from designer.solver.shared_routes import SharedRoutes
 
 GBPS_400 = 50.0  # 400 Gb/s in GB/s
 
@@ -125,10 +130,41 @@ def case_ring(rng):
     return {"capacity": capacity, "pair_flow": pair_flow, "pair_link": pair_link}
 
 
+def case_hashed_all_to_all(rng):
+    n_leaves, hosts, spines = 32, 32, 16
+    n_hosts = n_leaves * hosts
+    # Links: per GPU, GPU->NIC, NIC->leaf, leaf->NIC, NIC->GPU; then leaf->spine and
+    # spine->leaf (two 400G links each).
+    n_links = 4 * n_hosts + 2 * n_leaves * spines
+    capacity = np.concatenate([np.tile([54.81, 47.0, 47.0, 54.81], n_hosts),
+                               np.full(2 * n_leaves * spines, 94.0)])
+    gpu = 4 * np.arange(n_hosts)
+    links = np.concatenate([np.stack([gpu, gpu + 1], 1), np.stack([gpu + 2, gpu + 3], 1)])
+    src, dst = all_to_all_flows(n_hosts)
+    flows = np.arange(src.size, dtype=np.int32)
+    routes = SharedRoutes(
+        ptr=np.arange(0, 2 * links.shape[0] + 1, 2),
+        link=links.ravel(),
+        weight=np.ones(links.size),
+        pair_flow=np.concatenate([flows, flows]),
+        pair_route=np.concatenate([src, n_hosts + dst]),
+    )
+    inter = np.flatnonzero(src // hosts != dst // hosts).astype(np.int32)
+    spine = rng.integers(0, spines, inter.size)  # a hash of the flow's header
+    a, b = src[inter] // hosts, dst[inter] // hosts
+    base = 4 * n_hosts
+    pair_link = np.concatenate([base + a * spines + spine,
+                                base + (n_leaves + b) * spines + spine]).astype(np.int32)
+    assert pair_link.max() < n_links
+    return {"capacity": capacity, "pair_flow": np.concatenate([inter, inter]),
+            "pair_link": pair_link, "n_flows": src.size, "routes": routes}
+
+
 CASES = {
     "a": ("all-to-all 1024 hosts, equal caps", case_all_to_all_equal, 3, 1.0),
     "b": ("all-to-all sprayed, degraded links", case_all_to_all_degraded, 2, 3.0),
     "c": ("ring 16,384 GPUs, bidirectional", case_ring, 20, 0.005),
+    "d": ("all-to-all, shared host routes, hashed", case_hashed_all_to_all, 2, 0.5),
 }
 
 
@@ -138,6 +174,9 @@ def certificate_violation(problem, result):
     pf, pl = problem["pair_flow"], problem["pair_link"]
     pw = problem.get("pair_weight")
     pw = np.ones(pf.size) if pw is None else pw
+    if problem.get("routes") is not None:
+        ef, el, ew = problem["routes"].expand()
+        pf, pl, pw = np.concatenate([pf, ef]), np.concatenate([pl, el]), np.concatenate([pw, ew])
     rates = result.rates
     load = np.bincount(pl, weights=pw * rates[pf], minlength=cap.size)
     scale = cap.max()
@@ -169,7 +208,8 @@ def run_case(key):
         "case": key,
         "title": title,
         "flows": result.rates.size,
-        "pairs": problem["pair_flow"].size,
+        "pairs": problem["pair_flow"].size + (
+            0 if problem.get("routes") is None else problem["routes"].expand()[0].size),
         "rounds": result.rounds,
         "first": times[0],
         "best": min(times),

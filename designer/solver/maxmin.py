@@ -13,8 +13,8 @@ instead freezes, in each round, every link whose fair share is a local minimum a
 links it shares flows with.  Symmetric traffic (rings, all-to-all on a symmetric fabric)
 finishes in one or two rounds; each round is a handful of vectorised passes over the
 flow-link pairs that are still unfrozen.  Where traffic couples everything to everything
-and capacities differ, few links are local minima at once; there it switches to cheap
-global-minimum steps that touch only the pairs they freeze (see ``_Filling``).
+and capacities differ, few links are local minima at once; there it switches to
+global-minimum steps, taken in batches on the lowest links (`designer.solver.maxmin_steps`).
 """
 
 from dataclasses import dataclass
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from designer.solver.errors import SolverError
-from designer.solver.shared_routes import RouteState, SharedRoutes, argsort_ids
+from designer.solver.maxmin_steps import SATURATED_RTOL, BatchSteps, count_levels
+from designer.solver.shared_routes import RouteState, SharedRoutes
 
 __all__ = ["TIE_RTOL", "MaxMinResult", "max_min_rates"]
 
@@ -32,14 +33,6 @@ TIE_RTOL = 1e-10
 Shares of symmetric links computed by summing the same weights in another order differ in
 the last bits; treating them as ties lets a whole symmetric fabric freeze in one round.
 """
-
-_SATURATED_RTOL = 1e-12
-"""A link whose residual capacity is below this fraction of its capacity is saturated.
-
-Without it, ``1 - (1/3 + 1/3 + 1/3)`` leaves a residual of one ulp and the next flow would
-get a rate of ~1e-16 instead of exactly zero.
-"""
-
 
 @dataclass(frozen=True)
 class MaxMinResult:
@@ -101,8 +94,8 @@ def max_min_rates(
     strategy : {"auto", "local", "global"}, optional
         How each step picks the links to saturate: ``"local"`` freezes every link whose
         share is a local minimum (few rounds when traffic is symmetric or independent),
-        ``"global"`` only the links at the lowest share (cheap steps, one per distinct
-        level), ``"auto"`` chooses step by step from their cost.  Rates agree to within
+        ``"global"`` only the links at the lowest share (one step per distinct level,
+        taken in batches), ``"auto"`` chooses step by step from their cost.  Rates agree to within
         ``tie_rtol``; only ``rounds`` and the running time differ.
     routes : SharedRoutes, optional
         More incidence, factored: routes stored once and the flows that take them (see
@@ -198,11 +191,11 @@ class _Filling:
     A local round costs a few passes over all unfrozen pairs.  When the fabric couples
     every flow to every other (all-to-all with unequal capacities: each host link shares
     flows with every other host link), only about one link is a local minimum per round
-    and that cost buys little.  A global step instead freezes just the links at the
-    global minimum share, found through link -> pairs and flow -> pairs indexes, so it
-    costs O(L + pairs it freezes).  ``auto`` starts with local rounds and, after a round
-    that froze fewer links than global steps could have frozen for the same price, runs
-    global steps for that price before it tries a local round again.
+    and that cost buys little.  Global steps instead freeze the links at the lowest share,
+    level by level, in batches that cost about the pairs they freeze plus a few small
+    numpy calls per level (`BatchSteps`).  ``auto`` starts with local rounds and, after a
+    round that froze too few flows for its price, runs batches for a multiple of that
+    price before it tries a local round again.
     """
 
     def __init__(self, cap, flow, link, weight, n_flows, dem, tie_rtol, linkless,
@@ -228,21 +221,14 @@ class _Filling:
         self.pairs_stale = False
         # Scratch per flow, so that a round costs O(its pairs), not O(F).
         self.flow_min = np.empty(n_flows)
-        self.stamp = np.empty(n_flows, np.int64)
         self.share = None  # per link, kept up to date by global steps only
-        self.indexes = None  # (flow_ptr, flow_link, flow_weight, link_ptr, link_flow)
+        self.steps = None  # BatchSteps, built at the first global step
         self.demand_queue = None  # (flow ids by demand, sorted demands, cursor)
         # A flow crossing no link only has its demand: it needs no filling.
         if linkless.size:
             self.rates[linkless] = dem[linkless]
             self.frozen[linkless] = True
             self.n_active -= linkless.size
-
-    def _distinct(self, flows):
-        """``flows`` without repeats, in no particular order; O(len), no sort."""
-        position = np.arange(flows.size)
-        self.stamp[flows] = position
-        return flows[self.stamp[flows] == position]
 
     # ------------------------------------------------------------------ common state
 
@@ -254,7 +240,7 @@ class _Filling:
 
     def _shares_of(self, links):
         residual = self.cap[links] - self.load[links]
-        residual[residual <= _SATURATED_RTOL * self.cap[links]] = 0.0
+        residual[residual <= SATURATED_RTOL * self.cap[links]] = 0.0
         share = np.full(residual.size, np.inf)
         np.divide(
             residual, self.unfrozen_weight[links], out=share, where=self.unfrozen_pairs[links] > 0
@@ -282,6 +268,8 @@ class _Filling:
         self.unfrozen_weight -= frozen_weight
         frozen_pairs = np.bincount(links, minlength=n_links)
         self.unfrozen_pairs -= frozen_pairs
+        if self.steps is not None:
+            self.steps.private_frozen(frozen_pairs)
         return frozen_pairs
 
     def _settle_routes(self, links, load, frozen_weight, frozen_pairs):
@@ -294,7 +282,8 @@ class _Filling:
     # ------------------------------------------------------------------ local rounds
 
     def local_round(self) -> int:
-        """Freeze every local-minimum link; return how many links (and caps) froze."""
+        """Freeze every local-minimum link; return how many levels that took (the
+        distinct shares of the links that froze, and one for demand caps)."""
         flow, link, weight = self.pairs
         if self.pairs_stale:
             keep = ~self.frozen[flow]
@@ -360,7 +349,7 @@ class _Filling:
         if self.n_active == 0:  # common for symmetric traffic: skip the subsetting
             self.rates[flow] = pair_min
             self._freeze_link_state(link, weight, pair_min, last=True)
-            return int(np.count_nonzero(local_min)) + n_capped
+            return 1  # done: nothing to choose any more
         pair_frozen = self.frozen[flow]
         frozen_min = pair_min[pair_frozen]
         self.rates[flow[pair_frozen]] = frozen_min
@@ -369,141 +358,62 @@ class _Filling:
         )
         self.share = None
         self.pairs_stale = True
-        return int(np.count_nonzero(local_min)) + n_capped
+        return count_levels(share[local_min], self.slack) + (n_capped > 0)
 
     # ------------------------------------------------------------------ global steps
 
-    def _build_indexes(self):
-        """Index the pairs still unfrozen by flow and by link (CSR: pointers + values)."""
-        flow, link, weight = self.pairs
-        n_descents = int(np.count_nonzero(flow[1:] < flow[:-1]))
-        if n_descents:
-            # Pairs listed in a few flow-sorted runs (one run per hop, say) merge fast with
-            # timsort; otherwise quicksort (order within a flow is irrelevant).
-            kind = "stable" if n_descents < flow.size // 64 else "quicksort"
-            order = np.argsort(flow, kind=kind)
-            flow, link = flow[order], link[order]
-            weight = None if weight is None else weight[order]
-            del order
-        flow_ptr = np.zeros(self.n_flows + 1, np.int64)
-        np.cumsum(np.bincount(flow, minlength=self.n_flows), out=flow_ptr[1:])
-        link_flow = flow[argsort_ids(link, self.cap.size)]
-        link_ptr = np.zeros(self.cap.size + 1, np.int64)
-        np.cumsum(np.bincount(link, minlength=self.cap.size), out=link_ptr[1:])
-        self.indexes = (flow_ptr, link, weight, link_ptr, link_flow)
-        if self.dem is not None:
-            finite = np.flatnonzero(np.isfinite(self.dem) & ~self.frozen)
-            by_demand = finite[np.argsort(self.dem[finite], kind="stable")]
-            self.demand_queue = [by_demand, self.dem[by_demand], 0]
-        if self.routes is not None:
-            self.routes.build_indexes(self.n_flows)
-
-    def _next_demand(self) -> float:
-        if self.demand_queue is None:
-            return np.inf
-        queue, values, cursor = self.demand_queue
-        while cursor < queue.size:
-            chunk = np.flatnonzero(~self.frozen[queue[cursor : cursor + 4096]])
-            if chunk.size:
-                cursor += int(chunk[0])
-                break
-            cursor += 4096
-        self.demand_queue[2] = cursor
-        return float(values[cursor]) if cursor < queue.size else np.inf
-
-    def global_step(self) -> None:
-        """Freeze the flows of every link (and cap) at the lowest share, within tie_rtol."""
-        if self.indexes is None:
-            self._build_indexes()
-        flow_ptr, flow_link, flow_weight, link_ptr, link_flow = self.indexes
+    def global_steps(self) -> int:
+        """Freeze the lowest links level by level, a batch of levels at a time; return
+        the number of levels (freezing steps)."""
+        if self.steps is None:
+            self.steps = BatchSteps(self)
+            if self.dem is not None:
+                finite = np.flatnonzero(np.isfinite(self.dem) & ~self.frozen)
+                by_demand = finite[np.argsort(self.dem[finite], kind="stable")]
+                self.demand_queue = [by_demand, self.dem[by_demand], 0]
         if self.share is None:
             self.share = self._shares_of(slice(None))
-        level = min(float(self.share.min(initial=np.inf)), self._next_demand())
-        if not np.isfinite(level):
-            raise RuntimeError("max-min filling stalled; please report this input")
-        tie = level * self.slack
-
-        links = np.flatnonzero(self.share <= tie).astype(np.int32)
-        candidates = link_flow[_ranges(link_ptr[links], link_ptr[links + 1])]
-        candidate_link = np.repeat(links, link_ptr[links + 1] - link_ptr[links])
-        unfrozen = ~self.frozen[candidates]
-        candidates, candidate_link = candidates[unfrozen], candidate_link[unfrozen]
-        rt = self.routes
-        if rt is not None:
-            more, more_link = rt.candidates(links, _ranges)
-            unfrozen = ~self.frozen[more]
-            candidates = np.concatenate([candidates, more[unfrozen]])
-            candidate_link = np.concatenate([candidate_link, more_link[unfrozen]])
-        self.bottleneck[candidates] = candidate_link
-        flows = self._distinct(candidates)
-        self.frozen[flows] = True
-        if self.demand_queue is not None:  # capped flows keep bottleneck -1
-            queue, values, cursor = self.demand_queue
-            end = int(np.searchsorted(values, tie, side="right"))
-            capped = queue[cursor:end]
-            capped = capped[~self.frozen[capped]]
-            self.frozen[capped] = True
-            flows = np.concatenate([flows, capped])
-
-        self.rates[flows] = level
-        self.n_active -= flows.size
-        pairs = _ranges(flow_ptr[flows], flow_ptr[flows + 1])
-        frozen_pairs = self._freeze_link_state(
-            flow_link[pairs], None if flow_weight is None else flow_weight[pairs], level
-        )
-        touched = np.flatnonzero(frozen_pairs)
-        if rt is not None:
-            route, mult = rt.pairs_of(flows, _ranges)
-            if route.size:
-                more = self._settle_routes(*rt.settle(route, mult, level))
-                mark = np.zeros(self.cap.size, bool)  # a union without sorting
-                mark[touched] = True
-                mark[more] = True
-                touched = np.flatnonzero(mark)
-        self.share[touched] = self._shares_of(touched)
-
-
-def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(start, stop)`` for each pair, vectorised."""
-    lengths = stops - starts
-    total = int(lengths.sum())
-    if total == 0:
-        return np.empty(0, np.int64)
-    offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
-    return offsets + np.arange(total)
+        return self.steps.step(self)
 
 
 _LOCAL_NS_PER_PAIR = 35.0  # measured cost of a local round per unfrozen pair
-_GLOBAL_NS = 80_000.0  # fixed cost of a global step (a few dozen numpy calls)
-_GLOBAL_NS_PER_LINK = 10.0  # its scans over the links
+_LEVEL_NS = 150_000.0  # of a level in a batch of global steps, all told
+_MOST = 0.25  # a local round that freezes this fraction of the flows is worth another
+
+
+def _local_next(after_local: bool, levels: int, round_ns: float, frozen: float = 0.0) -> bool:
+    """``auto``'s choice: a local round next?
+
+    After a local round that froze ``levels`` levels and the fraction ``frozen`` of the
+    flows, yes while rounds pay for themselves (batches would cost `_LEVEL_NS` a level) or
+    clear much of the problem (cheaper than building batches for it).  After a batch whose
+    links' local minima make ``levels`` levels (a sample of what a round would freeze),
+    when they would pay for the round, ``round_ns``, or when it costs less than a few
+    levels anyway.
+    """
+    if after_local:
+        return levels * _LEVEL_NS >= round_ns or frozen >= _MOST
+    return max(levels, 10) * _LEVEL_NS >= round_ns
 
 
 def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless, routes=None):
-    """Run the filling; ``auto`` alternates strategies like a ski-rental with backoff.
-
-    After a local round that froze fewer links than global steps could have for its
-    price, run global steps for that price times ``backoff`` and double ``backoff``, so
-    unproductive local rounds cost at most about as much as the global steps around them.
-    """
+    """Run the filling with local rounds, batches of global steps, or (``auto``) each
+    when it freezes more levels for the price (see `_local_next`)."""
     filling = _Filling(cap, flow, link, weight, n_flows, dem, tie_rtol, linkless, routes)
-    step_ns = _GLOBAL_NS + _GLOBAL_NS_PER_LINK * cap.size
     use_local = strategy != "global"
-    budget_ns, backoff = 0.0, 1.0
     rounds = 0
     while filling.n_active:
-        rounds += 1
         if use_local:
+            rounds += 1
             round_ns = _LOCAL_NS_PER_PAIR * filling.local_work()
-            n_frozen_links = filling.local_round()
-            if strategy == "auto" and n_frozen_links * step_ns < round_ns:
-                use_local, budget_ns = False, round_ns * backoff
-                backoff *= 2.0
-            else:
-                backoff = 1.0
+            active = filling.n_active
+            levels = filling.local_round()
+            frozen = 1.0 - filling.n_active / active
+            use_local = strategy == "local" or _local_next(True, levels, round_ns, frozen)
         else:
-            filling.global_step()
-            budget_ns -= step_ns
-            use_local = strategy == "auto" and budget_ns <= 0
+            rounds += filling.global_steps()
+            use_local = strategy == "auto" and _local_next(
+                False, filling.steps.minima, _LOCAL_NS_PER_PAIR * filling.steps.live_pairs())
     return filling.rates, filling.load, filling.bottleneck, rounds
 
 

@@ -202,7 +202,6 @@ class RouteState:
                              minlength=self.n_routes).astype(np.float64)
         self.c = np.bincount(self.rp_route, minlength=self.n_routes).astype(np.int64)
         self.lengths = np.diff(self.ptr)
-        self.indexes = None
 
     # ------------------------------------------------------------------ per link totals
     def link_weight(self) -> np.ndarray:
@@ -288,37 +287,3 @@ class RouteState:
                 np.bincount(link, weights=weight * load_r[of], minlength=n),
                 np.bincount(link, weights=weight * k[of], minlength=n),
                 np.bincount(link, weights=c[of], minlength=n).round().astype(np.int64))
-
-    # ------------------------------------------------------------------ global steps
-    def build_indexes(self, n_flows: int) -> None:
-        """link -> routes, route -> flows and flow -> route pairs (CSR)."""
-        order = argsort_ids(self.link, self.n_links)
-        lr_ptr = np.zeros(self.n_links + 1, np.int64)
-        np.cumsum(np.bincount(self.link, minlength=self.n_links), out=lr_ptr[1:])
-        lr_route = self.of[order]
-        order = argsort_ids(self.rp_route, self.n_routes)
-        rf_ptr = np.zeros(self.n_routes + 1, np.int64)
-        np.cumsum(np.bincount(self.rp_route, minlength=self.n_routes), out=rf_ptr[1:])
-        rf_flow = self.rp_flow[order]
-        order = np.argsort(self.rp_flow, kind="stable")
-        fr_ptr = np.zeros(n_flows + 1, np.int64)
-        np.cumsum(np.bincount(self.rp_flow, minlength=n_flows), out=fr_ptr[1:])
-        # The route pairs as they are now (a later compaction replaces the arrays).
-        self.indexes = (lr_ptr, lr_route, rf_ptr, rf_flow, fr_ptr, self.rp_route[order],
-                        None if self.rp_mult is None else self.rp_mult[order])
-
-    def candidates(self, links: np.ndarray, ranges) -> tuple[np.ndarray, np.ndarray]:
-        """Flows (and the link) of the routes with unfrozen flows crossing ``links``."""
-        lr_ptr, lr_route, rf_ptr, rf_flow = self.indexes[:4]
-        routes = lr_route[ranges(lr_ptr[links], lr_ptr[links + 1])]
-        route_link = np.repeat(links, lr_ptr[links + 1] - lr_ptr[links])
-        live = self.c[routes] > 0
-        routes, route_link = routes[live], route_link[live]
-        counts = rf_ptr[routes + 1] - rf_ptr[routes]
-        return rf_flow[ranges(rf_ptr[routes], rf_ptr[routes + 1])], np.repeat(route_link, counts)
-
-    def pairs_of(self, flows: np.ndarray, ranges) -> tuple[np.ndarray, np.ndarray]:
-        """Routes and multiplicities of the route pairs of ``flows`` (indexed flows)."""
-        fr_ptr, fr_route, fr_mult = self.indexes[4:]
-        sel = ranges(fr_ptr[flows], fr_ptr[flows + 1])
-        return fr_route[sel], None if fr_mult is None else fr_mult[sel]

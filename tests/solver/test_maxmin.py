@@ -1,6 +1,7 @@
 """Tests of designer.solver.maxmin: exact weighted max-min fair rates."""
 
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -9,8 +10,10 @@ from hypothesis import strategies as st
 from maxmin_reference import reference_max_min_rates
 
 from designer.model.errors import DesignError
+from designer.solver import maxmin, maxmin_steps
 from designer.solver.errors import SolverError
 from designer.solver.maxmin import MaxMinResult, max_min_rates
+from designer.solver.shared_routes import SharedRoutes
 
 RTOL = 1e-9
 STRATEGIES = ("auto", "local", "global")
@@ -206,6 +209,206 @@ def test_strategies_agree_on_a_coupled_all_to_all_with_degraded_links():
         )
         assert_max_min_certificate(capacity, pf, pl, pw, None, result)
     assert results["local"].rounds > 10  # really coupled
+
+
+# --------------------------------------------------------------------------- batches
+# Global steps run in batches on the k lowest links (designer.solver.maxmin_steps); the
+# problems above mostly fit in one batch.  Starting from one or two links makes every
+# batch stop at its horizon, and a strategy that gives up on local rounds after each one
+# makes local rounds and batches take turns on one state.
+
+
+@st.composite
+def networks_with_routes(draw):
+    """A network as `networks` draws it, part of whose pairs are shared routes: each
+    flow may take some of 1-3 routes (links with weights), with a multiplicity."""
+    capacity, pf, pl, pw, demand, n_flows = draw(networks())
+    n_links = len(capacity)
+    link_ids = st.integers(0, n_links - 1)
+    routes = []
+    for _ in range(draw(st.integers(1, 3))):
+        links = draw(st.lists(link_ids, min_size=1, max_size=3))
+        routes.append((links, [1.0 / len(links)] * len(links)))
+    rf, rr, rm = [], [], []
+    for f in range(n_flows):
+        for r in draw(st.lists(st.integers(0, len(routes) - 1), max_size=2)):
+            rf.append(f)
+            rr.append(r)
+            rm.append(draw(st.sampled_from([1.0, 2.0, 0.5])))
+    shared = SharedRoutes.build([x for x, _ in routes], [w for _, w in routes], rf, rr, rm)
+    return capacity, (pf, pl, pw), shared, demand, n_flows
+
+
+def assert_routes_match_reference(capacity, pairs, routes, demand, n_flows, strategies):
+    ef, el, ew = routes.expand()
+    pf, pl, pw = (np.concatenate([np.asarray(a, t), b])
+                  for a, b, t in zip(pairs, (ef, el, ew), (np.int64, np.int64, float),
+                                     strict=True))
+    exact, _ = reference_max_min_rates(capacity, pf.tolist(), pl.tolist(), pw.tolist(),
+                                       n_flows=n_flows, demand=demand)
+    scale = max([1.0, *capacity, *[d for d in (demand or []) if math.isfinite(d)]])
+    for strategy in strategies:
+        fast = max_min_rates(capacity, *pairs, n_flows=n_flows, demand=demand,
+                             strategy=strategy, routes=routes)
+        np.testing.assert_allclose(fast.rates, [float(r) for r in exact], rtol=RTOL,
+                                   atol=1e-12 * scale, err_msg=strategy)
+        assert_max_min_certificate(capacity, pf, pl, pw, demand, fast)
+
+
+@pytest.mark.parametrize("first_k", [1, 2])
+@given(case=networks())
+def test_batches_that_stop_at_their_horizon_match_exact_filling(first_k, case):
+    with mock.patch.object(maxmin_steps, "_FIRST_K", first_k):
+        assert_matches_reference(*case)
+
+
+@pytest.mark.parametrize("first_k", [1, 3])
+@given(case=networks_with_routes())
+def test_batches_over_shared_routes_match_exact_filling(first_k, case):
+    with mock.patch.object(maxmin_steps, "_FIRST_K", first_k):
+        assert_routes_match_reference(*case, strategies=("global", "auto"))
+
+
+@given(case=networks_with_routes())
+def test_local_rounds_and_batches_taking_turns_match_exact_filling(case):
+    # "auto" alternates: a local round, a batch, a local round...
+    alternate = lambda after_local, *_: not after_local  # noqa: E731
+    with mock.patch.object(maxmin, "_local_next", alternate), \
+            mock.patch.object(maxmin_steps, "_FIRST_K", 1):
+        assert_routes_match_reference(*case, strategies=("auto",))
+
+
+def hashed_all_to_all(n_leaves=4, hosts=4, spines=2, seed=0):
+    """All-to-all where each host reaches its leaf by a shared two-link route (GPU to NIC,
+    NIC to leaf; the same back) and crosses the spines on one hashed path: unequal
+    fabric loads couple every host link to every other.  Returns (capacity, pairs,
+    routes)."""
+    rng = np.random.default_rng(seed)
+    n_hosts = n_leaves * hosts
+    # Links: per host up (GPU->NIC, NIC->leaf) and down (leaf->NIC, NIC->GPU), then
+    # leaf->spine and spine->leaf.
+    host_link = lambda h, i: 4 * h + i  # noqa: E731
+    up = lambda leaf, s: 4 * n_hosts + leaf * spines + s  # noqa: E731
+    down = lambda leaf, s: 4 * n_hosts + (n_leaves + leaf) * spines + s  # noqa: E731
+    capacity = np.tile([54.81, 47.0, 47.0, 54.81], n_hosts).tolist()
+    capacity += (rng.uniform(0.5, 1.0, 2 * n_leaves * spines) * 94.0).tolist()
+    links = [[host_link(h, 0), host_link(h, 1)] for h in range(n_hosts)]
+    links += [[host_link(h, 2), host_link(h, 3)] for h in range(n_hosts)]
+    pf, pl, rf, rr = [], [], [], []
+    flow = 0
+    for src in range(n_hosts):
+        for dst in range(n_hosts):
+            if src == dst:
+                continue
+            rf += [flow, flow]
+            rr += [src, n_hosts + dst]
+            a, b = src // hosts, dst // hosts
+            if a != b:
+                s = int(rng.integers(spines))
+                pf += [flow, flow]
+                pl += [up(a, s), down(b, s)]
+            flow += 1
+    routes = SharedRoutes.build(links, [[1.0, 1.0]] * len(links), rf, rr)
+    return capacity, (pf, pl, [1.0] * len(pf)), routes
+
+
+@pytest.mark.parametrize("first_k", [1, 64])
+def test_hashed_all_to_all_over_shared_host_routes_needs_many_levels(first_k):
+    capacity, pairs, routes = hashed_all_to_all()
+    ef, el, ew = routes.expand()
+    flat = (np.concatenate([pairs[0], ef]), np.concatenate([pairs[1], el]),
+            np.concatenate([pairs[2], ew]))
+    local = max_min_rates(capacity, *flat, strategy="local")
+    with mock.patch.object(maxmin_steps, "_FIRST_K", first_k):
+        for strategy in STRATEGIES:
+            fast = max_min_rates(capacity, *pairs, routes=routes, strategy=strategy)
+            np.testing.assert_allclose(fast.rates, local.rates, rtol=RTOL, err_msg=strategy)
+            np.testing.assert_allclose(fast.link_load, local.link_load, rtol=RTOL, atol=1e-9)
+            assert_max_min_certificate(capacity, *flat, None, fast)
+        steps = max_min_rates(capacity, *pairs, routes=routes, strategy="global")
+    assert steps.rounds > 20  # really coupled: a level per host link or so
+    assert local.rounds < steps.rounds
+
+
+def test_a_batch_stops_at_the_lowest_share_outside_it():
+    # Links A (cap 2), B (cap 3), D (cap 3.3); flows 0: A+B, 1: A, 2: B+D, 3: D.  A batch
+    # of the two lowest links {A (share 1), B (1.5)} freezes flows 0 and 1 at 1; B's share
+    # then rises to 2, past D's 1.65, so the batch must stop: D saturates first and holds
+    # flow 2 at 1.65.
+    pf, pl = [0, 0, 1, 2, 2, 3], [0, 1, 0, 1, 2, 2]
+    with mock.patch.object(maxmin_steps, "_FIRST_K", 2):
+        r = max_min_rates([2.0, 3.0, 3.3], pf, pl, strategy="global")
+    np.testing.assert_allclose(r.rates, [1.0, 1.0, 1.65, 1.65])
+    np.testing.assert_array_equal(r.bottleneck, [0, 0, 2, 2])
+    assert r.rounds == 2
+
+
+def test_a_flow_listed_twice_on_a_link_counts_twice_in_batches():
+    # Flow 0 crosses link 0 twice (weight 2 in all); flows 1-3 cross link 0 once and
+    # links 1-3 (cap 1) once each, so link 0 (cap 10) is left to flow 0 and flows 1-3 are
+    # held at 1: flow 0 gets (10 - 3) / 2.
+    pf = [0, 0, 1, 1, 2, 2, 3, 3]
+    pl = [0, 0, 0, 1, 0, 2, 0, 3]
+    with mock.patch.object(maxmin_steps, "_FIRST_K", 1):
+        r = max_min_rates([10.0, 1.0, 1.0, 1.0], pf, pl, strategy="global")
+    np.testing.assert_allclose(r.rates, [3.5, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(r.link_load, [10.0, 1.0, 1.0, 1.0])
+    assert r.rounds == 2
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_local_problem_indexes_entries_both_ways(seed):
+    # Many flows on one link and a few on many (some twice on a link): the per-flow table
+    # is narrower than the longest flows, whose other entries overflow into a CSR.
+    rng = np.random.default_rng(seed)
+    n_links, n_flows = 12, 3000
+    flows = [np.arange(n_flows)]
+    links = [rng.integers(1, n_links, n_flows)]
+    long = rng.choice(n_flows, 20, replace=False)
+    for f in long:  # seven distinct links (not link 0) each
+        spread = rng.permutation(np.arange(1, n_links))[:7]
+        links[0][f] = spread[0]
+        flows.append(np.full(6, f))
+        links.append(spread[1:])
+    if seed % 2:  # a flow listed twice on link 0, among its overflowing entries
+        flows.append(np.repeat(long[:1], 2))
+        links.append(np.zeros(2, np.int64))
+    if seed % 3 == 2:  # and a short flow listed twice on its link, in its table row
+        short = np.setdiff1d(np.arange(n_flows), long)[:1]
+        flows.append(short)
+        links.append(links[0][short])
+    e_flow, e_link = np.concatenate(flows) * 7 + 3, np.concatenate(links)  # any flow ids
+    unit = seed % 3 == 0
+    e_weight = np.ones(e_flow.size) if unit else rng.choice([0.5, 1.0, 0.25], e_flow.size)
+    order = np.argsort(e_link, kind="stable")  # entries come grouped by link
+    e_flow, e_link, e_weight = e_flow[order], e_link[order].astype(np.int32), e_weight[order]
+    scratch = np.empty(e_flow.max() + 1, np.int32)
+    local_id = np.empty(e_flow.max() + 1, np.int32)
+    lp = maxmin_steps._LocalProblem(n_links, e_flow, e_link, e_weight, scratch, local_id)
+
+    assert lp.more is not None  # the long flows overflow
+    assert lp.unit == (1.0 if unit else None)
+    np.testing.assert_array_equal(np.sort(lp.flows), np.unique(e_flow))
+    np.testing.assert_array_equal(lp.flows[lp.e_flow], e_flow)
+    for link in range(n_links):
+        on = np.sort(e_flow[e_link == link])
+        np.testing.assert_array_equal(np.sort(lp.flows[lp.flows_of(np.array([link]))]), on)
+    pairs = list(zip(e_flow.tolist(), e_link.tolist(), strict=True))
+    assert lp.repeats == (len(set(pairs)) < len(pairs))
+    pick = rng.choice(lp.flows.size, 500, replace=False)
+    weight, count = lp.entries_of(pick)
+    chosen = np.isin(e_flow, lp.flows[pick])
+    np.testing.assert_array_equal(count, np.bincount(e_link[chosen], minlength=n_links))
+    if unit:  # the filling counts entries instead
+        assert weight is None
+    else:
+        np.testing.assert_allclose(
+            weight, np.bincount(e_link[chosen], e_weight[chosen], n_links))
+    # A link whose flows all fit the table needs no look at the overflow.
+    for link in np.flatnonzero(~np.asarray(lp.more_on_link)):
+        on = lp.flows_of(np.array([link]))
+        np.testing.assert_array_equal(lp.entries_of(on, more=False)[1],
+                                      lp.entries_of(on)[1])
 
 
 # --------------------------------------------------------------------------- hand cases
