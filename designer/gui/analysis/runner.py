@@ -49,6 +49,9 @@ class AnalysisResult:
     notes: tuple[str, ...] = field(default=())
 
 
+START_YIELD_S = 0.003  # the worker's first pause (see `SolveRunner._on_timer_timeout`)
+
+
 class _Cancelled(Exception):
     pass
 
@@ -247,6 +250,10 @@ class SolveRunner(QObject):
         self.progress.emit(f"Solving {scenario.collective} on {len(ranks or snap.gpus)} GPUs…")
 
         def work() -> None:
+            # Let the GUI thread have the GIL back first: `Thread.start` waits for the
+            # thread to start, and the solver's first big numpy calls hold the GIL
+            # for tens of ms, which the GUI thread would otherwise spend waiting here.
+            time.sleep(START_YIELD_S)
             try:
                 result = analyse(snap, scenario, ranks, training, cancel.is_set,
                                  on_focus=lambda r: self._focus.emit(generation, r))
