@@ -352,3 +352,16 @@ def test_results_drawn_later_are_background_work(qtbot, result, monkeypatch):
     assert drawn == panels  # in order, each once
     _x, y = panels[0].curve.getData()
     np.testing.assert_allclose(y, result.sweep.busbw_GBps)
+
+
+def test_timeline_dock_is_named_after_the_collective(qtbot, result):
+    panel = _panel(qtbot, TimelinePanel)
+    assert panel.windowTitle() == "All-reduce timeline"
+    topo = build_template("example")
+    gather = analyse(take_snapshot(topo), Scenario(collective="allgather"), None, None,
+                     lambda: False)
+    panel.set_result(gather)
+    assert panel.windowTitle() == "All-gather timeline"
+    assert panel.toggleViewAction().text() == "All-gather timeline"  # the View menu
+    panel.set_result(result)
+    assert panel.windowTitle() == "All-reduce timeline"

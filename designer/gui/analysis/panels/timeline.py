@@ -208,6 +208,9 @@ class TimelinePanel(PanelDock):
             self.legend.addItem(sample, f"{kind}, {SCOPE_TITLES[scope]}")
 
         ranks = focus.n_ranks
+        # The dock (and its View-menu entry) is named after the collective shown.
+        name = collective_title(focus.collective)
+        self.setWindowTitle(f"{name[:1].upper()}{name[1:]} timeline")
         self.set_title(
             f"{collective_title(focus.collective)} of {format_bytes(int(focus.sizes[0]))} on "
             f"{ranks} GPUs: <b>{format_seconds(float(focus.time_s[0]))}</b>, "
