@@ -15,7 +15,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPen, QWheelEvent
 from PySide6.QtWidgets import QDockWidget, QFrame, QGraphicsView, QSizePolicy, QWidget
 
-from designer.gui.canvas.sliced_image import SlicedImage
+from designer.gui.canvas.sliced_image import SlicedImage, device_size, view_geometry
 from designer.gui.canvas.view import ZOOM_STEP, FabricView
 
 REDRAW_MS = 150
@@ -98,24 +98,15 @@ class MinimapView(QGraphicsView):
         self.viewport().update()
 
     # ---------------------------------------------------------------- painting
-    def _geometry(self) -> tuple:
-        t = self.viewportTransform()
-        return (self.viewport().size().toTuple(), self.devicePixelRatioF(),
-                (t.m11(), t.m12(), t.m21(), t.m22(), t.dx(), t.dy()), self.fabric.theme)
-
     def paintEvent(self, event: QPaintEvent) -> None:
         version = self.fabric.schematic.version
-        geometry = self._geometry()
+        geometry = (*view_geometry(self), self.fabric.theme)
         if geometry != self._shown:
             self._version = version  # a new size, fit or theme: drawn now anyway
         elif version != self._version and not self._redraw.isActive():
             self._redraw.start()  # the design changed: redraw soon, not on every drag step
-        ratio = self.devicePixelRatioF()
-        size = self.viewport().size()
-        image = self._picture.image(geometry, self._version,
-                                    QSize(max(1, round(size.width() * ratio)),
-                                          max(1, round(size.height() * ratio))),
-                                    ratio, self._draw)
+        image = self._picture.image(geometry, self._version, device_size(self.viewport()),
+                                    self.devicePixelRatioF(), self._draw)
         self._shown = geometry
         painter = QPainter(self.viewport())
         painter.drawImage(0, 0, image)

@@ -108,10 +108,9 @@ class PerLink(Mapping):
             self._index = self._positions()
         return self._index
 
-    _lookup = positions
 
     def __getitem__(self, link_id: str) -> float:
-        return float(self.values[self._lookup()[link_id]])
+        return float(self.values[self.positions()[link_id]])
 
     def __iter__(self):
         return iter(self.ids)
@@ -120,7 +119,7 @@ class PerLink(Mapping):
         return len(self.ids)
 
     def __contains__(self, link_id: object) -> bool:
-        return link_id in self._lookup()
+        return link_id in self.positions()
 
 
 class AnalysisOverlay(QObject):

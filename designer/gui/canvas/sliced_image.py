@@ -33,6 +33,21 @@ Draw = Callable[[QPainter], Iterator[None]]
 FIRST_SLICE_MS = 10.0  # drawn at once when it fits: no visible lag for small designs
 
 
+def view_geometry(view) -> tuple:
+    """What a picture of ``view``'s viewport depends on besides its content: size, pixel
+    ratio and the scene-to-viewport transform (an image key for `SlicedImage.image`)."""
+    t = view.viewportTransform()
+    return (view.viewport().size().toTuple(), view.devicePixelRatioF(),
+            (t.m11(), t.m12(), t.m21(), t.m22(), t.dx(), t.dy()))
+
+
+def device_size(widget) -> QSize:
+    """``widget``'s size in device pixels (at least 1 x 1)."""
+    ratio = widget.devicePixelRatioF()
+    size = widget.size()
+    return QSize(max(1, round(size.width() * ratio)), max(1, round(size.height() * ratio)))
+
+
 class _Job:
     """One picture being drawn into its own image."""
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from PySide6.QtCore import QEvent, QPoint, QPointF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QMouseEvent, QPainter, QPaintEvent, QWheelEvent
 from PySide6.QtWidgets import (
     QGraphicsView,
@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 from designer.gui.canvas.interactions import LinkDrawing, drop_component, parse_component
 from designer.gui.canvas.items import GroupItem, NodeItem
 from designer.gui.canvas.scene import GRID, FabricScene
-from designer.gui.canvas.sliced_image import SlicedImage
+from designer.gui.canvas.sliced_image import SlicedImage, device_size, view_geometry
 from designer.gui.canvas.style import uses_schematic
 from designer.model.errors import DesignError
 
@@ -201,8 +201,9 @@ class FabricView(QGraphicsView):
         if not uses_schematic(self.scale_factor):
             super().paintEvent(event)
             return
-        image = self._picture.image(self._picture_geometry(), self.fabric.schematic.version,
-                                    self._device_size(), self.devicePixelRatioF(),
+        geometry = (*view_geometry(self), self.fabric.theme, int(self.renderHints().value))
+        image = self._picture.image(geometry, self.fabric.schematic.version,
+                                    device_size(self.viewport()), self.devicePixelRatioF(),
                                     self._draw_schematic)
         painter = QPainter(self.viewport())
         painter.setClipRegion(event.region())
@@ -221,17 +222,6 @@ class FabricView(QGraphicsView):
             self.style().drawControl(QStyle.ControlElement.CE_RubberBand, option, painter,
                                      self.viewport())
         painter.end()
-
-    def _picture_geometry(self) -> tuple:
-        t = self.viewportTransform()
-        return (self.viewport().size().toTuple(), self.devicePixelRatioF(),
-                (t.m11(), t.m12(), t.m21(), t.m22(), t.dx(), t.dy()),
-                self.fabric.theme, int(self.renderHints().value))
-
-    def _device_size(self) -> QSize:
-        ratio = self.devicePixelRatioF()
-        size = self.viewport().size()
-        return QSize(max(1, round(size.width() * ratio)), max(1, round(size.height() * ratio)))
 
     def _draw_schematic(self, painter: QPainter) -> Iterator[None]:
         """The far-out picture: the grid, then the schematic (see `SlicedImage`)."""
