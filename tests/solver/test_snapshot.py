@@ -7,9 +7,10 @@ import pytest
 from fabrics import host_nic_fabric, small_fabric
 
 from designer.model.catalog import FAMILIES, default_catalog
+from designer.model.naming import natural_key
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node, Topology
-from designer.solver.snapshot import NVLINK, PCIE, natural_key, take_snapshot
+from designer.solver.snapshot import NVLINK, PCIE, take_snapshot
 
 CAT = default_catalog()
 

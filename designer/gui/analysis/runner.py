@@ -1,7 +1,8 @@
 """`SolveRunner`: re-solve the design in the background after every edit.
 
-Edits and scenario changes restart a debounce timer; when it fires the runner takes an
-immutable `Snapshot` on the GUI thread (fast), and a single worker thread routes, rates
+Edits and scenario changes restart a debounce timer; when it fires the runner captures
+the design on the GUI thread (`capture_design`: O(1), the columns are shared copy-on-
+write), and a single worker thread builds the `Snapshot` from it, then routes, rates
 and times the scenario.  The result comes back to the GUI thread through a queued
 signal, tagged with the snapshot's generation; a result whose generation is no longer
 the design's is dropped.  A newer edit cancels an older solve cooperatively (the solver
@@ -25,7 +26,7 @@ from designer.model.errors import DesignError
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.topology import Topology
 from designer.solver.errors import SolverError
-from designer.solver.snapshot import Snapshot, take_snapshot
+from designer.solver.snapshot import Snapshot, build_snapshot, capture_design
 from designer.solver.timing import SWEEP, CollectiveResult, solve_collective
 from designer.solver.training import TrainingWorkload
 from designer.solver.workload import TrainingReport, training_report
@@ -56,9 +57,20 @@ class _Cancelled(Exception):
     pass
 
 
-def resolve_ranks(snap: Snapshot, topo: Topology, spec, selection: list[str]) -> list[int] | None:
-    """Rank indices for a scenario's ``ranks`` (``all``, N, ids, ``group:<id>``,
-    ``selection``)."""
+def rank_spec(topo: Topology, spec):
+    """The scenario's ``ranks`` with what resolving it needs from the live design taken
+    now (a group's members), so that `resolve_ranks` can run on the worker thread."""
+    if isinstance(spec, str) and spec.startswith("group:"):
+        gid = spec.split(":", 1)[1]
+        if not topo.has_group(gid):
+            raise SolverError(f"scenario ranks: no group {gid!r}")
+        return ("group", gid, tuple(topo.members(gid)))
+    return spec
+
+
+def resolve_ranks(snap: Snapshot, spec, selection: list[str]) -> list[int] | None:
+    """Rank indices for a scenario's ``ranks`` (``all``, N, ids, ``selection``, or a
+    group as `rank_spec` gives it)."""
     if spec == "all":
         return None
     index = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
@@ -71,11 +83,9 @@ def resolve_ranks(snap: Snapshot, topo: Topology, spec, selection: list[str]) ->
         if spec > snap.n_gpus:
             raise SolverError(f"scenario ranks {spec}: the design has {snap.n_gpus} GPUs")
         return list(range(spec))
-    if isinstance(spec, str) and spec.startswith("group:"):
-        gid = spec.split(":", 1)[1]
-        if not topo.has_group(gid):
-            raise SolverError(f"scenario ranks: no group {gid!r}")
-        ranks = sorted(index[n] for n in topo.members(gid) if n in index)
+    if isinstance(spec, tuple) and spec[:1] == ("group",):
+        _, gid, members = spec
+        ranks = sorted(index[n] for n in members if n in index)
         if len(ranks) < 2:
             raise SolverError(f"group {gid!r} has fewer than two working GPUs")
         return ranks
@@ -232,29 +242,33 @@ class SolveRunner(QObject):
         scenario = Scenario.from_dict(settings["scenario"])
         training = TrainingSpec.from_dict(settings["training"])
         try:
-            snap = take_snapshot(topo)
-            ranks = resolve_ranks(snap, topo, scenario.ranks, self.selection)
+            # Only a capture here (O(1)); the worker turns it into arrays.
+            capture = capture_design(topo)
+            spec = rank_spec(topo, scenario.ranks)
         except (DesignError, SolverError) as exc:
             self.failed.emit(topo.generation, str(exc))
             return
-        if snap.n_gpus < 2:
-            self.failed.emit(topo.generation, "add at least two GPUs to analyse the design")
-            return
+        selection = list(self.selection)
         self._cancel = threading.Event()
         cancel = self._cancel
-        generation = snap.generation
+        generation = capture.generation
         self._running_generation = generation
         self._last_start = time.monotonic()
         self.solves_started += 1
         self.started.emit(generation)
-        self.progress.emit(f"Solving {scenario.collective} on {len(ranks or snap.gpus)} GPUs…")
 
         def work() -> None:
             # Let the GUI thread have the GIL back first: `Thread.start` waits for the
-            # thread to start, and the solver's first big numpy calls hold the GIL
+            # thread to start, and the worker's first big numpy calls hold the GIL
             # for tens of ms, which the GUI thread would otherwise spend waiting here.
             time.sleep(START_YIELD_S)
             try:
+                snap = build_snapshot(capture)
+                ranks = resolve_ranks(snap, spec, selection)
+                if snap.n_gpus < 2:
+                    raise SolverError("add at least two GPUs to analyse the design")
+                self.progress.emit(
+                    f"Solving {scenario.collective} on {len(ranks or snap.gpus)} GPUs…")
                 result = analyse(snap, scenario, ranks, training, cancel.is_set,
                                  on_focus=lambda r: self._focus.emit(generation, r))
                 self._done.emit(generation, result, None)

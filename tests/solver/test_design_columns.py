@@ -1,0 +1,117 @@
+"""Tests of the kept, copy-on-write design columns behind snapshots (`capture_design`,
+`build_snapshot`): a snapshot built from a capture, however much later and whatever was
+edited in between, equals a snapshot read afresh at the moment of the capture."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from designer.model.templates import build_template
+from designer.model.topology import Link, Node
+from designer.solver.design_columns import DesignColumns, columns_of
+from designer.solver.snapshot import DesignCapture, build_snapshot, capture_design
+
+
+def fresh(topo):
+    """A snapshot read from the graph now, sharing nothing with the kept columns."""
+    cols = DesignColumns(topo)
+    cols.read(topo.graph)
+    return build_snapshot(DesignCapture(topo.generation, topo.settings["routing"],
+                                        topo.catalog, cols.freeze()))
+
+
+def assert_same(a, b) -> None:
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if f.name in ("links", "link_compute"):  # caches, compared through their methods
+            continue
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and np.array_equal(x, y), f.name
+        else:
+            assert x == y, f.name
+    assert dict(a.link_positions()) == dict(b.link_positions())
+    assert np.array_equal(a.compute_links(), b.compute_links())
+
+
+def random_edit(topo, rng, k: int) -> None:
+    links = [lk for lk in topo.links()]
+    nodes = [n for n in topo.nodes()]
+    kind = rng.integers(8)
+    if kind == 0:
+        lk = links[rng.integers(len(links))]
+        topo.update_link(lk.id, failed=not lk.failed)
+    elif kind == 1:
+        lk = links[rng.integers(len(links))]
+        topo.update_link(lk.id, count=int(rng.integers(1, 5)))
+    elif kind == 2:
+        lk = next((x for x in links if x.tech.startswith("ib-")), None)
+        if lk is not None:
+            topo.update_link(lk.id, tech="ib-hdr" if lk.tech == "ib-ndr" else "ib-ndr")
+    elif kind == 3:
+        lk = links[rng.integers(len(links))]
+        topo.update_link(lk.id, plane="storage" if lk.plane == "compute" else "compute")
+    elif kind == 4:
+        n = nodes[rng.integers(len(nodes))]
+        topo.update_node(n.id, failed=not n.failed)
+    elif kind == 5:
+        gpu = next(n for n in nodes if n.kind == "gpu")
+        topo.update_node(gpu.id, model="B200" if gpu.model == "H100" else "H100")
+    elif kind == 6:
+        topo.add_node(Node(f"extra{k}", "gpu", "H100", f"extra {k}"))
+        other = nodes[rng.integers(len(nodes))]
+        topo.add_link(Link(f"extra{k}-l", f"extra{k}", other.id, "pcie5"))
+    else:
+        lk = links[rng.integers(len(links))]
+        topo.remove_link(lk.id)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_capture_is_unchanged_by_later_edits(seed):
+    """Captures taken between random edits (some built at once, some only after more
+    edits, as a worker thread might) give exactly the fresh snapshot of their moment."""
+    rng = np.random.default_rng(seed)
+    topo = build_template("rail-cluster", nodes=3)
+    pending = []
+    for k in range(40):
+        random_edit(topo, rng, k)
+        if rng.random() < 0.5:
+            pending.append((capture_design(topo), fresh(topo)))
+        if pending and rng.random() < 0.4:
+            cap, expect = pending.pop(int(rng.integers(len(pending))))
+            assert_same(build_snapshot(cap), expect)
+    for cap, expect in pending:
+        assert_same(build_snapshot(cap), expect)
+
+
+def test_capture_shares_arrays_until_an_edit_writes():
+    """Copy on write: a capture copies nothing; the first edit after it copies only the
+    column it writes; a value written unchanged copies nothing."""
+    topo = build_template("hgx", gpu="H100")
+    cols = columns_of(topo)
+    first = capture_design(topo).columns
+    assert first.counts is cols.counts and first.node_failed is cols.node_failed
+    lk = next(iter(topo.links()))
+    topo.update_link(lk.id, failed=True)
+    assert cols.link_failed is not first.link_failed        # copied, then written
+    assert not first.link_failed[cols.link_pos[lk.id]]      # the capture kept its value
+    assert cols.counts is first.counts                      # not written: still shared
+    topo.update_link(lk.id, count=lk.count)                 # same value: no copy
+    assert cols.counts is first.counts
+
+
+def test_derived_values_are_reused_while_their_inputs_are_unchanged():
+    """Failing a link keeps the node names; a changed node model rebuilds them."""
+    topo = build_template("rail-cluster", nodes=2)
+    a = build_snapshot(capture_design(topo))
+    lk = next(iter(topo.links()))
+    topo.update_link(lk.id, failed=True)
+    b = build_snapshot(capture_design(topo))
+    assert b.node_kind is a.node_kind and b.node_model is a.node_model
+    gpu = next(n for n in topo.nodes() if n.kind == "gpu")
+    topo.update_node(gpu.id, model="B200")
+    c = build_snapshot(capture_design(topo))
+    assert c.node_model is not b.node_model
+    assert c.node_model[c.node_ids.index(gpu.id)] == "B200"
