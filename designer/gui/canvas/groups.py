@@ -13,6 +13,7 @@ fit their frame, so an SU's name reads at full view while a server's stays small
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QPainterPath, QPen, QTransform
@@ -73,6 +74,17 @@ def paint_titles(painter: QPainter, frames, exposed: QRectF, theme: Theme) -> No
     on screen gets no title, and a title that would cover one already drawn is left out
     (zoomed out, nested frames' corners sit a few pixels apart): outer names win.
     """
+    for _ in title_steps(painter, frames, exposed, theme):
+        pass
+
+
+TITLES_PER_STEP = 32  # frames looked at per step of `title_steps`
+
+
+def title_steps(painter: QPainter, frames, exposed: QRectF, theme: Theme) -> Iterator[None]:
+    """`paint_titles`, yielding every `TITLES_PER_STEP` frames (for a picture drawn in
+    slices: a design of thousands of groups takes tens of ms).  The painter draws in
+    device pixels until the last step restores its transform."""
     t = painter.worldTransform()
     lod = math.sqrt(abs(t.m11() * t.m22() - t.m12() * t.m21()))
     px = round(min(title_px(lod), 64.0))
@@ -80,7 +92,9 @@ def paint_titles(painter: QPainter, frames, exposed: QRectF, theme: Theme) -> No
     painter.setWorldTransform(QTransform())
     painter.setFont(font)
     drawn: list[QRectF] = []
-    for frame, name in frames:
+    for i, (frame, name) in enumerate(frames, 1):
+        if i % TITLES_PER_STEP == 0:
+            yield
         if not frame.intersects(exposed):
             continue
         r = t.mapRect(frame)

@@ -19,12 +19,14 @@ import numpy as np
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen, QPolygonF
 
-from designer.gui.canvas.groups import paint_box_text, paint_titles
+from designer.gui.canvas.groups import paint_box_text, title_steps
+from designer.gui.canvas.line_batches import LineBatch
 from designer.gui.canvas.style import NODE_SIZE, opaque_over
 
 MIN_NODE_PX = 2.0  # a node never shrinks below this on screen
 LINK_WEIGHT = 0.6  # of the link's colour, the rest background
 CHUNK = 1024  # lines or points per step of `Schematic.paint_steps` (a few ms each)
+FRAMES_PER_STEP = 8  # filled frames (or boxes) per step: a big one fills much of the picture
 MOVES_PER_STEP = 1024  # recoloured links moved between batches per step (~5-10 ms)
 
 
@@ -41,10 +43,10 @@ class Schematic:
         self._links_dirty = True
         self._rest_dirty = True
         self._links: list[tuple[int, float, bool, np.ndarray]] | None = []
-        # The link batches by key, each {item: line} in insertion order, and each item's
-        # key: a recolour moves the recoloured items between batches instead of
-        # re-sorting 100,000 links (`recolour`).
-        self._members: dict[tuple[int, float, bool], dict] = {}
+        # The link batches by key (colour, width, failed) and each item's key: a
+        # recolour moves the recoloured items between batches, each move O(1), instead
+        # of re-sorting 100,000 links (`recolour`).
+        self._members: dict[tuple[int, float, bool], LineBatch] = {}
         self._key_of: dict = {}
         self._moved: set = set()
         self._nodes: list[tuple[int, list[QPolygonF]]] = []
@@ -79,7 +81,8 @@ class Schematic:
                     key = li.batch_key
                     members[key][li] = li.line
                     key_of[li] = key
-        self._members, self._key_of = dict(members), key_of
+        self._members = {k: LineBatch.of(v.items()) for k, v in members.items()}
+        self._key_of = key_of
         self._links = None
         self._moved.clear()
         self._links_dirty = False
@@ -96,22 +99,23 @@ class Schematic:
             old = key_of.pop(li, None)
             if old is not None:
                 batch = members[old]
-                batch.pop(li, None)
-                if not batch:
+                batch.remove(li)
+                if not len(batch):
                     del members[old]
             if li.scene() is self.scene and not li.hidden:
                 key = li.batch_key
-                members.setdefault(key, {})[li] = li.line
+                batch = members.get(key)
+                if batch is None:
+                    batch = members[key] = LineBatch()
+                batch.add(li, li.line)
                 key_of[li] = key
         self._links = None
 
     def _link_batches(self) -> list[tuple[int, float, bool, np.ndarray]]:
         if self._links is None:
-            # Wide bundles last so they stay on top of thin ones.  The lines are held
-            # in object arrays, which ``drawLines`` takes like lists: Python's cyclic
-            # garbage collector walks every item of a list at each pass (~10 ms per
-            # 100,000 lines, rebuilt after every recolour), never those of an array.
-            self._links = sorted(((k[0], k[1], k[2], np.fromiter(v.values(), object, len(v)))
+            # Wide bundles last so they stay on top of thin ones.  Each batch's lines
+            # are an object array view that later moves leave alone (`LineBatch`).
+            self._links = sorted(((k[0], k[1], k[2], v.lines())
                                   for k, v in self._members.items()), key=lambda b: b[1])
         return self._links
 
@@ -188,7 +192,7 @@ class Schematic:
             if r.intersects(exposed):
                 painter.setBrush(theme.frame_fill(depth))
                 painter.drawRect(r)
-            if i % (CHUNK // 16) == 0:  # filling a frame costs more than a line
+            if i % FRAMES_PER_STEP == 0:  # filling a frame costs more than a line
                 yield
 
         back = theme.background
@@ -227,7 +231,9 @@ class Schematic:
             painter.drawPoints(sel_points)
 
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, smooth)
-        for box, name, summary, selected in boxes:
+        for i, (box, name, summary, selected) in enumerate(boxes, 1):
+            if i % FRAMES_PER_STEP == 0:
+                yield
             if not box.intersects(exposed):
                 continue
             pen = QPen(theme.selection if selected else theme.box_outline,
@@ -239,4 +245,4 @@ class Schematic:
             if labels:
                 paint_box_text(painter, box, name, summary, theme, scale)
         if labels:
-            paint_titles(painter, ((f, n) for f, n, _ in frames), exposed, theme)
+            yield from title_steps(painter, ((f, n) for f, n, _ in frames), exposed, theme)
