@@ -154,3 +154,50 @@ def test_spread_row():
     assert out[3] == 1000.0
     assert all(b - a >= 70 - 1e-9 for a, b in itertools.pairwise(out))
     assert sum(out[:3]) / 3 == pytest.approx(10.0)  # the pile stays centred on its wishes
+
+
+def _box(pos, ids):
+    xs = [pos[i][0] for i in ids]
+    ys = [pos[i][1] for i in ids]
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def _disjoint(a, b) -> bool:
+    return a[2] < b[0] or b[2] < a[0] or a[3] < b[1] or b[3] < a[1]
+
+
+def test_a_superpod_folds_into_tiles_per_su_and_rack():
+    """One row would be ~100x wider than tall; folded, the picture is near a window's
+    shape, each SU is a tile with its leaves on top, racks do not overlap, and the
+    spines sit above everything."""
+    t = build_template("superpod", gpu="B200", sus=4)
+    pos = layered_layout(t)
+    assert pos == {n.id: (n.x, n.y) for n in t.nodes()}
+    assert len(set(pos.values())) == len(pos)
+    x0, y0, x1, y1 = _box(pos, pos)
+    assert 0.8 < (x1 - x0) / (y1 - y0) < 3
+    members = {}
+    for n in t.nodes():
+        g = n.group
+        while g is not None:
+            members.setdefault(g, []).append(n.id)
+            g = t.group(g).parent
+    kinds = {g.id: g.kind for g in t.groups()}
+    for kind in ("su", "rack"):
+        boxes = [_box(pos, ids) for g, ids in members.items() if kinds[g] == kind]
+        assert all(_disjoint(a, b) for a, b in itertools.combinations(boxes, 2)), kind
+    spine_y = max(pos[n.id][1] for n in t.nodes("spine"))
+    assert spine_y < min(pos[n.id][1] for n in t.nodes("leaf"))
+    for su in range(1, 5):
+        gpus = [i for i in members[f"su{su}"] if "gpu" in i]
+        leaves = [n.id for n in t.nodes("leaf") if n.group == f"su{su}"]
+        gx0, gy0, gx1, _ = _box(pos, gpus)
+        assert all(gx0 <= pos[lf][0] <= gx1 and pos[lf][1] < gy0 for lf in leaves)
+
+
+def test_small_designs_stay_in_one_row():
+    """Folding is for strips: a handful of servers keeps the one-row picture."""
+    for name in ("example", "leaf-spine", "fat-tree", "rail-cluster"):
+        t = build_template(name)
+        pos = layered_layout(t)
+        assert len({pos[n.id][1] for n in t.nodes("gpu")}) == 1, name

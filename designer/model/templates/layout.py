@@ -12,6 +12,10 @@ Rows, top to bottom:
 3. per other plane (storage, front-end, management): its leaves, spines, cores, then its
    endpoints (storage servers).
 
+When that one row of server blocks would be a strip (wider than `STRIP_ASPECT` times
+its height, as a 128-server SuperPOD is), it is folded instead: each rack, scalable
+unit or pod becomes a tile in a grid, its own switches on top of it (`tiles`).
+
 Within a tier row, each switch goes to the mean x of the neighbours already placed
 (below it for the top tiers, above it for the lower planes), then the row is spread so
 neighbours sit at least `H_GAP` apart while moving as little as possible (isotonic
@@ -31,12 +35,15 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 from designer.model.catalog import PLANES, Catalog
+from designer.model.templates.tiles import tiled_layout, unit_of
 from designer.model.topology import Group, Link, Node, Topology
 
 H_GAP = 70.0  # centre spacing of neighbours in a row (icons are ~40 units wide)
 ROW_GAP = 80.0  # between the rows of a server block
 TIER_GAP = 160.0  # between switch tiers, and between tiers and the servers
 BLOCK_GAP = 140.0  # between the facing edge nodes of two neighbouring server blocks
+STRIP_ASPECT = 8.0  # a one-row layout wider than this times its height is folded (tiles)
+FOLD_BLOCKS = 8  # ... if it has more server blocks than this
 
 BLOCK_GROUP_KINDS = ("node", "tray")
 TIER_LEVEL = {"nvlink-switch-tray": 0, "nvswitch": 0, "leaf": 1, "spine": 2, "core": 3}
@@ -89,6 +96,14 @@ def _spread_row(desired: Sequence[float], gap: float) -> list[float]:
         for _ in range(int(c)):
             out.append(base + len(out) * gap)
     return out
+
+
+def _strip_aspect(blocks: dict, band_height: float, tier_rows: int) -> float:
+    """Width / height of the blocks laid out in one row, with ``tier_rows`` rows of
+    switches above and below them."""
+    width = sum((max(len(ids) for ids in rows.values()) - 1) * H_GAP + BLOCK_GAP
+                for rows in blocks.values()) - BLOCK_GAP
+    return width / (band_height + tier_rows * TIER_GAP + ROW_GAP)
 
 
 class _UnionFind:
@@ -229,25 +244,8 @@ def compute_layout(
     rows_used = sorted({r for rows in blocks.values() for r in rows})
     row_y = {r: i * ROW_GAP for i, r in enumerate(rows_used)}
     band_height = (len(rows_used) - 1) * ROW_GAP if rows_used else 0.0
-    per_band = wrap if wrap and wrap > 0 else max(1, len(blocks))
-    cursor, band, in_band = 0.0, 0, 0
-    for rows in blocks.values():
-        if in_band == per_band:
-            cursor, band, in_band = 0.0, band + 1, 0
-        width = (max(len(ids) for ids in rows.values()) - 1) * H_GAP
-        centre = cursor + width / 2
-        y0 = band * (band_height + TIER_GAP)
-        for r, ids in rows.items():
-            k = len(ids)
-            for i, nid in enumerate(ids):
-                pos[nid] = (centre + (i - (k - 1) / 2) * H_GAP, y0 + row_y[r])
-        cursor += width + BLOCK_GAP
-        in_band += 1
-    bottom = band * (band_height + TIER_GAP) + band_height if blocks else 0.0
-    centre_x = sum(x for x, _ in pos.values()) / len(pos) if pos else 0.0
 
-    # ---- place the tier rows, nearest to the servers first
-    def place_row(ids: list[str], y: float) -> None:
+    def place_row(ids: list[str], y: float, pos: dict, centre_x: float = 0.0) -> None:
         desired = []
         for nid in ids:
             xs = [pos[m][0] for m in adj[nid] if m in pos]
@@ -257,10 +255,48 @@ def compute_layout(
         for (_, _, nid), x in zip(desired, xs, strict=True):
             pos[nid] = (x, y)
 
-    for k, level in enumerate(sorted(top)):
-        place_row(top[level], -(k + 1) * TIER_GAP)
+    memo: dict = {}
+    block_unit = {key: unit_of(key[2:], groups, memo) if key.startswith("g:") else None
+                  for key in blocks}
+    if (wrap is None and len(blocks) > FOLD_BLOCKS
+            and _strip_aspect(blocks, band_height, len(top) + len(below)) > STRIP_ASPECT):
+        # One row would be a strip too thin to read: fold it, a tile per scalable unit
+        # or pod (`tiles`).
+        switch_rows: dict[str | None, dict[int, list[str]]] = {}
+        for level, ids in top.items():
+            for nid in ids:
+                unit = unit_of(by_id[nid].group, groups, memo)
+                switch_rows.setdefault(unit, {}).setdefault(level, []).append(nid)
+        pos = tiled_layout(blocks, block_unit, switch_rows, groups, row_y, band_height,
+                           place_row, (H_GAP, BLOCK_GAP, TIER_GAP))
+        bottom = max((y for y in (pos[n][1] for ids in blocks.values()
+                                   for r in ids.values() for n in r)), default=0.0)
+        centre_x = sum(x for x, _ in pos.values()) / len(pos) if pos else 0.0
+    else:
+        pos = {}
+        per_band = wrap if wrap and wrap > 0 else max(1, len(blocks))
+        cursor, band, in_band = 0.0, 0, 0
+        for rows in blocks.values():
+            if in_band == per_band:
+                cursor, band, in_band = 0.0, band + 1, 0
+            width = (max(len(ids) for ids in rows.values()) - 1) * H_GAP
+            centre = cursor + width / 2
+            y0 = band * (band_height + TIER_GAP)
+            for r, ids in rows.items():
+                k = len(ids)
+                for i, nid in enumerate(ids):
+                    pos[nid] = (centre + (i - (k - 1) / 2) * H_GAP, y0 + row_y[r])
+            cursor += width + BLOCK_GAP
+            in_band += 1
+        bottom = band * (band_height + TIER_GAP) + band_height if blocks else 0.0
+        centre_x = sum(x for x, _ in pos.values()) / len(pos) if pos else 0.0
+        # The tier rows, nearest to the servers first.
+        for k, level in enumerate(sorted(top)):
+            place_row(top[level], -(k + 1) * TIER_GAP, pos, centre_x)
+
+    # ---- other planes below everything
     y = bottom
     for key in sorted(below):
         y += TIER_GAP
-        place_row(below[key], y)
+        place_row(below[key], y, pos, centre_x)
     return {nid: (round(x, 2), round(yy, 2)) for nid, (x, yy) in pos.items() if nid in by_id}
