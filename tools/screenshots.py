@@ -339,9 +339,8 @@ def superpod(app, out: Path) -> list[Path]:
     view.resetTransform()
     view.scale(0.55, 0.55)  # labels show from 0.5
     # Where SU 1's rail leaves meet its servers: a server block, its NICs' rails.
-    leaves = [scene.nodes[f"su1-leaf-r{r}"].pos().x() for r in range(8)]
-    rect = scene.design_rect()
-    view.centerOn(sum(leaves) / len(leaves) + 250, (rect.top() + rect.bottom()) / 2)
+    leaves = [scene.nodes[f"su1-leaf-r{r}"].pos() for r in range(8)]
+    view.centerOn(sum(p.x() for p in leaves) / len(leaves) + 250, leaves[0].y() + 300)
     view.view_changed.emit()
     view.settle()
     _settle(app)
