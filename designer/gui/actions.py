@@ -37,6 +37,8 @@ ACTIONS: dict[str, tuple[str, object, str]] = {
     "distribute_h": ("Distribute Hori&zontally", None, "Even horizontal spacing"),
     "distribute_v": ("Distribute V&ertically", None, "Even vertical spacing"),
     "auto_layout": ("Auto &Layout", "Ctrl+Shift+L", "Lay out in tiers, top to bottom"),
+    "group": ("&Group…", "Ctrl+G", "Put the selected nodes in a new group (rack, pod…)"),
+    "ungroup": ("&Ungroup", "Ctrl+Shift+G", "Dissolve the selected nodes' group"),
     "zoom_in": ("Zoom &In", S.ZoomIn, "Zoom in"),
     "zoom_out": ("Zoom &Out", S.ZoomOut, "Zoom out"),
     "zoom_fit": ("&Fit", "Ctrl+0", "Fit the whole design in the window"),

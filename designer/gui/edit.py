@@ -1,4 +1,5 @@
-"""`EditController`: clipboard, delete, select all, align/distribute, auto layout, find.
+"""`EditController`: clipboard, delete, select all, align/distribute, auto layout, group
+and ungroup, find.
 
 Each operation is one model command (or macro) pushed on the document, so every one is
 a single undo step.  The clipboard carries a sub-graph as JSON under a private MIME type
@@ -12,15 +13,32 @@ import json
 from dataclasses import asdict
 
 from PySide6.QtCore import QMimeData, QObject, Signal
-from PySide6.QtWidgets import QApplication, QInputDialog, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QInputDialog,
+    QLineEdit,
+    QWidget,
+)
 
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.canvas.view import FabricView
 from designer.gui.document import Document
-from designer.model.commands import Macro, MoveNodes, PasteSubgraph, RemoveLinks, RemoveNodes
+from designer.model.commands import (
+    Macro,
+    MoveNodes,
+    PasteSubgraph,
+    RemoveLinks,
+    RemoveNodes,
+    group_nodes,
+    ungroup,
+)
 from designer.model.errors import DesignError
 from designer.model.templates.layout import layered_layout
-from designer.model.topology import Group, Link, Node
+from designer.model.topology import GROUP_KINDS, Group, Link, Node
 
 SUBGRAPH_MIME = "application/x-fabric-designer-subgraph"
 
@@ -183,6 +201,56 @@ class EditController(QObject):
         if pos and self._push(MoveNodes(pos, "Auto layout")):
             self.view.fit()
 
+    # ------------------------------------------------------------ groups
+    def group_selection(self, kind: str | None = None, name: str | None = None,
+                        parent: QWidget | None = None) -> str | None:
+        """Put the selected nodes in a new group (asks for its kind and name unless
+        given); returns the group's id.  One undo step."""
+        node_ids = self.scene.selected_node_ids()
+        if not node_ids:
+            self.message.emit("Select the nodes to group")
+            return None
+        if kind is None:
+            answer = ask_group(parent, len(node_ids))
+            if answer is None:
+                return None
+            kind, name = answer
+        try:
+            cmd = group_nodes(self.document.topology, node_ids, kind, name or "")
+        except DesignError as exc:
+            self.message.emit(str(exc))
+            return None
+        if not self._push(cmd):
+            return None
+        gid = cmd.commands[0].group.id
+        self.scene.select_ids(node_ids)
+        self.message.emit(f"Grouped {len(node_ids)} node(s) as {cmd.commands[0].group.name}")
+        return gid
+
+    def ungroup_selection(self) -> None:
+        """Dissolve the innermost group holding every selected node (its members and
+        sub-groups move up a level).  One undo step."""
+        topo = self.document.topology
+        node_ids = self.scene.selected_node_ids()
+        if not node_ids:
+            self.message.emit("Select nodes of the group to ungroup")
+            return
+        chains = []
+        for nid in node_ids:
+            chain, g = [], topo.node(nid).group
+            while g is not None:
+                chain.append(g)
+                g = topo.group(g).parent
+            chains.append(chain)
+        common = set(chains[0]).intersection(*map(set, chains[1:]))
+        gid = next((g for g in chains[0] if g in common), None)  # innermost first
+        if gid is None:
+            self.message.emit("The selected nodes share no group")
+            return
+        name = topo.group(gid).name
+        if self._push(ungroup(topo, gid)):
+            self.message.emit(f"Ungrouped {name}")
+
     # ------------------------------------------------------------ find
     def find(self, text: str | None = None, parent: QWidget | None = None) -> str | None:
         """Select and centre the first node whose name or id contains ``text``."""
@@ -204,3 +272,26 @@ class EditController(QObject):
         more = f" (1 of {len(hits)})" if len(hits) > 1 else ""
         self.message.emit(f"Found {node.name}{more}")
         return node.id
+
+
+def ask_group(parent: QWidget | None, n_nodes: int) -> tuple[str, str] | None:
+    """Ask for a new group's kind and name; None if cancelled."""
+    dialog = QDialog(parent)
+    dialog.setWindowTitle("Group")
+    form = QFormLayout(dialog)
+    kind = QComboBox(dialog)
+    kind.addItems(list(GROUP_KINDS))
+    kind.setCurrentText("rack")
+    name = QLineEdit(dialog)
+    name.setPlaceholderText("e.g. Rack 12")
+    form.addRow(f"Group {n_nodes} node(s) as a", kind)
+    form.addRow("Name", name)
+    buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
+                               | QDialogButtonBox.StandardButton.Cancel, dialog)
+    buttons.accepted.connect(dialog.accept)
+    buttons.rejected.connect(dialog.reject)
+    form.addRow(buttons)
+    name.setFocus()
+    if dialog.exec() != QDialog.DialogCode.Accepted:
+        return None
+    return kind.currentText(), name.text().strip()

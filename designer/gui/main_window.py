@@ -93,6 +93,8 @@ class MainWindow(QMainWindow):
         a["distribute_h"].triggered.connect(lambda: self.edit.distribute("h"))
         a["distribute_v"].triggered.connect(lambda: self.edit.distribute("v"))
         a["auto_layout"].triggered.connect(self.edit.auto_layout)
+        a["group"].triggered.connect(lambda: self.edit.group_selection(parent=self))
+        a["ungroup"].triggered.connect(self.edit.ungroup_selection)
         a["zoom_in"].triggered.connect(self.view.zoom_in)
         a["zoom_out"].triggered.connect(self.view.zoom_out)
         a["zoom_fit"].triggered.connect(self.view.fit)
@@ -114,7 +116,8 @@ class MainWindow(QMainWindow):
             m.addSeparator() if name is None else m.addAction(a[name])
         m = bar.addMenu("&Arrange")
         for name in ("align_left", "align_hcenter", "align_top", "align_vcenter", None,
-                     "distribute_h", "distribute_v", None, "auto_layout"):
+                     "distribute_h", "distribute_v", None, "group", "ungroup", None,
+                     "auto_layout"):
             m.addSeparator() if name is None else m.addAction(a[name])
         m = bar.addMenu("&View")
         for name in ("zoom_in", "zoom_out", "zoom_fit", None, "toggle_grid"):

@@ -202,6 +202,85 @@ class AddGroup(Command):
         topo.remove_group(self.group.id)
 
 
+class RemoveGroup(Command):
+    """Remove an empty group (the inverse of `AddGroup`)."""
+
+    def __init__(self, group_id: str):
+        self.group_id = group_id
+        self._old: Group | None = None
+        self.text = f"Remove group {group_id}"
+
+    def do(self, topo: Topology) -> None:
+        self._old = topo.remove_group(self.group_id)
+
+    def undo(self, topo: Topology) -> None:
+        topo.add_group(self._old)
+
+
+class SetGroupProps(Command):
+    """Change properties (name, kind, parent) of one or more groups, all or nothing."""
+
+    def __init__(self, group_ids: Iterable[str], **changes: Any):
+        self.group_ids = list(dict.fromkeys(group_ids))
+        self.changes = changes
+        self._old: dict[str, Group] = {}
+        self.text = "Change group " + ", ".join(sorted(changes))
+
+    def do(self, topo: Topology) -> None:
+        self._old = {gid: topo.group(gid) for gid in self.group_ids}
+        done = []
+        try:
+            for gid in self.group_ids:
+                topo.update_group(gid, **self.changes)
+                done.append(gid)
+        except DesignError:
+            self._restore(topo, done)
+            raise
+
+    def undo(self, topo: Topology) -> None:
+        self._restore(topo, self.group_ids)
+
+    def _restore(self, topo: Topology, ids: Sequence[str]) -> None:
+        for gid in reversed(ids):
+            old = self._old[gid]
+            topo.update_group(gid, kind=old.kind, name=old.name, parent=old.parent)
+
+
+def group_nodes(topo: Topology, node_ids: Sequence[str], kind: str, name: str) -> Macro:
+    """One undo step that puts ``node_ids`` in a new group of ``kind`` named ``name``.
+
+    The new group sits inside the group the nodes share, if they all have the same one
+    (a rack made of some servers' nodes stays in its SU); otherwise at the top level.
+
+    Raises
+    ------
+    DesignError
+        When no node is given or a node does not exist (the kind is checked on do).
+    """
+    if not node_ids:
+        raise DesignError("select the nodes to group")
+    current = {topo.node(n).group for n in node_ids}
+    parent = current.pop() if len(current) == 1 else None
+    group = Group(topo.new_id(kind), kind, name or kind, parent)
+    return Macro([AddGroup(group), SetNodeProps(node_ids, group=group.id)],
+                 f"Group {len(node_ids)} node(s) as {group.name}")
+
+
+def ungroup(topo: Topology, group_id: str) -> Macro:
+    """One undo step that dissolves group ``group_id``: its nodes and sub-groups move to
+    its parent (or the top level), then the group goes."""
+    group = topo.group(group_id)
+    nodes = [n.id for n in topo.nodes() if n.group == group_id]  # direct members
+    children = [g.id for g in topo.groups() if g.parent == group_id]
+    parts: list[Command] = []
+    if nodes:
+        parts.append(SetNodeProps(nodes, group=group.parent))
+    if children:
+        parts.append(SetGroupProps(children, parent=group.parent))
+    parts.append(RemoveGroup(group_id))
+    return Macro(parts, f"Ungroup {group.name}")
+
+
 class SetSetting(Command):
     def __init__(self, key: str, value: Any):
         self.key, self.value = key, value

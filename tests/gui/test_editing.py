@@ -283,3 +283,56 @@ def test_arranging_too_few_nodes_says_why(window):
     window.actions_by_name["distribute_h"].trigger()
     assert "at least three" in window.statusBar().currentMessage()
     assert window.document.undo_stack.count() == 0
+
+
+# ------------------------------------------------------------------ groups
+def test_group_and_ungroup_the_selection_each_one_undo_step(window, qtbot):
+    """Arrange > Group (Ctrl+G) asks for a kind and a name, frames the nodes on the
+    canvas and offers the group as a scenario's ranks; Ungroup dissolves it; undo and
+    redo walk both."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QComboBox, QLineEdit
+
+    scene, topo, stack = window.scene, window.document.topology, window.document.undo_stack
+    gpus = ["n01-gpu0", "n01-gpu1", "n02-gpu0", "n02-gpu1"]
+    scene.select_ids(gpus)
+    before = {g: topo.node(g).group for g in gpus}
+
+    def answer() -> None:
+        dialog = QApplication.activeModalWidget()
+        dialog.findChild(QComboBox).setCurrentText("pod")
+        dialog.findChild(QLineEdit).setText("Pair of halves")
+        dialog.accept()
+
+    QTimer.singleShot(0, answer)
+    window.actions_by_name["group"].trigger()
+    gid = topo.node("n01-gpu0").group
+    group = topo.group(gid)
+    assert (group.kind, group.name, group.parent) == ("pod", "Pair of halves", None)
+    assert all(topo.node(g).group == gid for g in gpus)
+    assert gid in scene.groups and stack.count() == 1
+    dock = window.analysis.scenario
+    qtbot.waitUntil(lambda: dock.ranks.findData(f"group:{gid}") >= 0, timeout=3000)
+
+    scene.select_ids(["n01-gpu0", "n02-gpu1"])
+    window.actions_by_name["ungroup"].trigger()
+    assert not topo.has_group(gid) and gid not in scene.groups
+    assert all(topo.node(g).group is None for g in gpus)  # up a level: the top
+    stack.undo()  # the ungroup
+    assert topo.has_group(gid) and topo.node("n02-gpu1").group == gid
+    stack.undo()  # the group
+    assert not topo.has_group(gid)
+    assert {g: topo.node(g).group for g in gpus} == before
+    stack.redo()
+    assert topo.node("n01-gpu1").group == gid
+
+
+def test_grouping_nothing_or_ungrouping_loose_nodes_says_why(window):
+    messages = []
+    window.edit.message.connect(messages.append)
+    window.scene.select_ids([])
+    assert window.edit.group_selection("rack", "x") is None
+    window.scene.select_ids(["spine-0"])  # in no group
+    window.edit.ungroup_selection()
+    assert messages == ["Select the nodes to group", "The selected nodes share no group"]
+    assert window.document.undo_stack.count() == 0

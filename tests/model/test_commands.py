@@ -115,6 +115,21 @@ class UndoMachine(RuleBasedStateMachine):
                                 C.SetNodeProps([ids[1]], name="m"),
                                 C.RemoveNodes([ids[0]])], "macro"))
 
+    @rule(data=st.data())
+    def group_nodes(self, data):
+        ids = self._node_ids()
+        if ids:
+            chosen = data.draw(st.lists(st.sampled_from(ids), min_size=1, max_size=4,
+                                        unique=True))
+            kind = data.draw(st.sampled_from(["rack", "node", "pod"]))
+            self._push(C.group_nodes(self.topo, chosen, kind, "made by hand"))
+
+    @rule(data=st.data())
+    def ungroup(self, data):
+        made = sorted(g.id for g in self.topo.groups() if g.id != "n0")  # n0: other rules
+        if made:
+            self._push(C.ungroup(self.topo, data.draw(st.sampled_from(made))))
+
     @rule()
     def undo(self):
         if self.done:
@@ -174,3 +189,27 @@ def test_paste_remaps_ids_and_keeps_internal_links_only():
     cmd.undo(t)
     cmd.do(t)  # redo keeps the same ids
     assert [n.id for n in cmd.nodes] == ids
+
+
+def test_group_nodes_nests_inside_the_shared_group_and_ungroup_lifts_members():
+    t = Topology()
+    t.add_group(Group("su", "su", "SU"))
+    for i in range(4):
+        t.add_node(Node(f"g{i}", "gpu", "H100", f"GPU {i}", group="su"))
+    make = C.group_nodes(t, ["g0", "g1"], "rack", "Rack A")
+    make.do(t)
+    rack = t.node("g0").group
+    assert t.group(rack).parent == "su" and t.group(rack).name == "Rack A"
+    assert t.node("g1").group == rack and t.node("g2").group == "su"
+    inner = C.group_nodes(t, ["g0"], "node", "")
+    inner.do(t)
+    server = t.node("g0").group
+    assert t.group(server).parent == rack and t.group(server).name == "node"
+    C.ungroup(t, rack).do(t)  # g1 and the server group move up to the SU
+    assert not t.has_group(rack)
+    assert t.node("g1").group == "su" and t.group(server).parent == "su"
+    mixed = C.group_nodes(t, ["g2", "g0"], "pod", "P")  # different groups: top level
+    mixed.do(t)
+    assert t.group(t.node("g2").group).parent is None
+    with pytest.raises(DesignError):
+        C.group_nodes(t, [], "rack", "none")
