@@ -12,6 +12,10 @@ d. all-to-all between 1,024 GPUs whose host side is a shared route per GPU and d
    (GPU -> NIC -> leaf and back, as `SharedRoutes`), each flow hashed onto one spine:
    unequal fabric loads couple every host link to every other, so filling visits some
    2,000 levels (the shape of solver benchmark c with ECMP).  Goal: <= 0.5 s.
+e. a ring all-reduce over 16,384 GPUs as the solver states it: 8 flows (ring channels),
+   each over every node's NVLink, host routes and two hashed spines, 300k pairs and 33k
+   route pairs grouped by flow, three levels (the shape of solver benchmark a).
+   Goal: <= 10 ms.
 
 Times are for ``max_min_rates`` alone (validation included, instance generation not),
 best of a few runs; "first" is the first, cold run; "cpu" is process time, which a
@@ -160,11 +164,62 @@ def case_hashed_all_to_all(rng):
             "pair_link": pair_link, "n_flows": src.size, "routes": routes}
 
 
+def case_ring_channels(rng):
+    n_nodes, gpus, channels, spines = 2048, 8, 8, 32  # 16,384 GPUs, 8 ring channels
+    n_gpus = n_nodes * gpus
+    n_leaves = gpus * n_nodes // 32  # rail-optimised: a leaf per rail and 32 nodes
+    # Links: per GPU NVLink up/down (to and from the NVSwitch), PCIe up/down, NIC up/down;
+    # then leaf->spine and spine->leaf.
+    nvl_up, nvl_down, pcie_up, pcie_down, nic_up, nic_down = (
+        k * n_gpus for k in range(6))
+    fabric = 6 * n_gpus
+    n_links = fabric + 2 * n_leaves * spines
+    capacity = np.concatenate([np.full(2 * n_gpus, 360.9), np.full(2 * n_gpus, 54.81),
+                               np.full(2 * n_gpus, 47.0), np.full(2 * n_leaves * spines, 94.0)])
+    gpu = np.arange(n_gpus)
+    # Host routes, one per GPU and direction: GPU -> NIC -> leaf, and back.
+    routes_links = np.concatenate([np.stack([pcie_up + gpu, nic_up + gpu], 1),
+                                   np.stack([nic_down + gpu, pcie_down + gpu], 1)])
+    node = np.arange(n_nodes)
+    parts_flow, parts_link, route_flow, route_id = [], [], [], []
+    for c in range(channels):
+        # Channel c enters each node at GPU c, visits all 8 over NVLink and leaves from GPU
+        # c - 1 to the next node's GPU c, over two spines (half the rate each).
+        order = (c + np.arange(gpus)) % gpus
+        src = (node[:, None] * gpus + order[None, :-1]).ravel()
+        dst = (node[:, None] * gpus + order[None, 1:]).ravel()
+        out = node * gpus + order[-1]
+        into = ((node + 1) % n_nodes) * gpus + order[0]
+        leaf_a = (out % gpus) * (n_nodes // 32) + node // 32
+        leaf_b = (into % gpus) * (n_nodes // 32) + (into // gpus) // 32
+        s1 = rng.integers(0, spines, n_nodes)
+        s2 = (s1 + spines // 2) % spines
+        links = np.concatenate([nvl_up + src, nvl_down + dst,
+                                fabric + leaf_a * spines + s1, fabric + leaf_a * spines + s2,
+                                fabric + (n_leaves + leaf_b) * spines + s1,
+                                fabric + (n_leaves + leaf_b) * spines + s2])
+        parts_link.append(links)
+        parts_flow.append(np.full(links.size, c))
+        route_flow.append(np.full(2 * n_nodes, c))
+        route_id.append(np.concatenate([out, n_gpus + into]))
+    pair_link = np.concatenate(parts_link).astype(np.int32)
+    weight = np.where(pair_link >= fabric, 0.5, 1.0)  # two spines, half the rate each
+    assert pair_link.max() < n_links
+    routes = SharedRoutes(ptr=np.arange(0, routes_links.size + 1, 2), link=routes_links.ravel(),
+                          weight=np.ones(routes_links.size),
+                          pair_flow=np.concatenate(route_flow).astype(np.int32),
+                          pair_route=np.concatenate(route_id).astype(np.int32))
+    return {"capacity": capacity, "pair_flow": np.concatenate(parts_flow).astype(np.int32),
+            "pair_link": pair_link, "pair_weight": weight, "n_flows": channels,
+            "routes": routes}
+
+
 CASES = {
     "a": ("all-to-all 1024 hosts, equal caps", case_all_to_all_equal, 3, 1.0),
     "b": ("all-to-all sprayed, degraded links", case_all_to_all_degraded, 2, 3.0),
     "c": ("ring 16,384 GPUs, bidirectional", case_ring, 20, 0.005),
     "d": ("all-to-all, shared host routes, hashed", case_hashed_all_to_all, 2, 0.5),
+    "e": ("ring channels, 16,384 GPUs, 8 flows", case_ring_channels, 20, 0.01),
 }
 
 

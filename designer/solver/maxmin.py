@@ -15,15 +15,21 @@ finishes in one or two rounds; each round is a handful of vectorised passes over
 flow-link pairs that are still unfrozen.  Where traffic couples everything to everything
 and capacities differ, few links are local minima at once; there it switches to
 global-minimum steps, taken in batches on the lowest links (`designer.solver.maxmin_steps`).
+Few flows over many pairs (a ring all-reduce's channels) need at most one level per flow,
+and a level is a few cheap passes: there it fills level by level
+(`designer.solver.maxmin_levels`).  Input checks live in `designer.solver.maxmin_input`.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from designer.solver import maxmin_levels, maxmin_steps
 from designer.solver.errors import SolverError
-from designer.solver.maxmin_steps import SATURATED_RTOL, BatchSteps, count_levels
-from designer.solver.shared_routes import RouteState, SharedRoutes
+from designer.solver.maxmin_input import checked_inputs
+from designer.solver.maxmin_levels import LevelFilling
+from designer.solver.maxmin_steps import SATURATED_RTOL, BatchSteps, count_levels, lowest_links
+from designer.solver.shared_routes import RouteState, SharedRoutes, bincount
 
 __all__ = ["TIE_RTOL", "MaxMinResult", "max_min_rates"]
 
@@ -95,8 +101,10 @@ def max_min_rates(
         How each step picks the links to saturate: ``"local"`` freezes every link whose
         share is a local minimum (few rounds when traffic is symmetric or independent),
         ``"global"`` only the links at the lowest share (one step per distinct level,
-        taken in batches), ``"auto"`` chooses step by step from their cost.  Rates agree to within
-        ``tie_rtol``; only ``rounds`` and the running time differ.
+        taken in batches), ``"auto"`` chooses step by step from their cost, and fills
+        level by level once at most `designer.solver.maxmin_levels.FEW_FLOWS` flows are
+        unfrozen.  Rates agree to within ``tie_rtol``; only ``rounds`` and the running
+        time differ.
     routes : SharedRoutes, optional
         More incidence, factored: routes stored once and the flows that take them (see
         `designer.solver.shared_routes`).  Same rates as passing ``routes.expand()`` as
@@ -129,42 +137,8 @@ def max_min_rates(
     """
     if strategy not in ("auto", "local", "global"):
         raise SolverError(f"strategy is {strategy!r}; expected 'auto', 'local' or 'global'")
-    cap = _capacity_array(capacity)
-    n_links = cap.size
-    flow = _index_array(pair_flow, "pair_flow")
-    link = _index_array(pair_link, "pair_link")
-    if flow.size != link.size:
-        raise SolverError(
-            f"pair_flow has {flow.size} entries but pair_link has {link.size}; "
-            "they must pair up one to one"
-        )
-    weight = _weight_array(pair_weight, flow.size)
-    link = _check_range(link, n_links, "pair_link", "link")
-    if routes is not None and n_flows is None:  # flows listed only as taking a route
-        n_flows = max(int(flow.max(initial=-1)),
-                      int(np.max(routes.pair_flow, initial=-1))) + 1
-        if demand is not None:
-            n_flows = max(n_flows, int(np.size(demand)))
-    n_flows = _flow_count(n_flows, flow, demand)
-    flow = _check_range(flow, n_flows, "pair_flow", "flow")
-    dem = _demand_array(demand, n_flows)
-    crossings = np.bincount(flow, minlength=n_flows)
-    if routes is not None:
-        routes = routes.checked(n_links, n_flows)
-        crossings += np.bincount(routes.pair_flow, minlength=n_flows)
-    linkless = np.flatnonzero(crossings == 0)
-    if linkless.size and (dem is None or np.isinf(dem[linkless]).any()):
-        i = linkless[0] if dem is None else linkless[np.argmax(np.isinf(dem[linkless]))]
-        raise SolverError(
-            f"flow {i} crosses no link and has no finite demand: its rate is unbounded"
-        )
-    dead = cap == 0
-    starved = np.unique(flow[dead[link]]) if dead.any() else flow[:0].copy()
-    if routes is not None and dead.any():
-        dead_route = np.zeros(routes.n_routes, bool)
-        dead_route[routes.route_of_entry()[dead[routes.link]]] = True
-        starved = np.union1d(starved, routes.pair_flow[dead_route[routes.pair_route]])
-        starved = starved.astype(np.int32)
+    cap, flow, link, weight, n_flows, dem, routes, linkless, starved = checked_inputs(
+        capacity, pair_flow, pair_link, pair_weight, n_flows, demand, routes)
     rates, load, bottleneck, rounds = _solve(
         cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless, routes
     )
@@ -193,9 +167,13 @@ class _Filling:
     flows with every other host link), only about one link is a local minimum per round
     and that cost buys little.  Global steps instead freeze the links at the lowest share,
     level by level, in batches that cost about the pairs they freeze plus a few small
-    numpy calls per level (`BatchSteps`).  ``auto`` starts with local rounds and, after a
-    round that froze too few flows for its price, runs batches for a multiple of that
-    price before it tries a local round again.
+    numpy calls per level (`BatchSteps`).  ``auto`` starts with a local round unless few
+    links are lowest (`local_first`) and, after a round that froze too few flows for its
+    price, runs batches for a multiple of that price before it tries a local round
+    again.  With few flows unfrozen it fills level by
+    level instead (`LevelFilling`), which needs none of the per-link totals: those
+    (``unfrozen_weight``, ``unfrozen_pairs``) are counted when a local round or a batch
+    first needs them.
     """
 
     def __init__(self, cap, flow, link, weight, n_flows, dem, tie_rtol, linkless,
@@ -209,21 +187,19 @@ class _Filling:
         self.frozen = np.zeros(n_flows, bool)
         self.n_active = n_flows
         self.load = np.zeros(n_links)
-        self.unfrozen_weight = np.bincount(link, weights=weight, minlength=n_links).astype(
-            np.float64, copy=False)  # int64 for unit (or no) weights
-        self.unfrozen_pairs = np.bincount(link, minlength=n_links)
         self.routes = None if routes is None else RouteState(routes, n_links)
-        if self.routes is not None:
-            self.unfrozen_weight += self.routes.link_weight()
-            self.unfrozen_pairs += self.routes.link_pairs()
+        # Unfrozen weight and pairs per link, for local rounds and global steps (filling
+        # by levels needs neither): counted when one of those first runs.
+        self.unfrozen_weight = self.unfrozen_pairs = None
         # Unfrozen pairs for local rounds; compacted lazily at the next local round.
         self.pairs = (flow, link, weight)
         self.pairs_stale = False
         # Scratch per flow, so that a round costs O(its pairs), not O(F).
         self.flow_min = np.empty(n_flows)
-        self.share = None  # per link, kept up to date by global steps only
+        self.share = None  # per link, while up to date (global steps keep it so)
         self.steps = None  # BatchSteps, built at the first global step
         self.demand_queue = None  # (flow ids by demand, sorted demands, cursor)
+        self.levels = None  # LevelFilling, once ``auto`` fills level by level
         # A flow crossing no link only has its demand: it needs no filling.
         if linkless.size:
             self.rates[linkless] = dem[linkless]
@@ -232,8 +208,56 @@ class _Filling:
 
     # ------------------------------------------------------------------ common state
 
+    def count(self) -> None:
+        """Count the unfrozen weight and pairs on each link (once)."""
+        if self.unfrozen_weight is not None:
+            return
+        self.compact()
+        n_links = self.cap.size
+        _, link, weight = self.pairs
+        self.unfrozen_pairs = bincount(link, n_links)
+        self.unfrozen_weight = (self.unfrozen_pairs if weight is None else bincount(
+            link, n_links, weight)).astype(np.float64)  # int64 if empty
+        if self.routes is not None:
+            self.unfrozen_weight += self.routes.link_weight()
+            self.unfrozen_pairs += self.routes.link_pairs()
+
+    def compact(self) -> None:
+        """Drop the pairs (and route pairs) of frozen flows, if any froze since last time."""
+        if not self.pairs_stale:
+            return
+        flow, link, weight = self.pairs
+        keep = ~self.frozen[flow]
+        flow, link = flow[keep], link[keep]
+        weight = None if weight is None else weight[keep]
+        self.pairs, self.pairs_stale = (flow, link, weight), False
+        if self.routes is not None:
+            self.routes.compact(self.frozen)
+
+    def local_first(self) -> bool:
+        """``auto``'s first choice: a local round, unless it is dear and a batch of global
+        steps on the lowest links (`maxmin_steps.lowest_links`, as the first batch takes
+        them) would be small: under a quarter of the round's work.
+
+        Symmetric traffic ties many links at the lowest share; a local round then
+        finishes most of the problem, and a batch would copy all of those links' flows.
+        Where few links are lowest, traffic that couples them to everything (ECMP
+        collisions, degraded links in an all-to-all) makes a local round freeze a few
+        levels for the price of hundreds; the first batch then samples how many local
+        minima there are, and ``auto`` turns to local rounds if they would pay.
+        """
+        work = self.local_work()
+        if _LOCAL_NS_PER_PAIR * work <= _CHEAP_ROUND_NS:
+            return True
+        self.share = self._shares_of(slice(None))  # (for whichever comes first)
+        lowest = lowest_links(self.share, maxmin_steps.FIRST_K, self.slack)
+        # The batch would copy the pairs on those links (routes expanded); a local round
+        # passes over every pair once (routes once).
+        return 4 * int(self.unfrozen_pairs[lowest].sum()) >= work
+
     def local_work(self) -> float:
         """Pairs a local round passes over (routes count once, not per flow)."""
+        self.count()
         if self.routes is None:
             return float(self.unfrozen_pairs.sum())
         return float(len(self.pairs[0]) + self.routes.size())
@@ -257,16 +281,16 @@ class _Filling:
         n_links = self.cap.size
         if last and np.ndim(rates):
             weighted = rates if weights is None else weights * rates
-            self.load += np.bincount(links, weights=weighted, minlength=n_links)
+            self.load += bincount(links, n_links, weighted)
             return None
-        frozen_weight = np.bincount(links, weights=weights, minlength=n_links)
+        frozen_weight = bincount(links, n_links, weights)
         if np.ndim(rates) == 0:
             self.load += rates * frozen_weight
         else:
             weighted = rates if weights is None else weights * rates
-            self.load += np.bincount(links, weights=weighted, minlength=n_links)
+            self.load += bincount(links, n_links, weighted)
         self.unfrozen_weight -= frozen_weight
-        frozen_pairs = np.bincount(links, minlength=n_links)
+        frozen_pairs = bincount(links, n_links)
         self.unfrozen_pairs -= frozen_pairs
         if self.steps is not None:
             self.steps.private_frozen(frozen_pairs)
@@ -284,17 +308,12 @@ class _Filling:
     def local_round(self) -> int:
         """Freeze every local-minimum link; return how many levels that took (the
         distinct shares of the links that froze, and one for demand caps)."""
+        self.count()
+        self.compact()
         flow, link, weight = self.pairs
-        if self.pairs_stale:
-            keep = ~self.frozen[flow]
-            flow, link = flow[keep], link[keep]
-            weight = None if weight is None else weight[keep]
-            self.pairs, self.pairs_stale = (flow, link, weight), False
-            if self.routes is not None:
-                self.routes.compact(self.frozen)
         rt = self.routes
         crossed = self.unfrozen_pairs > 0
-        share = self._shares_of(slice(None))
+        share = self._shares_of(slice(None)) if self.share is None else self.share
 
         # The lowest share each flow sees (its demand counts as one more link) ...
         pair_share = share[link]
@@ -362,9 +381,11 @@ class _Filling:
 
     # ------------------------------------------------------------------ global steps
 
-    def global_steps(self) -> int:
+    def global_steps(self, minima_from: float = np.inf) -> int:
         """Freeze the lowest links level by level, a batch of levels at a time; return
-        the number of levels (freezing steps)."""
+        the number of levels (freezing steps).  The batch counts its links' local minima
+        only if it has at least ``minima_from`` links (see `BatchSteps.step`)."""
+        self.count()
         if self.steps is None:
             self.steps = BatchSteps(self)
             if self.dem is not None:
@@ -373,12 +394,14 @@ class _Filling:
                 self.demand_queue = [by_demand, self.dem[by_demand], 0]
         if self.share is None:
             self.share = self._shares_of(slice(None))
-        return self.steps.step(self)
+        return self.steps.step(self, minima_from)
 
 
 _LOCAL_NS_PER_PAIR = 35.0  # measured cost of a local round per unfrozen pair
 _LEVEL_NS = 150_000.0  # of a level in a batch of global steps, all told
 _MOST = 0.25  # a local round that freezes this fraction of the flows is worth another
+_CHEAP_ROUND_NS = 7.5e6  # a first local round this cheap goes first: the batches'
+# indexes would cost about as much
 
 
 def _local_next(after_local: bool, levels: int, round_ns: float, frozen: float = 0.0) -> bool:
@@ -398,11 +421,22 @@ def _local_next(after_local: bool, levels: int, round_ns: float, frozen: float =
 
 def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless, routes=None):
     """Run the filling with local rounds, batches of global steps, or (``auto``) each
-    when it freezes more levels for the price (see `_local_next`)."""
+    when it freezes more levels for the price (see `_local_next`); ``auto`` finishes
+    level by level once few flows are left (`designer.solver.maxmin_levels`), unless
+    batches ran: they leave the pairs of frozen flows in place, and sifting them out
+    would cost more than the batches that the last few flows need."""
     filling = _Filling(cap, flow, link, weight, n_flows, dem, tie_rtol, linkless, routes)
-    use_local = strategy != "global"
+    use_local = None  # chosen when first needed (filling by levels needs no choice)
     rounds = 0
     while filling.n_active:
+        if filling.levels is None and strategy == "auto" and filling.steps is None \
+                and filling.n_active <= maxmin_levels.FEW_FLOWS:
+            filling.levels = LevelFilling(filling, fresh=rounds == 0)
+        if filling.levels is not None:
+            rounds += filling.levels.step(filling)
+            continue
+        if use_local is None:
+            use_local = strategy == "local" or (strategy == "auto" and filling.local_first())
         if use_local:
             rounds += 1
             round_ns = _LOCAL_NS_PER_PAIR * filling.local_work()
@@ -411,82 +445,13 @@ def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless, 
             frozen = 1.0 - filling.n_active / active
             use_local = strategy == "local" or _local_next(True, levels, round_ns, frozen)
         else:
-            rounds += filling.global_steps()
+            minima_from = np.inf  # the local minima a batch must count, if it can matter
+            if strategy == "auto":
+                live = filling.steps.live_pairs() if filling.steps else filling.local_work()
+                round_ns = _LOCAL_NS_PER_PAIR * live
+                if not _local_next(False, 0, round_ns):
+                    minima_from = round_ns / _LEVEL_NS
+            rounds += filling.global_steps(minima_from)
             use_local = strategy == "auto" and _local_next(
                 False, filling.steps.minima, _LOCAL_NS_PER_PAIR * filling.steps.live_pairs())
     return filling.rates, filling.load, filling.bottleneck, rounds
-
-
-def _capacity_array(capacity) -> np.ndarray:
-    cap = np.asarray(capacity, dtype=np.float64)
-    if cap.ndim != 1:
-        raise SolverError(f"capacity must be a 1-D array, got shape {cap.shape}")
-    bad = np.flatnonzero(~np.isfinite(cap) | (cap < 0))
-    if bad.size:
-        i = bad[0]
-        raise SolverError(f"capacity of link {i} is {cap[i]}; it must be finite and >= 0")
-    return cap
-
-
-def _index_array(values, name: str) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise SolverError(f"{name} must be a 1-D array, got shape {arr.shape}")
-    if arr.size == 0:
-        return np.empty(0, np.int32)
-    if arr.dtype.kind not in "iu":
-        raise SolverError(f"{name} must hold integers, got dtype {arr.dtype}")
-    return arr
-
-
-def _check_range(index: np.ndarray, upper: int, name: str, what: str) -> np.ndarray:
-    """Reject indices outside ``[0, upper)``; return them as int32 (copied only if needed)."""
-    if index.size == 0:
-        return index.astype(np.int32, copy=False)
-    lo, hi = int(index.min()), int(index.max())
-    if lo < 0:
-        p = int(np.argmax(index < 0))
-        raise SolverError(f"{name}[{p}] = {lo}: {what} ids must be >= 0")
-    if hi >= upper:
-        p = int(np.argmax(index >= upper))
-        raise SolverError(f"{name}[{p}] = {index[p]} but there are only {upper} {what}s")
-    if hi > np.iinfo(np.int32).max:
-        raise SolverError(f"{name} has {what} id {hi}; at most 2**31 - 1 {what}s are supported")
-    return index.astype(np.int32, copy=False)
-
-
-def _weight_array(pair_weight, n_pairs: int) -> np.ndarray | None:
-    if pair_weight is None:
-        return None
-    weight = np.asarray(pair_weight, dtype=np.float64)
-    if weight.shape != (n_pairs,):
-        raise SolverError(f"pair_weight has shape {weight.shape}, expected ({n_pairs},)")
-    bad = np.flatnonzero(~(weight > 0) | ~np.isfinite(weight))
-    if bad.size:
-        p = bad[0]
-        raise SolverError(f"pair_weight[{p}] = {weight[p]}; weights must be finite and > 0")
-    return weight
-
-
-def _flow_count(n_flows, flow: np.ndarray, demand) -> int:
-    if n_flows is not None:
-        n = int(n_flows)
-        if n < 0:
-            raise SolverError(f"n_flows = {n_flows} is negative")
-        return n
-    # Flows past the last pair may exist when they have a demand (and no link).
-    n_listed = int(flow.max(initial=-1)) + 1
-    return n_listed if demand is None else max(n_listed, int(np.size(demand)))
-
-
-def _demand_array(demand, n_flows: int) -> np.ndarray | None:
-    if demand is None:
-        return None
-    dem = np.asarray(demand, dtype=np.float64)
-    if dem.shape != (n_flows,):
-        raise SolverError(f"demand has shape {dem.shape}, expected ({n_flows},) (one per flow)")
-    bad = np.flatnonzero(np.isnan(dem) | (dem < 0))
-    if bad.size:
-        i = bad[0]
-        raise SolverError(f"demand of flow {i} is {dem[i]}; it must be >= 0 (inf: unlimited)")
-    return dem

@@ -16,12 +16,13 @@ multiplicity ``m`` puts ``m * w * rate_f`` on every link of ``r`` with weight ``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from designer.solver.errors import SolverError
 
-__all__ = ["SharedRoutes", "argsort_ids"]
+__all__ = ["SharedRoutes", "argsort_ids", "bincount", "ids_below"]
 
 
 def argsort_ids(ids: np.ndarray, n: int) -> np.ndarray:
@@ -30,6 +31,36 @@ def argsort_ids(ids: np.ndarray, n: int) -> np.ndarray:
     if n <= 1 << 16:
         return np.argsort(ids.astype(np.uint16), kind="stable")
     return np.argsort(ids, kind="stable")
+
+
+_SLICE = 1 << 16
+
+
+def bincount(ids: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """``np.bincount(ids, weights, minlength=n)`` for ids in ``[0, n)``, in slices when
+    there are many ids and few bins.
+
+    np.bincount copies int32 ids to int64 first; a copy of millions of ids is fresh
+    memory, whose page faults cost more than the counting.  A slice's copy is small
+    enough to be reused.
+    """
+    if ids.size <= 2 * _SLICE or n > _SLICE or ids.dtype == np.intp:
+        return np.bincount(ids, weights, minlength=n)
+    out = np.zeros(n, np.int64 if weights is None else np.float64)
+    for a in range(0, ids.size, _SLICE):
+        out += np.bincount(ids[a:a + _SLICE], None if weights is None else weights[a:a + _SLICE],
+                           minlength=n)
+    return out
+
+
+def ids_below(ids: np.ndarray, upper: int) -> bool:
+    """Whether integer ``ids`` all lie in ``[0, upper)``, in one pass: seen as unsigned,
+    a negative id is huge."""
+    if not ids.size:
+        return True
+    if ids.dtype.kind == "i":
+        ids = ids.view(ids.dtype.str.replace("i", "u"))
+    return int(ids.max()) < upper
 
 
 @dataclass(frozen=True)
@@ -102,11 +133,14 @@ class SharedRoutes:
 
     def link_load(self, rates: np.ndarray, n_links: int) -> np.ndarray:
         """``sum_f m * w * rates[f]`` on each link: the load the routes put there."""
-        mult = 1.0 if self.pair_mult is None else self.pair_mult
-        per_route = np.bincount(self.pair_route, weights=mult * rates[self.pair_flow],
-                                minlength=self.n_routes)
-        return np.bincount(self.link, weights=self.weight * per_route[self.route_of_entry()],
-                           minlength=n_links)
+        per_pair = rates[self.pair_flow]
+        if self.pair_mult is not None:
+            per_pair *= self.pair_mult
+        per_route = bincount(self.pair_route, self.n_routes, per_pair).astype(
+            np.float64, copy=False)  # int64 if there are no pairs
+        per_entry = np.repeat(per_route, np.diff(self.ptr))
+        per_entry *= self.weight
+        return bincount(self.link, n_links, per_entry)
 
     def offset(self, flows: int, links: int = 0) -> SharedRoutes:
         """The same routes with flow ids (and link ids) shifted: for merging phases."""
@@ -158,28 +192,33 @@ class SharedRoutes:
             raise SolverError("routes.ptr must rise from 0 to the number of route entries")
         if weight.shape != link.shape:
             raise SolverError(f"routes.weight has shape {weight.shape}, expected {link.shape}")
-        if link.size and (link.min() < 0 or link.max() >= n_links):
+        if not ids_below(link, n_links):
             p = int(np.argmax((link < 0) | (link >= n_links)))
             raise SolverError(f"routes.link[{p}] = {link[p]} but there are only {n_links} links")
-        bad = np.flatnonzero(~(weight > 0) | ~np.isfinite(weight))
-        if bad.size:
+        if weight.size and not (weight.min() > 0 and weight.max() < np.inf):  # NaN fails too
+            bad = np.flatnonzero(~(weight > 0) | ~np.isfinite(weight))
             raise SolverError(f"routes.weight[{bad[0]}] = {weight[bad[0]]}; weights must be "
                               "finite and > 0")
         flow = np.asarray(self.pair_flow)
         route = np.asarray(self.pair_route)
         if flow.shape != route.shape:
             raise SolverError("routes.pair_flow and routes.pair_route must pair up one to one")
-        if route.size and (route.min() < 0 or route.max() >= self.n_routes):
+        if not ids_below(route, self.n_routes):
             raise SolverError(f"routes.pair_route refers to a route outside 0..{self.n_routes - 1}")
-        if flow.size and (flow.min() < 0 or (n_flows is not None and flow.max() >= n_flows)):
+        if not ids_below(flow, 2**63 if n_flows is None else n_flows):
             raise SolverError("routes.pair_flow refers to a flow outside the flows")
         mult = None
         if self.pair_mult is not None:
             mult = np.asarray(self.pair_mult, np.float64)
             if mult.shape != flow.shape or not np.all((mult > 0) & np.isfinite(mult)):
                 raise SolverError("routes.pair_mult must be finite and > 0, one per pair")
-        return SharedRoutes(ptr, link.astype(np.int32), weight, flow.astype(np.int32),
-                            route.astype(np.int32), mult, self.local)
+        return SharedRoutes(ptr, _ids(link), weight, _ids(flow), _ids(route), mult, self.local)
+
+
+def _ids(ids: np.ndarray) -> np.ndarray:
+    """Ids (in range, checked) as int32, or as they are if int64: a copy of a big table
+    costs more than the wider type saves."""
+    return ids if ids.dtype in (np.int32, np.int64) else ids.astype(np.int32)
 
 
 class RouteState:
@@ -195,13 +234,34 @@ class RouteState:
         self.ptr, self.link, self.weight = routes.ptr, routes.link, routes.weight
         self.n_links = n_links
         self.n_routes = routes.n_routes
-        self.of = routes.route_of_entry()
+        self._routes = routes
         self.rp_flow, self.rp_route = routes.pair_flow, routes.pair_route
         self.rp_mult = routes.pair_mult  # None: all 1
-        self.w = np.bincount(self.rp_route, weights=self.rp_mult,
-                             minlength=self.n_routes).astype(np.float64)
-        self.c = np.bincount(self.rp_route, minlength=self.n_routes).astype(np.int64)
         self.lengths = np.diff(self.ptr)
+
+    # Built on first use (filling by levels needs none of them); ``w`` and ``c`` are
+    # counted together, then change as flows freeze.
+    @cached_property
+    def of(self) -> np.ndarray:
+        """The route of each entry."""
+        return self._routes.route_of_entry()
+
+    @cached_property
+    def w(self) -> np.ndarray:
+        return self._count()[0]
+
+    @cached_property
+    def c(self) -> np.ndarray:
+        return self._count()[1]
+
+    def _count(self) -> tuple[np.ndarray, np.ndarray]:
+        if "w" not in self.__dict__:
+            c = bincount(self.rp_route, self.n_routes).astype(np.int64)
+            w = c.astype(np.float64) if self.rp_mult is None else bincount(
+                self.rp_route, self.n_routes, self.rp_mult).astype(np.float64)
+            self.__dict__.setdefault("c", c)
+            self.__dict__["w"] = w
+        return self.__dict__["w"], self.__dict__["c"]
 
     # ------------------------------------------------------------------ per link totals
     def link_weight(self) -> np.ndarray:
@@ -263,16 +323,14 @@ class RouteState:
         (only the load when ``last``: nothing is left to fill)."""
         nr = self.n_routes
         if last and np.ndim(rates):
-            load_r = np.bincount(route, weights=rates if mult is None else mult * rates,
-                                 minlength=nr)
+            load_r = bincount(route, nr, rates if mult is None else mult * rates)
             link, of = self.link, self.of
             return link, np.bincount(link, weights=self.weight * load_r[of],
                                      minlength=self.n_links), 0.0, 0
-        k = np.bincount(route, weights=mult, minlength=nr).astype(np.float64)
-        c = np.bincount(route, minlength=nr)
+        k = bincount(route, nr, mult).astype(np.float64)
+        c = bincount(route, nr)
         if np.ndim(rates):
-            load_r = np.bincount(route, weights=rates if mult is None else mult * rates,
-                                 minlength=nr)
+            load_r = bincount(route, nr, rates if mult is None else mult * rates)
         else:
             load_r = k * rates
         self.w -= k

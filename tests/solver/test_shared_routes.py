@@ -1,14 +1,17 @@
-"""Max-min rates with shared routes equal the rates of the expanded flow-link pairs."""
+"""Max-min rates with shared routes: those of the expanded flow-link pairs, by every path
+(local rounds, batches of global steps, filling by levels) and index the solver keeps."""
 
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from maxmin_reference import reference_max_min_rates
-from test_maxmin import assert_max_min_certificate
+from test_maxmin import assert_max_min_certificate, networks
 
+from designer.solver import maxmin, maxmin_levels, maxmin_steps, maxmin_tables
 from designer.solver.errors import SolverError
 from designer.solver.maxmin import max_min_rates
 from designer.solver.shared_routes import SharedRoutes
@@ -120,6 +123,16 @@ def test_degraded_all_to_all_with_shared_routes_matches_the_flat_solve(strategy)
     assert fast.rounds > 3  # really coupled: several levels
 
 
+@given(factored_networks())
+def test_link_load_is_that_of_the_expanded_pairs(case):
+    _, _, routes, _, n_flows = case
+    rates = np.linspace(1.0, 2.0, n_flows)
+    ef, el, ew = routes.expand()
+    n_links = int(max(el.max(initial=0), routes.link.max(initial=0))) + 1
+    np.testing.assert_allclose(routes.link_load(rates, n_links),
+                               np.bincount(el, ew * rates[ef], n_links), rtol=1e-12)
+
+
 def test_routes_only_no_private_pairs():
     # Two flows on one route over links 0 (cap 2) and 1 (cap 1, half weight): link 0
     # limits them to 1 each; a third flow alone on link 1 gets what is left.
@@ -136,3 +149,226 @@ def test_bad_routes_name_the_field():
         max_min_rates([1.0], [0], [0], routes=SharedRoutes.build([[0]], [[0.0]], [0], [0]))
     with pytest.raises(SolverError, match="pair_route"):
         max_min_rates([1.0], [0], [0], routes=SharedRoutes.build([[0]], [[1.0]], [0], [2]))
+    # Negative ids too (the range check reads them as unsigned).
+    with pytest.raises(SolverError, match=r"routes\.link\[0\] = -1"):
+        max_min_rates([1.0], [0], [0], routes=SharedRoutes.build([[-1]], [[1.0]], [0], [0]))
+    with pytest.raises(SolverError, match="pair_route"):
+        max_min_rates([1.0], [0], [0], routes=SharedRoutes.build([[0]], [[1.0]], [0], [-1]))
+    with pytest.raises(SolverError, match="pair_flow"):
+        max_min_rates([1.0], [0], [0], routes=SharedRoutes.build([[0]], [[1.0]], [-2], [0]))
+
+
+# --------------------------------------------------------------------------- batches and levels
+# Batches of global steps (designer.solver.maxmin_steps) and filling by levels
+# (designer.solver.maxmin_levels) over shared routes.
+
+
+@st.composite
+def networks_with_routes(draw):
+    """A network as `networks` draws it, part of whose pairs are shared routes: each
+    flow may take some of 1-3 routes (links with weights), with a multiplicity."""
+    capacity, pf, pl, pw, demand, n_flows = draw(networks())
+    n_links = len(capacity)
+    link_ids = st.integers(0, n_links - 1)
+    routes = []
+    for _ in range(draw(st.integers(1, 3))):
+        links = draw(st.lists(link_ids, min_size=1, max_size=3))
+        routes.append((links, [1.0 / len(links)] * len(links)))
+    rf, rr, rm = [], [], []
+    for f in range(n_flows):
+        for r in draw(st.lists(st.integers(0, len(routes) - 1), max_size=2)):
+            rf.append(f)
+            rr.append(r)
+            rm.append(draw(st.sampled_from([1.0, 2.0, 0.5])))
+    shared = SharedRoutes.build([x for x, _ in routes], [w for _, w in routes], rf, rr, rm)
+    return capacity, (pf, pl, pw), shared, demand, n_flows
+
+
+def assert_routes_match_reference(capacity, pairs, routes, demand, n_flows, strategies):
+    ef, el, ew = routes.expand()
+    pf, pl, pw = (np.concatenate([np.asarray(a, t), b])
+                  for a, b, t in zip(pairs, (ef, el, ew), (np.int64, np.int64, float),
+                                     strict=True))
+    exact, _ = reference_max_min_rates(capacity, pf.tolist(), pl.tolist(), pw.tolist(),
+                                       n_flows=n_flows, demand=demand)
+    scale = max([1.0, *capacity, *[d for d in (demand or []) if math.isfinite(d)]])
+    for strategy in strategies:
+        fast = max_min_rates(capacity, *pairs, n_flows=n_flows, demand=demand,
+                             strategy=strategy, routes=routes)
+        np.testing.assert_allclose(fast.rates, [float(r) for r in exact], rtol=RTOL,
+                                   atol=1e-12 * scale, err_msg=strategy)
+        assert_max_min_certificate(capacity, pf, pl, pw, demand, fast)
+
+
+# "auto" fills problems this small level by level (designer.solver.maxmin_levels);
+# FEW_FLOWS = 0 makes it choose between local rounds and batches as on big ones.
+
+
+@pytest.mark.parametrize("first_k", [1, 3])
+@given(case=networks_with_routes())
+def test_batches_over_shared_routes_match_exact_filling(first_k, case):
+    with mock.patch.object(maxmin_steps, "FIRST_K", first_k), \
+            mock.patch.object(maxmin_levels, "FEW_FLOWS", 0):
+        assert_routes_match_reference(*case, strategies=("global", "auto"))
+
+
+@given(case=networks_with_routes())
+def test_local_rounds_and_batches_taking_turns_match_exact_filling(case):
+    # "auto" alternates: a local round, a batch, a local round...
+    alternate = lambda after_local, *_: not after_local  # noqa: E731
+    with mock.patch.object(maxmin, "_local_next", alternate), \
+            mock.patch.object(maxmin_steps, "FIRST_K", 1), \
+            mock.patch.object(maxmin_levels, "FEW_FLOWS", 0):
+        assert_routes_match_reference(*case, strategies=("auto",))
+
+
+def grouped_by_flow(case):
+    """The case with its private pairs listed flow by flow (as callers usually do)."""
+    capacity, (pf, pl, pw), routes, demand, n_flows = case
+    order = np.argsort(pf, kind="stable")
+    pairs = tuple(np.asarray(x)[order].tolist() for x in (pf, pl, pw))
+    return capacity, pairs, routes, demand, n_flows
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("few", [1, 3, 9])
+@given(case=networks_with_routes())
+def test_levels_match_exact_filling(few, grouped, case):
+    # Problems of up to 9 flows: levels from the start (few = 9) or after local rounds,
+    # over pairs in any order (sifted at each level) or grouped by flow (spans).
+    with mock.patch.object(maxmin_levels, "FEW_FLOWS", few):
+        assert_routes_match_reference(*(grouped_by_flow(case) if grouped else case),
+                                      strategies=("auto",))
+
+
+def ring_channels(n_gpus, n_channels, seed=0):
+    """A ring all-reduce's channels as few big flows: channel c sends from every GPU to
+    the next, over its GPU's shared host route (GPU to NIC, NIC up; two links) and a
+    private fabric link per hop with weight 1/2 (two paths), pairs grouped by channel.
+    Unequal NICs make several levels.  Returns (capacity, pairs, routes)."""
+    rng = np.random.default_rng(seed)
+    n_fabric = n_gpus * n_channels
+    capacity = np.concatenate([rng.choice([50.0, 25.0, 40.0], 2 * n_gpus),
+                               rng.uniform(20.0, 90.0, n_fabric)])
+    host = 2 * np.arange(n_gpus)
+    links = [[int(a), int(a + 1)] for a in host] + [[]]  # and an empty route (intra-node)
+    pf = np.repeat(np.arange(n_channels), 2 * n_gpus)
+    pl = 2 * n_gpus + np.tile(np.repeat(np.arange(n_gpus), 2), n_channels) * n_channels \
+        + np.repeat(np.arange(n_channels), 2 * n_gpus)
+    pw = np.full(pf.size, 0.5)
+    rf = np.repeat(np.arange(n_channels), n_gpus + 1)
+    rr = np.tile(np.arange(n_gpus + 1), n_channels)
+    order = rng.permutation(rf.size)  # route pairs in no particular order
+    routes = SharedRoutes.build(links, [[1.0] * len(x) for x in links], rf[order], rr[order])
+    return capacity, (pf, pl, pw), routes
+
+
+@pytest.mark.parametrize("n_channels", [2, 8])
+@pytest.mark.parametrize("slice_size", [7, maxmin_levels.SLICE])
+def test_ring_channels_over_shared_routes_fill_level_by_level(n_channels, slice_size):
+    # Slices of 7: each flow's span of pairs, and the route entries, go in many slices.
+    capacity, pairs, routes = ring_channels(64, n_channels)
+    ef, el, ew = routes.expand()
+    flat = tuple(np.concatenate([a, b]) for a, b in zip(pairs, (ef, el, ew), strict=True))
+    local = max_min_rates(capacity, *flat, strategy="local")
+    with mock.patch.object(maxmin_levels, "SLICE", slice_size):
+        fast = max_min_rates(capacity, *pairs, routes=routes)
+    exact, levels = reference_max_min_rates(capacity, *flat)
+    np.testing.assert_allclose(fast.rates, [float(x) for x in exact], rtol=RTOL)
+    np.testing.assert_allclose(fast.link_load, local.link_load, rtol=RTOL, atol=1e-9)
+    assert_max_min_certificate(capacity, *flat, None, fast)
+    assert fast.rounds == len(set(levels))
+
+
+def hashed_all_to_all(n_leaves=4, hosts=4, spines=2, seed=0, blocks=False):
+    """All-to-all where each host reaches its leaf by a shared two-link route (GPU to NIC,
+    NIC to leaf; the same back) and crosses the spines on one hashed path: unequal
+    fabric loads couple every host link to every other.  Pairs come flow by flow, or
+    with ``blocks`` hop by hop (each hop's pairs in flow order, as the solver lists
+    them).  Returns (capacity, pairs, routes)."""
+    rng = np.random.default_rng(seed)
+    n_hosts = n_leaves * hosts
+    # Links: per host up (GPU->NIC, NIC->leaf) and down (leaf->NIC, NIC->GPU), then
+    # leaf->spine and spine->leaf.
+    host_link = lambda h, i: 4 * h + i  # noqa: E731
+    up = lambda leaf, s: 4 * n_hosts + leaf * spines + s  # noqa: E731
+    down = lambda leaf, s: 4 * n_hosts + (n_leaves + leaf) * spines + s  # noqa: E731
+    capacity = np.tile([54.81, 47.0, 47.0, 54.81], n_hosts).tolist()
+    capacity += (rng.uniform(0.5, 1.0, 2 * n_leaves * spines) * 94.0).tolist()
+    links = [[host_link(h, 0), host_link(h, 1)] for h in range(n_hosts)]
+    links += [[host_link(h, 2), host_link(h, 3)] for h in range(n_hosts)]
+    pf, pl, rf, rr = [], [], [], []
+    flow = 0
+    for src in range(n_hosts):
+        for dst in range(n_hosts):
+            if src == dst:
+                continue
+            rf += [flow, flow]
+            rr += [src, n_hosts + dst]
+            a, b = src // hosts, dst // hosts
+            if a != b:
+                s = int(rng.integers(spines))
+                pf += [flow, flow]
+                pl += [up(a, s), down(b, s)]
+            flow += 1
+    if blocks:  # first hops, then second hops
+        rf, rr, pf, pl = rf[::2] + rf[1::2], rr[::2] + rr[1::2], pf[::2] + pf[1::2], \
+            pl[::2] + pl[1::2]
+    routes = SharedRoutes.build(links, [[1.0, 1.0]] * len(links), rf, rr)
+    return capacity, (pf, pl, [1.0] * len(pf)), routes
+
+
+@pytest.mark.parametrize("blocks", [False, True])
+@pytest.mark.parametrize("first_k", [1, 64])
+def test_hashed_all_to_all_over_shared_host_routes_needs_many_levels(first_k, blocks):
+    capacity, pairs, routes = hashed_all_to_all(blocks=blocks)
+    ef, el, ew = routes.expand()
+    flat = (np.concatenate([pairs[0], ef]), np.concatenate([pairs[1], el]),
+            np.concatenate([pairs[2], ew]))
+    local = max_min_rates(capacity, *flat, strategy="local")
+    with mock.patch.object(maxmin_steps, "FIRST_K", first_k):
+        for strategy in STRATEGIES:
+            fast = max_min_rates(capacity, *pairs, routes=routes, strategy=strategy)
+            np.testing.assert_allclose(fast.rates, local.rates, rtol=RTOL, err_msg=strategy)
+            np.testing.assert_allclose(fast.link_load, local.link_load, rtol=RTOL, atol=1e-9)
+            assert_max_min_certificate(capacity, *flat, None, fast)
+        steps = max_min_rates(capacity, *pairs, routes=routes, strategy="global")
+    assert steps.rounds > 20  # really coupled: a level per host link or so
+    assert local.rounds < steps.rounds
+
+
+@pytest.mark.parametrize("with_mult", [False, True])
+@pytest.mark.parametrize(("blocks", "shuffle", "table"), [
+    ((500, 450, 400), False, True), ((500, 450, 400), True, True),
+    ((500, 450, 400, 350, 300), True, False), ((500, 40, 20), False, False)])
+def test_route_pairs_settle_alike_from_a_table_or_a_list(with_mult, blocks, shuffle, table):
+    # Pairs in blocks of these sizes, each listing flows once in rising order.  Flows
+    # that take at most four routes each, most of them about as many, go in a flow ->
+    # routes table (straight from the blocks, or from a CSR if shuffled); others in the
+    # CSR.  Settling some flows adds the same totals either way.
+    rng = np.random.default_rng(4)
+    n_flows, n_routes, offset = 500, 40, 3
+    flow = np.concatenate([np.sort(rng.choice(n_flows, size, replace=False))
+                           for size in blocks]).astype(np.int32)
+    route = rng.integers(0, n_routes, flow.size).astype(np.int32)
+    mult = rng.choice([0.5, 1.0, 2.0], flow.size) if with_mult else None
+    if shuffle:
+        order = rng.permutation(flow.size)
+        flow, route = flow[order], route[order]
+        mult = None if mult is None else mult[order]
+    pairs = maxmin_tables.RoutePairs(flow, route, mult, offset, n_routes, n_flows)
+    assert (pairs.fr_table is not None) == table
+    flows = np.sort(rng.choice(n_flows, 100, replace=False)).astype(np.int32)
+    rates = rng.uniform(1.0, 2.0, flows.size)
+    # By hand: every pair of a settled flow, at its route.
+    rate_of = np.full(n_flows, np.nan)
+    rate_of[flows] = rates
+    on = np.isin(flow, flows)
+    m = np.ones(flow.size) if mult is None else mult
+    n = offset + n_routes
+    at = offset + route[on]
+    k, c, load = np.zeros(n), np.zeros(n, np.int64), np.zeros(n)
+    pairs.settle(flows, rates, k, c, load)
+    np.testing.assert_allclose(k, np.bincount(at, m[on], n), rtol=1e-12)
+    np.testing.assert_array_equal(c, np.bincount(at, minlength=n))
+    np.testing.assert_allclose(load, np.bincount(at, m[on] * rate_of[flow[on]], n), rtol=1e-12)
