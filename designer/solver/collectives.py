@@ -19,6 +19,7 @@ batches of transfers at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,17 +29,15 @@ from designer.solver.labels import Labels
 from designer.solver.phases import FlowBuilder, Phase, Plan
 from designer.solver.routing import (
     Router,
-    _concat,
-    _single,
     ragged_arange,
 )
-from designer.solver.shared_routes import SharedRoutes
 from designer.solver.snapshot import NVLINK, Snapshot
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall",
                "sendrecv")
 ALGORITHMS = ("ring", "tree", "nvls", "hierarchical", "collnet")
-__all__ = ["ALGORITHMS", "COLLECTIVES", "Phase", "Plan", "candidate_plans", "ring_order"]
+__all__ = ["ALGORITHMS", "COLLECTIVES", "PLANNERS", "Phase", "Plan", "candidate_plans",
+           "ring_order"]
 
 
 def _grouped(snap: Snapshot, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -320,7 +319,7 @@ def plan_nvls(router: Router, ranks: np.ndarray, collective: str) -> Plan:
             # mirror image downstream: S (1 + 1/n) each way.
             flow = fb.new_flow(1.0 + 1.0 / len(ranks), f"nvls {direction} {snap.node_ids[g]}")
             fb.add(flow, arcs, snap.arc_cap[arcs] / snap.arc_cap[arcs].sum())
-    fb.nv_hops = 2
+    fb.nv_fixed = 2
     phase = fb.phase("NVLS in-switch all-reduce", 2)
     return Plan(collective, "nvls", ranks, 1, (phase,), True)
 
@@ -389,33 +388,12 @@ def _sharp_phase(router: Router, ranks: np.ndarray, g: int) -> Phase:
     names = [snap.node_ids[i] for i in rl.gpu[ranks].tolist()]
     flows = fb.new_flows(np.full(2 * len(ranks), 1.0 / g),
                          [f"sharp {d} {nid}" for nid in names for d in ("up", "down")])
-    # Per GPU: flow "up" crosses its way to the NIC and the NIC's cable; flow "down" the
-    # cable back and its way from the NIC.
-    edge = rl.up[ranks]
-    up = _concat([rl.access_up.take(ranks), _single(edge)])
-    down = _concat([_single(edge ^ 1), rl.access_down.take(ranks)])
-    fb.flows += [np.repeat(flows[0::2], up.lengths), np.repeat(flows[1::2], down.lengths)]
-    fb.arcs += [up.arcs, down.arcs]
-    fb.weights += [up.weights, down.weights]
-    fb.net_hops = 2
+    # Per GPU: flow "up" crosses its way to the NIC and the NIC's cable (its access leg
+    # out); flow "down" the cable back and its way from the NIC (its leg in).
+    fb.add_legs(flows[0::2], ranks)
+    fb.add_legs(flows[1::2], len(rl.gpu) + ranks)
+    fb.net_fixed = 2
     return fb.phase("SHARP in-network all-reduce", 2)
-
-
-def _merge(phases: list[Phase], name: str) -> Phase:
-    """Run several phases' flows together (e.g. every domain's ring at once)."""
-    offset, flows, routes = 0, [], []
-    for p in phases:
-        flows.append(p.pair_flow + offset)
-        if p.routes is not None:
-            routes.append(p.routes.offset(offset))
-        offset += p.n_flows
-    return Phase(name, np.concatenate(flows), np.concatenate([p.pair_arc for p in phases]),
-                 np.concatenate([p.pair_weight for p in phases]),
-                 np.concatenate([p.flow_bytes for p in phases]),
-                 Labels.chain([p.flow_label for p in phases]),
-                 max(p.steps for p in phases), max(p.nvlink_hops for p in phases),
-                 max(p.net_hops for p in phases),
-                 SharedRoutes.concat(routes) if routes else None)
 
 
 def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall") -> Plan:
@@ -458,34 +436,44 @@ def plan_sendrecv(router: Router, ranks: np.ndarray, collective: str = "sendrecv
                 True)
 
 
+PLANNERS = {
+    "ring": plan_ring, "tree": plan_tree, "nvls": plan_nvls,
+    "hierarchical": plan_hierarchical,
+    "collnet": lambda r, k, c: plan_hierarchical(r, k, c, inter="collnet"),
+    "alltoall": plan_alltoall, "sendrecv": plan_sendrecv,
+}
+"""Plan builders by name: ``PLANNERS[name](router, ranks, collective)``."""
+
+
 def candidate_plans(router: Router, ranks: np.ndarray, collective: str,
-                    algorithm: str = "auto") -> list[Plan]:
-    """Plans to consider: the forced algorithm, or every one that applies (``auto``)."""
+                    algorithm: str = "auto", *,
+                    build: Callable[[str], Plan] | None = None) -> list[Plan]:
+    """Plans to consider: the forced algorithm, or every one that applies (``auto``).
+
+    ``build(name)`` makes the plan of `PLANNERS` ``name`` (default: with ``router``);
+    `route_reuse` passes one that patches the previous snapshot's plan instead.
+    """
     if collective not in COLLECTIVES:
         raise SolverError(f"unknown collective {collective!r}; one of {', '.join(COLLECTIVES)}")
     if len(ranks) < 2:
         raise SolverError("a collective needs at least 2 ranks")
-    if collective == "alltoall":
-        return [plan_alltoall(router, ranks)]
-    if collective == "sendrecv":
-        return [plan_sendrecv(router, ranks)]
-    builders = {
-        "ring": plan_ring, "tree": plan_tree, "nvls": plan_nvls,
-        "hierarchical": plan_hierarchical,
-        "collnet": lambda r, k, c: plan_hierarchical(r, k, c, inter="collnet"),
-    }
+    if build is None:
+        def build(name: str) -> Plan:
+            return PLANNERS[name](router, ranks, collective)
+    if collective in ("alltoall", "sendrecv"):
+        return [build(collective)]
     if algorithm != "auto":
-        if algorithm not in builders:
+        if algorithm not in ALGORITHMS:
             raise SolverError(f"unknown algorithm {algorithm!r}; one of auto, "
                               f"{', '.join(ALGORITHMS)}")
-        return [builders[algorithm](router, ranks, collective)]
+        return [build(algorithm)]
     plans = []
     first_error: SolverError | None = None
     for name in ALGORITHMS:
         if name == "nvls" and len(ranks) <= 4:
             continue  # NCCL's tuner enables NVLS only above 4 GPUs (force it to see it)
         try:
-            plans.append(builders[name](router, ranks, collective))
+            plans.append(build(name))
         except SolverError as exc:
             first_error = first_error or exc  # ring's reason is the most telling
             continue  # not applicable here (e.g. nvls across domains)

@@ -12,6 +12,10 @@ Across NVLink domains a transfer leaves through the sender's rail NIC and enters
 the receiver's, however each GPU reaches its NIC (own PCIe link, PXN or host; see
 `snapshot`), and crosses the fabric between the two NICs' edge switches, or just the
 cable when two NICs are cabled to each other.
+
+A phase also keeps its *recipe* (`route_recipe`): the route-table rows its pairs and
+shared routes were assembled from, with the key of each row, so that after a what-if
+edit `route_reuse` can recompute the rows the edit changed and assemble the phase again.
 """
 
 from __future__ import annotations
@@ -23,6 +27,14 @@ import numpy as np
 
 from designer.solver.errors import SolverError
 from designer.solver.labels import Labels
+from designer.solver.route_recipe import (
+    PhaseRecipe,
+    Piece,
+    _cat,
+    materialize,
+    raw_piece,
+    shared_piece,
+)
 from designer.solver.routing import (
     RouteBatch,
     Router,
@@ -49,6 +61,8 @@ class Phase:
     net_hops: int
     routes: SharedRoutes | None = None
     """Fabric routes shared by many flows (adaptive routing), on top of the pairs."""
+    recipe: PhaseRecipe | None = field(default=None, repr=False)
+    """How the pairs and routes were assembled (`route_recipe`), for `route_reuse`."""
 
     @property
     def n_flows(self) -> int:
@@ -75,7 +89,7 @@ class Phase:
         return replace(self, pair_flow=np.concatenate([self.pair_flow, f]),
                        pair_arc=np.concatenate([self.pair_arc, a]),
                        pair_weight=np.concatenate([self.pair_weight, w]),
-                       routes=fabric if len(fabric.pair_flow) else None)
+                       routes=fabric if len(fabric.pair_flow) else None, recipe=None)
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every ``(flow, arc, weight)`` of the phase, shared routes expanded (memory!)."""
@@ -104,21 +118,21 @@ class FlowBuilder:
 
     `transfers` routes a whole batch of rank-to-rank transfers with array code; the pairs
     it appends are exactly those `transfer` would append called once per transfer, in
-    the same order.
+    the same order.  Pairs are kept as pieces of route tables with the key of every row
+    (`route_recipe`), so that `route_reuse` can recompute only what an edit changed.
     """
 
     def __init__(self, router: Router):
         self.router = router
         self.snap = router.snap
-        self.flows: list[np.ndarray] = []
-        self.arcs: list[np.ndarray] = []
-        self.weights: list[np.ndarray] = []
+        self.pieces: list[Piece] = []
+        self.shared: list = []         # route_recipe.SharedPiece
         self.bytes: list[np.ndarray] = []
         self.labels: list[Sequence[str]] = []
-        self.routes: list[SharedRoutes] = []
         self.n_flows = 0
-        self.net_hops = 0
-        self.nv_hops = 0
+        # Hop counts set other than by route tables (NVLS, SHARP, back-to-back NICs).
+        self.nv_fixed = 0
+        self.net_fixed = 0
 
     def new_flow(self, nbytes: float, label: str) -> int:
         return int(self.new_flows(np.array([nbytes], dtype=float), [label])[0])
@@ -133,9 +147,18 @@ class FlowBuilder:
                          dtype=np.int32 if self.n_flows < 2**31 else np.int64)
 
     def add(self, flow: int, arcs: np.ndarray, weights: np.ndarray) -> None:
-        self.flows.append(np.full(len(arcs), flow, dtype=np.int64))
-        self.arcs.append(np.asarray(arcs, dtype=np.int64))
-        self.weights.append(np.asarray(weights, dtype=float))
+        """Pairs of ``flow`` given as they are (a phase with such pairs is rebuilt, not
+        patched, after an edit)."""
+        self.pieces.append(raw_piece(np.full(len(arcs), flow, dtype=np.int64),
+                                     np.asarray(arcs, dtype=np.int64),
+                                     np.asarray(weights, dtype=float)))
+
+    def add_legs(self, flows: np.ndarray, rows: np.ndarray) -> None:
+        """Flow ``flows[i]`` crosses access leg ``rows[i]`` (`_access_legs`: rank ``x``'s
+        way out is row ``x``, its way in row ``n + x``)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        self.pieces.append(Piece("legs", np.asarray(flows), _access_legs(self.router).take(rows),
+                                 (rows,)))
 
     def transfer(self, flow: int, a: int, b: int, key: int) -> None:
         """Route rank ``a`` -> rank ``b`` into ``flow`` (NVLink in a domain, else NICs):
@@ -168,9 +191,8 @@ class FlowBuilder:
         same: np.ndarray | slice = slice(None) if n_cross == 0 else is_same
         cross: np.ndarray | slice = slice(None) if n_same == 0 else ~is_same
 
-        nv = r.nvlink_routes(rl.gpu[a[same]], rl.gpu[b[same]])
-        if n_same:
-            self.nv_hops = max(self.nv_hops, int(nv.hops.max()) - 1, 1)
+        nv_a, nv_b = rl.gpu[a[same]], rl.gpu[b[same]]
+        nv = r.nvlink_routes(nv_a, nv_b)
 
         ac, bc = a[cross], b[cross]
         keys_cross = keys[cross] if s.routing == "ecmp" and n_cross else None
@@ -179,7 +201,8 @@ class FlowBuilder:
         if n_cross and not (switched and rl.ok.all()):
             self._check_ranks(ac, bc)
         if switched:
-            self._switched_transfers(flows[same], nv, flows[cross], ac, bc, keys_cross)
+            self._switched_transfers(flows[same], nv, (nv_a, nv_b), flows[cross], ac, bc,
+                                     keys_cross)
             return
         self._direct_transfers(flows, same, cross, nv, ac, bc, keys_cross)
 
@@ -201,18 +224,19 @@ class FlowBuilder:
         fab_at, fab_len = np.zeros(len(ac), np.int64), np.zeros(len(ac), np.int64)
         via_fabric = np.flatnonzero(~direct)
         if via_fabric.size:
-            fab, at = self._fabric_routes(ac[via_fabric], bc[via_fabric],
-                                          None if keys is None else keys[via_fabric])
+            fab, at, _ = self._fabric_routes(ac[via_fabric], bc[via_fabric],
+                                             None if keys is None else keys[via_fabric])
             fab_at[via_fabric], fab_len[via_fabric] = at, fab.lengths[at]
+            self.net_fixed = max(self.net_fixed, 2 + int(fab.hops.max()))
         if s.routing == "adaptive" and fab_len.any():
             # One DAG per (leaf, leaf) class, kept once and shared by the flows of the
             # class (`SharedRoutes`) instead of copied into each flow's pairs.
             take = np.flatnonzero(fab_len > 0)
-            self.routes.append(SharedRoutes(fab.ptr, fab.arcs, fab.weights,
-                                            flows[cross_ids[take]], fab_at[take]))
+            self.shared.append(shared_piece(SharedRoutes(
+                fab.ptr, fab.arcs, fab.weights, flows[cross_ids[take]], fab_at[take]), 0))
             fab_len = np.zeros(len(ac), np.int64)
         if direct.any():
-            self.net_hops = max(self.net_hops, 1)
+            self.net_fixed = max(self.net_fixed, 1)
 
         # Per cross transfer its local arcs: the way up, the NIC cable(s), the way down.
         up_t, down_t = rl.access_up, rl.access_down
@@ -243,24 +267,25 @@ class FlowBuilder:
         tail_len[cross] = fab_len
         pieces = ragged_arange(np.stack([head, tail], axis=1).reshape(-1),
                                np.stack([head_len, tail_len], axis=1).reshape(-1))
-        self.flows.append(np.repeat(flows, head_len + tail_len))
-        self.arcs.append(pool_arcs[pieces])
-        self.weights.append(pool_w[pieces])
+        self.pieces.append(raw_piece(np.repeat(flows, head_len + tail_len),
+                                     pool_arcs[pieces], pool_w[pieces]))
+        if len(nv.hops):
+            self.nv_fixed = max(self.nv_fixed, int(nv.hops.max()) - 1, 1)
 
-    def _switched_transfers(self, f_same, nv: RouteBatch, f_cross, ac, bc, keys) -> None:
+    def _switched_transfers(self, f_same, nv: RouteBatch, nv_ends, f_cross, ac, bc,
+                            keys) -> None:
         """`transfers` when every NIC is cabled to a switch (the usual case): the NVLink
         routes as pairs; per cross-domain transfer the sender's way out and the
         receiver's way in as shared routes (`_access_legs`: the same for every peer), and
         the fabric route, shared per pair of edge switches under adaptive routing (one
         table of shared routes, written in place), else one walk per transfer."""
-        self.flows.append(np.repeat(f_same, nv.lengths))
-        self.arcs.append(nv.arcs)
-        self.weights.append(nv.weights)
+        if len(f_same):
+            self.pieces.append(Piece("nv", f_same, nv, nv_ends))
         m = len(ac)
         if not m:
             return
         r = self.router
-        fab, fab_at = self._fabric_routes(ac, bc, keys)
+        fab, fab_at, fab_keys = self._fabric_routes(ac, bc, keys)
         legs = _access_legs(r)
         n = len(r.rank_links().gpu)
         adaptive = self.snap.routing == "adaptive"
@@ -281,12 +306,12 @@ class FlowBuilder:
             ptr = np.concatenate([ptr, fab.ptr[1:] + ptr[-1]])
             link = np.concatenate([link, fab.arcs])
             weight = np.concatenate([weight, fab.weights])
-        self.routes.append(SharedRoutes(ptr, link, weight, pair_flow, pair_route,
-                                        local=local))
-        if not adaptive:  # one walk per transfer, in order
-            self.flows.append(np.repeat(f_cross, fab.hops))   # hops: the walk's length
-            self.arcs.append(fab.arcs)
-            self.weights.append(fab.weights)
+        routes = SharedRoutes(ptr, link, weight, pair_flow, pair_route, local=local)
+        if adaptive:
+            self.shared.append(shared_piece(routes, 2 * n, fab, *fab_keys[:2]))
+        else:  # one walk per transfer, in order
+            self.shared.append(shared_piece(routes, 2 * n))
+            self.pieces.append(Piece("walk", f_cross, fab, fab_keys))
 
     def _check_ranks(self, a: np.ndarray, b: np.ndarray) -> None:
         """Raise, naming the first culprit, if a transfer ``a[i]`` -> ``b[i]`` across
@@ -311,11 +336,13 @@ class FlowBuilder:
                     f"{s.node_ids[rl.gpu[int(a[i])]]} to GPU {s.node_ids[rl.gpu[far]]}")
 
     def _fabric_routes(self, ac: np.ndarray, bc: np.ndarray,
-                       keys: np.ndarray | None) -> tuple[RouteBatch, np.ndarray]:
+                       keys: np.ndarray | None) -> tuple[RouteBatch, np.ndarray, tuple]:
         """Fabric routes of transfers ``ac[i]`` -> ``bc[i]`` between edge switches (``keys``:
-        their ECMP keys, under ECMP): a table of routes, and per transfer the index of
-        its route in the table (one per (edge switch, edge switch) class under adaptive
-        routing, one per transfer otherwise)."""
+        their ECMP keys, under ECMP): a table of routes, per transfer the index of its
+        route in the table (one per (edge switch, edge switch) class under adaptive
+        routing, one per transfer otherwise), and the rows' keys for `route_recipe`:
+        the classes' edge switches ``(la, lb)``, then for walks each transfer's class,
+        hash key and destination, and the routing mode."""
         s, r = self.snap, self.router
         rl = r.rank_links()
         # Fabric routes are per (edge switch, edge switch) class: find the classes by
@@ -330,31 +357,19 @@ class FlowBuilder:
         if np.any(cls_hops < 0):
             i = int(np.flatnonzero(cls_hops < 0)[0])
             r.fabric_dag(int(la[i]), int(lb[i]))  # raises naming the pair
-        self.net_hops = max(self.net_hops, 2 + int(cls_hops.max()))
         if s.routing == "adaptive":
-            return r.fabric_dags(la, lb), inverse     # one DAG per class, shared
+            return r.fabric_dags(la, lb), inverse, (la, lb)   # one DAG per class, shared
         # Static routing picks by destination; the keys are ECMP's alone.
-        walks = r.class_walks(la, lb, inverse, bc if keys is None else keys, bc, s.routing,
-                              hops=cls_hops)
-        return walks, np.arange(len(ac))
+        wkeys = bc if keys is None else keys
+        walks = r.class_walks(la, lb, inverse, wkeys, bc, s.routing, hops=cls_hops)
+        return walks, np.arange(len(ac)), (la, lb, inverse, wkeys, bc, s.routing)
 
     def phase(self, name: str, steps: int) -> Phase:
         """The accumulated flows as a `Phase` (flow and arc ids int32 while they fit)."""
-
-        def cat(xs, dt):
-            if not xs:
-                return np.zeros(0, dt)
-            if len(xs) == 1:
-                return np.asarray(xs[0]).astype(dt, copy=False)
-            out = np.empty(sum(len(x) for x in xs), dt)  # straight in: no wider copy
-            np.concatenate(xs, out=out, casting="same_kind")
-            return out
-
-        ids = np.int32 if max(self.n_flows, self.snap.n_arcs) < 2**31 else np.int64
-        return Phase(name, cat(self.flows, ids), cat(self.arcs, ids),
-                     cat(self.weights, float), cat(self.bytes, float),
-                     Labels.chain(self.labels), steps, self.nv_hops, self.net_hops,
-                     SharedRoutes.concat(self.routes) if self.routes else None)
+        recipe = PhaseRecipe(tuple(self.pieces), tuple(self.shared), self.nv_fixed,
+                             self.net_fixed)
+        return materialize(recipe, name, _cat(self.bytes, float), Labels.chain(self.labels), steps,
+                           self.n_flows, self.snap.n_arcs, Phase)
 
 
 # ----------------------------------------------------------------- rank layout

@@ -4,6 +4,7 @@ Used by `routing.Router` (NVLink domains are in `route_nvlink`)."""
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,6 +25,22 @@ from designer.solver.route_arrays import (
 
 if TYPE_CHECKING:
     from designer.solver.routing import Router
+
+
+def _reweighed(table: RouteBatch, arcs: np.ndarray, cap: np.ndarray) -> RouteBatch:
+    """``table`` (rows of next-hop arcs split by capacity) with the splits of the rows
+    that cross one of ``arcs`` recomputed from ``cap``."""
+    mask = np.zeros(len(cap), dtype=bool)
+    mask[arcs] = True
+    bad = np.flatnonzero(mask[table.arcs])
+    if not bad.size:
+        return table
+    rows = distinct(np.searchsorted(table.ptr, bad, side="right") - 1)
+    lengths = table.lengths[rows]
+    pos = ragged_arange(table.ptr[rows], lengths)
+    weights = table.weights.copy()
+    weights[pos] = split_by_capacity(table.arcs[pos], lengths, cap).weights
+    return RouteBatch(table.ptr, table.arcs, weights, table.hops)
 
 
 # ----------------------------------------------------------------- fabric groups
@@ -56,8 +73,79 @@ class _FabricGroups:
         self._group_key: dict[bytes, int] = {}    # switch neighbours -> group
         self._rows: list[np.ndarray] = []         # per group: distance of every switch
         self._table: np.ndarray | None = None
-        n_sw = len(self.switches)
-        self._hops = KeyedRows(2 * n_sw * n_sw, self._build_hops)   # see `_next`
+        self._hops = KeyedRows(self._hops_space(), self._build_hops)   # see `_next`
+
+    def rebased(self, router: Router, change,
+                net_reweighed: np.ndarray | None = None) -> _FabricGroups:
+        """These groups for ``router``, the router of ``change.new`` (a
+        `route_rebase.SnapshotChange` from this router's snapshot).
+
+        Distances ignore capacities: after a capacity edit every row is kept, and so are
+        the next-hop rows (they move to the new groups), with the splits of the rows
+        crossing an arc of ``net_reweighed`` recomputed.  After a fail or restore the
+        switches are numbered anew; when the numbering is the same, a row is searched
+        again only if a switch lost every arc on its shortest paths (``d(x) = d(y) +
+        1``) or an added arc shortens one (``d(y) + 1 < d(x)``): otherwise every
+        distance still satisfies the breadth-first recurrence, so none changed.
+        Targets at an end of a changed switch-to-switch arc are grouped again (their
+        switch neighbours may differ).
+        """
+        if not change.live:
+            out = copy.copy(self)
+            out.router = router
+            out._group, out._group_key = dict(self._group), dict(self._group_key)
+            out._rows = list(self._rows)
+            hops, self._hops = self._hops, KeyedRows(self._hops_space(), self._build_hops)
+            hops.build = out._build_hops
+            if net_reweighed is not None and net_reweighed.size:
+                hops.table = _reweighed(hops.table, net_reweighed, router.snap.arc_cap)
+            out._hops = hops
+            return out
+        out = _FabricGroups(router)
+        if not np.array_equal(out.switches, self.switches):
+            return out
+        o, n = change.old, change.new
+        rx, ry = self.index[o.arc_src[change.removed]], self.index[o.arc_dst[change.removed]]
+        ax, ay = self.index[n.arc_src[change.added]], self.index[n.arc_dst[change.added]]
+        # Switch-to-switch arcs only (both ends numbered, and a fabric arc: NVSwitches
+        # and other planes have no number or no such arc).
+        sw_rem = (rx >= 0) & (ry >= 0) & np.isin(change.removed, self.s_arc)
+        sw_add = (ax >= 0) & (ay >= 0) & np.isin(change.added, out.s_arc)
+        rx, ry, ax, ay = rx[sw_rem], ry[sw_rem], ax[sw_add], ay[sw_add]
+        table = self.table()
+        flag = np.zeros(len(table), dtype=bool)
+        if rx.size and table.size:
+            g, k = np.nonzero((table[:, rx] == table[:, ry] + 1) & (table[:, ry] >= 1))
+            x = rx[k]
+            # Does x keep an arc one step closer (in the new graph)?
+            lengths = out.s_ptr[x + 1] - out.s_ptr[x]
+            pos = ragged_arange(out.s_ptr[x], lengths)
+            owner = np.repeat(np.arange(len(x)), lengths)
+            closer = table[g[owner], out.s_dst[pos]] == table[g[owner], x[owner]] - 1
+            kept = np.bincount(owner[closer], minlength=len(x)) > 0
+            flag[g[~kept]] = True
+        if ax.size and table.size:
+            dx, dy = table[:, ax], table[:, ay]
+            flag |= ((dy >= 1) & ((dx < 0) | (dy + 1 < dx))).any(axis=1)
+        out._group_key = dict(self._group_key)
+        out._rows = list(self._rows)
+        redo = np.flatnonzero(flag).tolist()
+        if redo:
+            key_of = {g: k for k, g in self._group_key.items()}
+            fresh = out._bfs([np.frombuffer(key_of[g], dtype=np.int64) for g in redo])
+            for g, row in zip(redo, fresh, strict=True):
+                out._rows[g] = row
+        touched = set(self.switches[np.concatenate([rx, ry, ax, ay])].tolist())
+        out._group = {t: g for t, g in self._group.items() if t not in touched}
+        return out
+
+    def _hops_space(self) -> int:
+        return 2 * len(self.switches) ** 2
+
+    def row(self, group: int) -> np.ndarray:
+        """Group ``group``'s distances (over switches); a row kept by `rebased` is the
+        very array of the groups it was kept from."""
+        return self._rows[group]
 
     def covers(self, leaf_a: np.ndarray, leaf_b: np.ndarray) -> np.ndarray:
         sw = self.router.is_switch

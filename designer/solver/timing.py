@@ -25,6 +25,7 @@ from designer.solver import nccl_model
 from designer.solver.collectives import Plan, candidate_plans
 from designer.solver.errors import SolverError
 from designer.solver.maxmin import max_min_rates
+from designer.solver.route_reuse import RouteMemo
 from designer.solver.routing import Router
 from designer.solver.snapshot import Snapshot
 
@@ -160,7 +161,8 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
                      ranks: Sequence[int] | None = None,
                      launch: str = "eager", gpus_per_thread: int = 1,
                      cancelled: Callable[[], bool] | None = None,
-                     cache: dict | None = None) -> CollectiveResult:
+                     cache: dict | None = None,
+                     memo: RouteMemo | None = None) -> CollectiveResult:
     """Route, rate and time a collective on a snapshot.
 
     Parameters
@@ -185,6 +187,12 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
         all-reduce): the router and the routed, rated plans are kept in it per
         (collective, algorithm, ranks), so only the first call routes.  Start each
         snapshot with a new dict.
+    memo : RouteMemo, optional
+        Kept by a caller that solves snapshot after snapshot of ONE design (the GUI
+        after each edit): what was routed for the previous snapshot is reused where the
+        edit left it valid (`route_reuse`), with the same result as routing afresh.
+        With a ``cache`` too, the memo is kept in it, so later calls with that cache
+        (a sweep, a training all-reduce) use it without being given it.
 
     Returns
     -------
@@ -201,16 +209,21 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
         raise SolverError("ranks must not repeat")
     if cache is not None and cache.setdefault("snapshot", snap) is not snap:
         raise SolverError("a solve cache serves one snapshot: start a new dict")
+    if cache is not None:
+        memo = cache.setdefault("memo", memo) if memo is not None else cache.get("memo")
     key = ("solved", collective, algorithm, rank_arr.tobytes())
     solved = None if cache is None else cache.get(key)
     t_route = t_rates = time.perf_counter()
     if solved is None:
-        router = None if cache is None else cache.get("router")
-        if router is None:
-            router = Router(snap)
-            if cache is not None:
-                cache["router"] = router
-        plans = candidate_plans(router, rank_arr, collective, algorithm)
+        if memo is not None:
+            plans = memo.plans(snap, rank_arr, collective, algorithm)
+        else:
+            router = None if cache is None else cache.get("router")
+            if router is None:
+                router = Router(snap)
+                if cache is not None:
+                    cache["router"] = router
+            plans = candidate_plans(router, rank_arr, collective, algorithm)
         t_route = time.perf_counter()
         if check():
             raise SolverError("cancelled")

@@ -1,0 +1,241 @@
+"""How a phase was assembled from route tables: its *recipe*.
+
+`phases.FlowBuilder` appends a phase's flow-arc pairs piece by piece, each piece a run of
+rows of one kind of route table, and its shared routes (`SharedRoutes`) as the router's
+access legs followed by one adaptive DAG per pair of edge switches.  The recipe keeps,
+for every row, the key that made it:
+
+``nv``
+    the NVLink spray between two nodes of one domain (key: the two nodes);
+``walk``
+    the ECMP or static path of one transfer between two edge switches (key: its class of
+    edge switches, its ECMP key and its destination rank);
+``legs``
+    rows of the router's access legs (`phases._access_legs`; key: the row);
+``raw``
+    pairs given as they are (`FlowBuilder.add`, back-to-back NICs): no key, so a phase
+    with such a piece cannot be patched, only rebuilt.
+
+`materialize` turns a recipe into a `Phase`; the builder uses it for every phase it
+makes, and `route_reuse` for phases whose changed rows it has recomputed after an edit,
+so that a patched phase is assembled by the very code that assembles a fresh one.  Once
+materialized, the pieces keep views into the phase's arrays, not copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from designer.solver.route_arrays import RouteBatch, ragged_arange
+from designer.solver.shared_routes import SharedRoutes
+
+KINDS = ("nv", "walk", "legs", "raw")
+
+
+@dataclass(frozen=True, eq=False)
+class Piece:
+    """Rows of one route table: row ``i`` is ``rows.route(i)``, taken by ``flows[i]``.
+
+    ``keys`` say what each row is (see the module docstring); for ``raw`` pieces
+    ``rows`` has one pair per row.
+    """
+
+    kind: str
+    flows: np.ndarray
+    rows: RouteBatch
+    keys: tuple = ()
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The piece's ``(flow, arc, weight)`` pairs."""
+        return np.repeat(self.flows, self.rows.lengths), self.rows.arcs, self.rows.weights
+
+
+def raw_piece(flows: np.ndarray, arcs: np.ndarray, weights: np.ndarray) -> Piece:
+    """Pairs as they are: one row per pair."""
+    n = len(arcs)
+    return Piece("raw", np.asarray(flows), RouteBatch(np.arange(n + 1, dtype=np.int64),
+                                                      np.asarray(arcs), np.asarray(weights),
+                                                      np.zeros(n, np.int64)))
+
+
+@dataclass(frozen=True, eq=False)
+class SharedPiece:
+    """One `SharedRoutes` of a phase: its route table is the router's access legs (the
+    first ``n_legs`` routes; 0: none) then, under adaptive routing, ``fab``: the DAG of
+    each (``la[c]``, ``lb[c]``) class of edge switches (``fab.hops``: their hop counts).
+    ``routes`` is the table as built; who takes which route never changes."""
+
+    routes: SharedRoutes
+    n_legs: int
+    fab: RouteBatch | None = None
+    la: np.ndarray | None = None
+    lb: np.ndarray | None = None
+
+    def with_tables(self, legs: RouteBatch | None, fab: RouteBatch | None,
+                    old_legs: RouteBatch | None = None) -> SharedPiece:
+        """The same pairs over new tables (the legs and the class DAGs, row for row);
+        ``old_legs``: the legs the table has now, if known (when they and the DAGs'
+        arcs are unchanged only the weights are copied)."""
+        r = self.routes
+        if (legs is not None and legs is old_legs and fab is not None
+                and self.fab is not None and fab.ptr is self.fab.ptr
+                and fab.arcs is self.fab.arcs):
+            at = int(r.ptr[self.n_legs])
+            weight = np.concatenate([r.weight[:at], fab.weights])
+            routes = SharedRoutes(r.ptr, r.link, weight, r.pair_flow, r.pair_route,
+                                  r.pair_mult, r.local)
+            return replace(self, routes=routes, fab=_fab_view(routes, self.n_legs, fab))
+        if legs is None:     # no legs: the class DAGs alone
+            ptr, link, weight = fab.ptr, fab.arcs, fab.weights
+        else:
+            ptr, link, weight = legs.ptr, legs.arcs, legs.weights
+            if fab is not None:
+                ptr = np.concatenate([ptr, fab.ptr[1:] + ptr[-1]])
+                link = np.concatenate([link, fab.arcs])
+                weight = np.concatenate([weight, fab.weights])
+        routes = SharedRoutes(ptr, link, weight, r.pair_flow, r.pair_route, r.pair_mult,
+                              r.local)
+        return replace(self, routes=routes, fab=_fab_view(routes, self.n_legs, fab))
+
+
+def shared_piece(routes: SharedRoutes, n_legs: int, fab: RouteBatch | None = None,
+                 la: np.ndarray | None = None, lb: np.ndarray | None = None) -> SharedPiece:
+    """A `SharedPiece` whose ``fab`` rows are views into ``routes``."""
+    return SharedPiece(routes, n_legs, _fab_view(routes, n_legs, fab), la, lb)
+
+
+def _fab_view(routes: SharedRoutes, n_legs: int, fab: RouteBatch | None) -> RouteBatch | None:
+    if fab is None:
+        return None
+    at = int(routes.ptr[n_legs])
+    return RouteBatch(routes.ptr[n_legs:] - at, routes.link[at:], routes.weight[at:], fab.hops)
+
+
+@dataclass(frozen=True, eq=False)
+class PhaseRecipe:
+    """A phase's pieces (in order) and shared routes, and the hop counts set other than
+    by its route tables (`phase_hops`)."""
+
+    pieces: tuple[Piece, ...]
+    shared: tuple[SharedPiece, ...]
+    nv_fixed: int = 0
+    net_fixed: int = 0
+
+    @property
+    def patchable(self) -> bool:
+        """Whether every row has a key (no ``raw`` piece), so it can be recomputed."""
+        return all(p.kind != "raw" for p in self.pieces) and all(
+            s.n_legs or s.fab is not None for s in self.shared)
+
+    def phase_hops(self) -> tuple[int, int]:
+        """``(nvlink_hops, net_hops)`` of the phase: NVLink hops of its longest spray less
+        one, at least one; the edge-switch hops of its longest fabric class plus the two
+        NIC cables (as `FlowBuilder.transfers` counts them)."""
+        nv, net = self.nv_fixed, self.net_fixed
+        for p in self.pieces:
+            if p.kind == "nv" and len(p.flows):
+                nv = max(nv, int(p.rows.hops.max()) - 1, 1)
+            elif p.kind == "walk" and len(p.flows):
+                net = max(net, 2 + int(p.rows.hops.max()))
+        for s in self.shared:
+            if s.fab is not None and len(s.fab.hops):
+                net = max(net, 2 + int(s.fab.hops.max()))
+        return nv, net
+
+
+def materialize(recipe: PhaseRecipe, name: str, flow_bytes: np.ndarray,
+                flow_label: Sequence[str], steps: int, n_flows: int, n_arcs: int,
+                phase_type: type, pairs: tuple | None = None,
+                pair_flow: np.ndarray | None = None):
+    """The `Phase` (``phase_type``) of ``recipe``: its pieces' pairs one after another
+    (flow and arc ids int32 while they fit), its shared routes side by side, and the
+    recipe re-pointed at views of the phase's arrays.  ``pairs``: the pieces' pairs when
+    the caller has them already (an unchanged phase's arrays); ``pair_flow``: their flows
+    alone (rows of unchanged lengths)."""
+    ids = np.int32 if max(n_flows, n_arcs) < 2**31 else np.int64
+    if pairs is not None and pairs[1].dtype == ids:
+        pair_flow, pair_arc, pair_weight = pairs
+    else:
+        if pair_flow is None or pair_flow.dtype != ids:
+            pair_flow = _cat([np.repeat(p.flows, p.rows.lengths) for p in recipe.pieces],
+                             ids)
+        pair_arc = _cat([p.rows.arcs for p in recipe.pieces], ids)
+        pair_weight = _cat([p.rows.weights for p in recipe.pieces], float)
+    pieces, at = [], 0
+    for p in recipe.pieces:
+        n = len(p.rows.arcs)
+        rows = RouteBatch(p.rows.ptr, pair_arc[at:at + n], pair_weight[at:at + n], p.rows.hops)
+        pieces.append(replace(p, rows=rows))
+        at += n
+    recipe = replace(recipe, pieces=tuple(pieces))
+    routes = (SharedRoutes.concat([s.routes for s in recipe.shared]) if recipe.shared
+              else None)
+    nv_hops, net_hops = recipe.phase_hops()
+    return phase_type(name, pair_flow, pair_arc, pair_weight, flow_bytes, flow_label, steps,
+                      nv_hops, net_hops, routes, recipe)
+
+
+def _cat(xs: list[np.ndarray], dt) -> np.ndarray:
+    """``xs`` end to end as ``dt``, written straight into the result (no wider copy)."""
+    if not xs:
+        return np.zeros(0, dt)
+    if len(xs) == 1:
+        return np.asarray(xs[0]).astype(dt, copy=False)
+    out = np.empty(sum(len(x) for x in xs), dt)
+    np.concatenate(xs, out=out, casting="same_kind")
+    return out
+
+
+def splice(rows: RouteBatch, at: np.ndarray, new: RouteBatch) -> RouteBatch:
+    """``rows`` with rows ``at`` (sorted, distinct) replaced by ``new``'s, in order.
+
+    In place of a copy when the lengths agree (a capacity edit changes weights only),
+    else by copying the runs between the replaced rows (a few of them) or by one gather.
+    """
+    if len(at) == 0:
+        return rows
+    old_len = rows.lengths[at]
+    hops = rows.hops.copy()
+    hops[at] = new.hops
+    if np.array_equal(old_len, new.lengths):
+        pos = ragged_arange(rows.ptr[at], old_len)
+        arcs = rows.arcs
+        if not np.array_equal(arcs[pos], new.arcs):
+            arcs = arcs.astype(np.result_type(arcs, new.arcs), copy=True)
+            arcs[pos] = new.arcs
+        weights = np.array(rows.weights, dtype=float, copy=True)
+        weights[pos] = new.weights
+        return RouteBatch(rows.ptr, arcs, weights, hops)
+    lengths = rows.lengths
+    lengths[at] = new.lengths
+    ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    if len(at) <= 64:   # a few rows: the runs between them copied whole
+        cut = np.stack([rows.ptr[at], rows.ptr[at + 1]], axis=1).reshape(-1).tolist()
+        bounds = [0, *cut, len(rows.arcs)]
+        put = new.ptr.tolist()
+        arcs, weights = [], []
+        for i in range(len(at) + 1):
+            lo, hi = bounds[2 * i], bounds[2 * i + 1]
+            arcs.append(rows.arcs[lo:hi])
+            weights.append(rows.weights[lo:hi])
+            if i < len(at):
+                arcs.append(new.arcs[put[i]:put[i + 1]])
+                weights.append(new.weights[put[i]:put[i + 1]])
+        return RouteBatch(ptr, np.concatenate(arcs).astype(rows.arcs.dtype, copy=False),
+                          np.concatenate(weights).astype(float, copy=False), hops)
+    # Take every row from the pool [old rows, new rows]: old rows by their own index,
+    # replaced ones from the new table.
+    n_old = len(rows.ptr) - 1
+    source = np.arange(n_old)
+    source[at] = n_old + np.arange(len(at))
+    pool = RouteBatch(np.concatenate([rows.ptr, new.ptr[1:] + rows.ptr[-1]]),
+                      np.concatenate([rows.arcs, new.arcs.astype(rows.arcs.dtype,
+                                                                 copy=False)]),
+                      np.concatenate([np.asarray(rows.weights, float), new.weights]),
+                      np.concatenate([rows.hops, new.hops]))
+    out = pool.take(source)
+    return RouteBatch(ptr, out.arcs, out.weights, hops)
