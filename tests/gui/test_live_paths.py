@@ -22,9 +22,9 @@ from designer.gui.canvas.items import LinkItem, NodeItem
 from designer.model.commands import MoveNodes, SetLinkProps, SetSetting
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.templates import build_template
-from designer.solver import timing
 from designer.solver.collectives import ring_order
 from designer.solver.errors import SolverError
+from designer.solver.route_reuse import RouteMemo
 from designer.solver.routing import Router
 from designer.solver.snapshot import take_snapshot
 from designer.solver.timing import SWEEP, solve_collective
@@ -325,13 +325,14 @@ def test_one_edit_routes_the_design_once(qtbot, window, monkeypatch):
     runner = window.analysis.runner
     solved(qtbot, window)
     plans = []
-    real = timing.candidate_plans
+    real = RouteMemo.plans
 
-    def counting(*args, **kwargs):
-        plans.append(args[2])  # the collective
-        return real(*args, **kwargs)
+    def counting(self, snap, ranks, collective, *args, **kwargs):
+        plans.append(collective)
+        return real(self, snap, ranks, collective, *args, **kwargs)
 
-    monkeypatch.setattr(timing, "candidate_plans", counting)
+    # The runner routes through its memo (the routes of the previous snapshot, patched).
+    monkeypatch.setattr(RouteMemo, "plans", counting)
     with qtbot.waitSignal(runner.result_ready, timeout=SOLVE_TIMEOUT_MS) as blocker:
         window.document.push(SetLinkProps(["n01-gpu0:n01-nvs0"], failed=True))
     result = blocker.args[0]

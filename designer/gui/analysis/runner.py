@@ -26,6 +26,7 @@ from designer.model.errors import DesignError
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.topology import Topology
 from designer.solver.errors import SolverError
+from designer.solver.route_reuse import RouteMemo
 from designer.solver.snapshot import Snapshot, build_snapshot, capture_design
 from designer.solver.timing import SWEEP, CollectiveResult, solve_collective
 from designer.solver.training import TrainingWorkload
@@ -96,7 +97,8 @@ def resolve_ranks(snap: Snapshot, spec, selection: list[str]) -> list[int] | Non
 
 
 def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
-            training: TrainingSpec | None, cancelled, on_focus=None) -> AnalysisResult:
+            training: TrainingSpec | None, cancelled, on_focus=None,
+            memo: RouteMemo | None = None) -> AnalysisResult:
     """The worker's job (pure: no Qt, no live model).
 
     ``on_focus`` receives a first `AnalysisResult` with only the scenario-size solve (no
@@ -104,10 +106,12 @@ def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
 
     The three solves (scenario size, sweep, training all-reduce) share one solve cache:
     the snapshot is routed and rated once per collective, algorithm and rank set, and
-    the sweep and a training all-reduce on the same ranks only re-time the plans.
+    the sweep and a training all-reduce on the same ranks only re-time the plans.  A
+    ``memo`` carried from the previous snapshot of the same design lets the routing
+    reuse what the edit did not touch (`designer.solver.route_reuse`).
     """
     t0 = time.perf_counter()
-    cache: dict = {}
+    cache: dict = {} if memo is None else {"memo": memo}
 
     def check() -> bool:
         if cancelled():
@@ -188,6 +192,9 @@ class SolveRunner(QObject):
         self._done.connect(self._on_worker_done)
         self._focus.connect(self._on_worker_focus)
         self._topology: Topology | None = None
+        # Routes carried from solve to solve of one design (used by one worker at a
+        # time; a new design starts a new memo).
+        self._memo = RouteMemo()
         document.topology_replaced.connect(self._on_document_topology_replaced)
         self._watch(document.topology)
 
@@ -201,6 +208,7 @@ class SolveRunner(QObject):
         topo.changed.connect(self.schedule)
 
     def _on_document_topology_replaced(self, topo: Topology) -> None:
+        self._memo = RouteMemo()
         self._watch(topo)
         self.latest = None
         self.schedule()
@@ -249,6 +257,7 @@ class SolveRunner(QObject):
             self.failed.emit(topo.generation, str(exc))
             return
         selection = list(self.selection)
+        memo = self._memo
         self._cancel = threading.Event()
         cancel = self._cancel
         generation = capture.generation
@@ -270,7 +279,8 @@ class SolveRunner(QObject):
                 self.progress.emit(
                     f"Solving {scenario.collective} on {len(ranks or snap.gpus)} GPUs…")
                 result = analyse(snap, scenario, ranks, training, cancel.is_set,
-                                 on_focus=lambda r: self._focus.emit(generation, r))
+                                 on_focus=lambda r: self._focus.emit(generation, r),
+                                 memo=memo)
                 self._done.emit(generation, result, None)
             except _Cancelled:
                 self._done.emit(generation, None, None)
