@@ -290,6 +290,8 @@ class FlowBuilder:
         n = len(r.rank_links().gpu)
         adaptive = self.snap.routing == "adaptive"
         # Route x: rank x's way out; route n + x: its way in; then the fabric routes.
+        # Pairs: every sender's way out, every receiver's way in, then (adaptive) every
+        # fabric route, transfer by transfer (`route_recipe.phase_transfers` reads it).
         pairs = 3 * m if adaptive else 2 * m
         ids = f_cross.dtype if 2 * n + len(fab.ptr) < 2**31 else np.int64
         pair_flow, pair_route = np.empty(pairs, f_cross.dtype), np.empty(pairs, ids)

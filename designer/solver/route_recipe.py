@@ -16,7 +16,9 @@ for every row, the key that made it:
     pairs given as they are (`FlowBuilder.add`, back-to-back NICs): no key, so a phase
     with such a piece cannot be patched, only rebuilt.
 
-`materialize` turns a recipe into a `Phase`; the builder uses it for every phase it
+`phase_transfers` reads a phase's transfers across NVLink domains back from its recipe
+(each one's sender, receiver and fabric route: the canvas outlines a GPU's paths with
+it).  `materialize` turns a recipe into a `Phase`; the builder uses it for every phase it
 makes, and `route_reuse` for phases whose changed rows it has recomputed after an edit,
 so that a patched phase is assembled by the very code that assembles a fresh one.  Once
 materialized, the pieces keep views into the phase's arrays, not copies.
@@ -239,3 +241,73 @@ def splice(rows: RouteBatch, at: np.ndarray, new: RouteBatch) -> RouteBatch:
                       np.concatenate([rows.hops, new.hops]))
     out = pool.take(source)
     return RouteBatch(ptr, out.arcs, out.weights, hops)
+
+
+@dataclass(frozen=True, eq=False)
+class Transfers:
+    """A phase's transfers between NVLink domains, read from its recipe
+    (`designer.solver.route_recipe`): per shared-routes piece, each transfer's sender
+    and receiver rank, the routes of their ways out and in, and its fabric route."""
+
+    parts: tuple[tuple[np.ndarray, np.ndarray, np.ndarray, object, object], ...]
+    """``(sender, receiver, fabric row, legs, fabric routes)`` per piece: ``legs`` is
+    the piece's `SharedRoutes`, whose route ``x`` is rank x's way out and route
+    ``n + x`` its way in (``n``: half its legs); the fabric routes are the same table
+    (adaptive: the class DAGs follow the legs) or the piece's walk rows."""
+    halves: tuple[int, ...] = ()
+    """``n`` of each part."""
+
+    def arcs_of(self, ranks: np.ndarray) -> list[np.ndarray]:
+        """The arcs of every transfer that ``ranks`` send or receive, whole: the
+        sender's way to the fabric, the fabric route, the receiver's way in."""
+        out = []
+        for (a, b, row, legs, fabric), n in zip(self.parts, self.halves, strict=True):
+            hit = np.isin(a, ranks) | np.isin(b, ranks)
+            if not hit.any():
+                continue
+            out.append(_route_arcs(legs.ptr, legs.link, np.concatenate([a[hit], n + b[hit]])))
+            if fabric is not None:
+                ptr, arcs = (fabric.ptr, fabric.link) if hasattr(fabric, "link") else (
+                    fabric.ptr, fabric.arcs)
+                out.append(_route_arcs(ptr, arcs, row[hit]))
+        return out
+
+
+def phase_transfers(phase) -> Transfers | None:
+    """The `Transfers` of ``phase``, or None when its recipe does not name them (no
+    recipe; NICs cabled back to back; a phase without cross-domain transfers)."""
+    recipe = getattr(phase, "recipe", None)
+    if recipe is None or not recipe.shared:
+        return None
+    walks = iter([p for p in recipe.pieces if p.kind == "walk"])
+    parts, halves = [], []
+    for sp in recipe.shared:
+        routes = sp.routes
+        if not sp.n_legs:  # fabric routes of back-to-back designs: ends not recorded
+            return None
+        n = sp.n_legs // 2
+        halves.append(n)
+        q = len(routes.pair_route)
+        m = q // 3 if sp.fab is not None else q // 2
+        a = np.asarray(routes.pair_route[:m], dtype=np.int64)
+        b = np.asarray(routes.pair_route[m:2 * m], dtype=np.int64) - n
+        legs = routes
+        if sp.fab is not None:  # adaptive: the class DAGs follow the legs in the table
+            row = np.asarray(routes.pair_route[2 * m:3 * m], dtype=np.int64)
+            parts.append((a, b, row, legs, routes))
+        else:  # one walk per transfer, in the same order
+            walk = next(walks, None)
+            if walk is None or len(walk.flows) != m:
+                return None
+            parts.append((a, b, np.arange(m), legs, walk.rows))
+    return Transfers(tuple(parts), tuple(halves))
+
+
+def _route_arcs(ptr: np.ndarray, arcs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The arcs of routes ``rows`` of a table (``ptr``, ``arcs``)."""
+    rows = np.unique(rows)
+    ptr = np.asarray(ptr)
+    lengths = ptr[rows + 1] - ptr[rows]
+    at = np.repeat(ptr[rows] - np.cumsum(lengths) + lengths, lengths) + np.arange(
+        int(lengths.sum()))
+    return np.asarray(arcs)[at].astype(np.int64)

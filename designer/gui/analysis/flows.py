@@ -2,10 +2,9 @@
 for link tooltips and for the path outline of a selected GPU.
 
 A solved `Phase` keeps ``(flow, arc, weight)`` pairs and, under adaptive routing, fabric
-routes shared by many flows (``Phase.routes``, when the solver has them); it does not say
-which rank-to-rank *transfer* of a flow (one hop of a ring channel, say) a pair belongs
-to, and the order of the pairs is the solver's business.  So everything here rests on
-what any layout keeps:
+routes shared by many flows (``Phase.routes``, when the solver has them); its pairs do
+not say which rank-to-rank *transfer* of a flow (one hop of a ring channel, say) they
+belong to.  The link tooltips rest on what any layout keeps:
 
 - the arcs themselves: an arc that leaves or enters a GPU, or a rail NIC, names that
   GPU (for a NIC, the GPU whose rail NIC it is, when it is the only one);
@@ -14,14 +13,16 @@ what any layout keeps:
   with their two end GPUs, can be read back exactly;
 - shared fabric routes say which flows take them.
 
-**The paths of a GPU's flows** (`FlowIndex.gpu_arcs`) are then: the NVLink transfers it
-sends or receives (in-hop and out-hop of every ring channel inside its domain, with the
-peers' NVLinks); every arc at the GPU itself; its access to the fabric (its rail NIC and
-a host relay, as the flows through it use them); and the hop from its NIC's edge switch
-into the fabric, as the flows through the GPU use it.  Beyond the edge switch the
-fabric part of one transfer cannot be told from the other transfers of the same flow
-without per-transfer records in the solver's plan, so it is not drawn, and at a NIC or an
-edge switch shared by several GPUs the outline includes their use by the same flows.
+**The paths of a GPU's flows** (`FlowIndex.gpu_arcs`) are every transfer it sends or
+receives, whole: the NVLink transfers (with the peers' NVLinks), every arc at the GPU
+itself, and each transfer across domains from end to end: the sender's way to its NIC
+(a host relay or a sibling GPU included), its NIC's cable, the fabric route between the
+two edge switches (the class DAG under adaptive routing, the transfer's own path under
+ECMP or static routing) and the receiver's way in.  The transfers' ends and fabric
+routes come from the phase's recipe (`designer.solver.route_recipe.phase_transfers`).
+Where a recipe does not name them (NICs cabled back to back), the outline falls back to
+the GPU's access to the fabric and its edge switch's hops into it, as the flows through
+the GPU use them.
 
 Nothing is computed for every link or every result: the index is built on first use (a
 hover, a selection) and answers one link or one GPU with array searches, fast on the
@@ -49,6 +50,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from designer.solver.collectives import Phase, Plan
+from designer.solver.route_recipe import phase_transfers
 from designer.solver.snapshot import NVLINK, PCIE, Snapshot
 
 
@@ -112,6 +114,7 @@ class FlowIndex:
 
     def __init__(self, snap: Snapshot, plan: Plan):
         self.snap = snap
+        self.transfers = [phase_transfers(p) for p in plan.phases]
         # Endpoint routes expanded (their arcs name the GPU they serve); fabric routes
         # stay shared.
         self.plan = replace(plan, phases=tuple(p.local_view() for p in plan.phases))
@@ -221,6 +224,9 @@ class FlowIndex:
             at = np.repeat(runs.ptr[own] - np.cumsum(lengths) + lengths, lengths) \
                 + np.arange(int(lengths.sum()))
             out.append(pa[runs.pairs[at]])
+            if self.transfers[i] is not None:  # the transfers' routes are known: whole
+                out.extend(self.transfers[i].arcs_of(ranks))
+                continue
             # The flows' access to the fabric and their NICs' cables ...
             near = np.flatnonzero(c & (ACCESS | NIC_CABLE))
             near = near[flow_mask[phase.pair_flow[near]]]
@@ -279,3 +285,4 @@ def _shared_arcs_at(phase: Phase, flows: np.ndarray, nodes: np.ndarray,
     arcs = np.asarray(routes.link)[entries].astype(np.int64)
     at = np.isin(snap.arc_src[arcs], nodes) | np.isin(snap.arc_dst[arcs], nodes)
     return arcs[at]
+
