@@ -53,6 +53,9 @@ def bincount(ids: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.n
     return out
 
 
+_LOAD_SLICE = 1 << 18  # route entries per slice of `SharedRoutes.link_load`
+
+
 def ids_below(ids: np.ndarray, upper: int) -> bool:
     """Whether integer ``ids`` all lie in ``[0, upper)``, in one pass: seen as unsigned,
     a negative id is huge."""
@@ -138,9 +141,24 @@ class SharedRoutes:
             per_pair *= self.pair_mult
         per_route = bincount(self.pair_route, self.n_routes, per_pair).astype(
             np.float64, copy=False)  # int64 if there are no pairs
-        per_entry = np.repeat(per_route, np.diff(self.ptr))
-        per_entry *= self.weight
-        return bincount(self.link, n_links, per_entry)
+        ptr = self.ptr
+        if len(self.link) <= _LOAD_SLICE:
+            per_entry = np.repeat(per_route, np.diff(ptr))
+            per_entry *= self.weight
+            return bincount(self.link, n_links, per_entry)
+        # A tree all-reduce on 16k GPUs has 2.7 million route entries: whole-array
+        # temporaries page-fault, and one numpy call on them holds the GIL for ~100 ms,
+        # which the GUI thread would wait out.  Slices of whole routes instead.
+        out = np.zeros(n_links)
+        cuts = np.unique(np.searchsorted(
+            ptr, np.arange(0, int(ptr[-1]), _LOAD_SLICE), side="right") - 1)
+        cuts = np.append(cuts, self.n_routes)
+        for r0, r1 in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+            e0, e1 = int(ptr[r0]), int(ptr[r1])
+            per_entry = np.repeat(per_route[r0:r1], np.diff(ptr[r0:r1 + 1]))
+            per_entry *= self.weight[e0:e1]
+            out += np.bincount(self.link[e0:e1], per_entry, minlength=n_links)
+        return out
 
     def offset(self, flows: int, links: int = 0) -> SharedRoutes:
         """The same routes with flow ids (and link ids) shifted: for merging phases."""

@@ -133,6 +133,28 @@ def test_link_load_is_that_of_the_expanded_pairs(case):
                                np.bincount(el, ew * rates[ef], n_links), rtol=1e-12)
 
 
+@pytest.mark.parametrize("slice_entries", [1, 3, 7, 1 << 18])
+def test_link_load_in_slices_of_routes_is_that_of_the_expanded_pairs(monkeypatch,
+                                                                     slice_entries):
+    """Big route tables are summed in slices of whole routes (empty routes, and routes
+    longer than a slice, included)."""
+    from designer.solver import shared_routes as sr
+
+    monkeypatch.setattr(sr, "_LOAD_SLICE", slice_entries)
+    _, _, routes = sprayed_all_to_all(5)
+    n_flows = int(routes.pair_flow.max()) + 1
+    rates = np.linspace(1.0, 2.0, n_flows)
+    ef, el, ew = routes.expand()
+    n_links = int(max(el.max(initial=0), routes.link.max(initial=0))) + 1
+    np.testing.assert_allclose(routes.link_load(rates, n_links),
+                               np.bincount(el, ew * rates[ef], n_links), rtol=1e-12)
+    empty_first = SharedRoutes.build([[], [0, 1, 2], [], [1]], [[], [1.0, 0.5, 0.5], [], [2.0]],
+                                     [0, 1, 1], [1, 3, 1])
+    ef, el, ew = empty_first.expand()
+    np.testing.assert_allclose(empty_first.link_load(np.array([1.0, 3.0]), 3),
+                               np.bincount(el, ew * np.array([1.0, 3.0])[ef], 3), rtol=1e-12)
+
+
 def test_routes_only_no_private_pairs():
     # Two flows on one route over links 0 (cap 2) and 1 (cap 1, half weight): link 0
     # limits them to 1 each; a third flow alone on link 1 gets what is left.
