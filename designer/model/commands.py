@@ -95,36 +95,48 @@ class MoveNodes(Command):
             topo.update_node(nid, x=x, y=y)
 
 
-class SetNodeProps(Command):
-    """Change properties (name, model, group, plane, failed...) of one or more nodes."""
+class _SetProps(Command):
+    """Change the same properties of several items of one kind, all or nothing: if one
+    update is refused, those already made are undone before the error goes on."""
 
-    def __init__(self, node_ids: Iterable[str], **changes: Any):
-        self.node_ids = list(dict.fromkeys(node_ids))
+    _kind = ""  # "node", "link" or "group": the Topology methods it uses
+
+    def __init__(self, ids: Iterable[str], **changes: Any):
+        self.ids = list(dict.fromkeys(ids))
         self.changes = changes
-        self._old: dict[str, Node] = {}
-        self.text = "Change " + ", ".join(sorted(changes))
+        self._old: dict[str, Any] = {}
 
     def do(self, topo: Topology) -> None:
-        # Check every node first so a multi-edit is all-or-nothing.
-        self._old = {nid: topo.node(nid) for nid in self.node_ids}
+        get, update = getattr(topo, self._kind), getattr(topo, f"update_{self._kind}")
+        # Every item first, so an unknown id fails before anything changes.
+        self._old = {i: get(i) for i in self.ids}
         done = []
         try:
-            for nid in self.node_ids:
-                topo.update_node(nid, **self.changes)
-                done.append(nid)
+            for i in self.ids:
+                update(i, **self.changes)
+                done.append(i)
         except DesignError:
-            for nid in reversed(done):
-                _restore_node(topo, self._old[nid])
+            self._restore(topo, done)
             raise
 
     def undo(self, topo: Topology) -> None:
-        for nid in reversed(self.node_ids):
-            _restore_node(topo, self._old[nid])
+        self._restore(topo, self.ids)
+
+    def _restore(self, topo: Topology, ids: Sequence[str]) -> None:
+        update = getattr(topo, f"update_{self._kind}")
+        for i in reversed(ids):
+            old = self._old[i]
+            update(i, **{f: getattr(old, f) for f in old.__slots__ if f != "id"})
 
 
-def _restore_node(topo: Topology, old: Node) -> None:
-    fields = {f: getattr(old, f) for f in old.__slots__ if f != "id"}
-    topo.update_node(old.id, **fields)
+class SetNodeProps(_SetProps):
+    """Change properties (name, model, group, plane, failed...) of one or more nodes."""
+
+    _kind = "node"
+
+    def __init__(self, node_ids: Iterable[str], **changes: Any):
+        super().__init__(node_ids, **changes)
+        self.text = "Change " + ", ".join(sorted(changes))
 
 
 class AddLink(Command):
@@ -153,34 +165,14 @@ class RemoveLinks(Command):
             topo.add_link(link)
 
 
-class SetLinkProps(Command):
+class SetLinkProps(_SetProps):
     """Change technology (retype), count, plane or failed state of links."""
 
+    _kind = "link"
+
     def __init__(self, link_ids: Iterable[str], **changes: Any):
-        self.link_ids = list(dict.fromkeys(link_ids))
-        self.changes = changes
-        self._old: dict[str, Link] = {}
+        super().__init__(link_ids, **changes)
         self.text = "Change link " + ", ".join(sorted(changes))
-
-    def do(self, topo: Topology) -> None:
-        self._old = {lid: topo.link(lid) for lid in self.link_ids}
-        done = []
-        try:
-            for lid in self.link_ids:
-                topo.update_link(lid, **self.changes)
-                done.append(lid)
-        except DesignError:
-            for lid in reversed(done):
-                _restore_link(topo, self._old[lid])
-            raise
-
-    def undo(self, topo: Topology) -> None:
-        for lid in reversed(self.link_ids):
-            _restore_link(topo, self._old[lid])
-
-
-def _restore_link(topo: Topology, old: Link) -> None:
-    topo.update_link(old.id, tech=old.tech, count=old.count, plane=old.plane, failed=old.failed)
 
 
 def retype_link(link_id: str, tech: str) -> SetLinkProps:
@@ -217,33 +209,14 @@ class RemoveGroup(Command):
         topo.add_group(self._old)
 
 
-class SetGroupProps(Command):
+class SetGroupProps(_SetProps):
     """Change properties (name, kind, parent) of one or more groups, all or nothing."""
 
+    _kind = "group"
+
     def __init__(self, group_ids: Iterable[str], **changes: Any):
-        self.group_ids = list(dict.fromkeys(group_ids))
-        self.changes = changes
-        self._old: dict[str, Group] = {}
+        super().__init__(group_ids, **changes)
         self.text = "Change group " + ", ".join(sorted(changes))
-
-    def do(self, topo: Topology) -> None:
-        self._old = {gid: topo.group(gid) for gid in self.group_ids}
-        done = []
-        try:
-            for gid in self.group_ids:
-                topo.update_group(gid, **self.changes)
-                done.append(gid)
-        except DesignError:
-            self._restore(topo, done)
-            raise
-
-    def undo(self, topo: Topology) -> None:
-        self._restore(topo, self.group_ids)
-
-    def _restore(self, topo: Topology, ids: Sequence[str]) -> None:
-        for gid in reversed(ids):
-            old = self._old[gid]
-            topo.update_group(gid, kind=old.kind, name=old.name, parent=old.parent)
 
 
 def group_nodes(topo: Topology, node_ids: Sequence[str], kind: str, name: str) -> Macro:
