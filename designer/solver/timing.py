@@ -105,14 +105,21 @@ def solve_phase(snap: Snapshot, phase) -> PhaseSolution:
     t = float(per_byte[slowest])
     # Flows of a synchronous phase progress at the pace of the slowest one.
     pace = phase.flow_bytes / t / 1e9
-    load = _pair_load(phase, pace, snap.n_arcs)
-    if routes is not None:
-        load += routes.link_load(pace, snap.n_arcs)
+    slowdown = pace / rates
+    if np.ptp(slowdown) <= _SAME_PACE * slowdown.max():
+        # Every flow slowed by the same factor (a ring's channels; any phase whose flows
+        # finish together): the loads are the max-min loads scaled, no pass over pairs.
+        load = mm.link_load * float(slowdown.max())
+    else:
+        load = _pair_load(phase, pace, snap.n_arcs)
+        if routes is not None:
+            load += routes.link_load(pace, snap.n_arcs)
     return PhaseSolution(phase.name, phase.steps, t, rates, load,
                          int(mm.bottleneck[slowest]), phase.flow_label[slowest])
 
 
 _LOAD_SLICE = 1 << 16  # pairs per slice of `_pair_load`
+_SAME_PACE = 1e-12  # relative spread of the flows' slowdowns read as one common factor
 
 
 def _pair_load(phase, pace: np.ndarray, n_arcs: int) -> np.ndarray:

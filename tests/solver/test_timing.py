@@ -265,3 +265,32 @@ def test_timing_breakdown(hgx_ring):
     assert set(t) >= {"route", "rates", "total"}
     assert all(v >= 0 for v in t.values())
     assert t["total"] >= t["route"] + t["rates"] - 1e-6
+
+
+@pytest.mark.parametrize("collective, degrade", [
+    ("allreduce", False),   # ring channels: one common slowdown, loads scaled from max-min
+    ("alltoall", True),     # unequal rates on a degraded fabric: summed over the pairs
+])
+def test_phase_loads_are_the_pairs_at_the_phase_pace(collective, degrade):
+    """Whichever way `solve_phase` gets a phase's arc loads, they are the sum of weight x
+    pace over every pair (shared routes expanded)."""
+    from designer.solver.timing import solve_phase
+
+    topo = build_template("superpod", gpu="B200", sus=1)
+    if degrade:
+        spines = [lk.id for lk in topo.links()
+                  if {topo.node(lk.a).kind, topo.node(lk.b).kind} == {"leaf", "spine"}]
+        for lid in spines[::3]:
+            topo.update_link(lid, count=1)
+    snap = take_snapshot(topo)
+    res = solve_collective(snap, collective, sizes=[1 << 30], algorithm="auto")
+    paces = set()
+    for phase in res.plan.phases:
+        sol = solve_phase(snap, phase)
+        pace = phase.flow_bytes / sol.seconds_per_byte / 1e9
+        f, a, w = phase.pairs()
+        want = np.bincount(a, w * pace[f], minlength=snap.n_arcs)
+        np.testing.assert_allclose(sol.arc_load_GBps, want, rtol=1e-9, atol=1e-9)
+        slowdown = pace / sol.rates_GBps
+        paces.add(bool(np.ptp(slowdown) <= 1e-12 * slowdown.max()))
+    assert paces == {not degrade}  # each case takes the path it is meant to test
