@@ -43,6 +43,8 @@ ACTIONS: dict[str, tuple[str, object, str]] = {
     "zoom_out": ("Zoom &Out", S.ZoomOut, "Zoom out"),
     "zoom_fit": ("&Fit", "Ctrl+0", "Fit the whole design in the window"),
     "toggle_grid": ("Show &Grid", "Ctrl+'", "Show or hide the grid"),
+    "colour_util": ("Colour Links by &Utilisation", "U",
+                    "Colour links by solver utilisation, or by technology"),
 }
 
 
@@ -53,10 +55,13 @@ EXTRA_SHORTCUTS: dict[str, list[QKeySequence]] = {
 }
 
 
-def make_actions(parent: QWidget) -> dict[str, QAction]:
-    """QActions for `ACTIONS`, parented to ``parent`` (shortcuts window-wide)."""
+def make_actions(parent: QWidget, names=None) -> dict[str, QAction]:
+    """QActions for `ACTIONS` (or only ``names``), parented to ``parent`` (shortcuts
+    window-wide)."""
     out = {}
     for name, (text, shortcut, tip) in ACTIONS.items():
+        if names is not None and name not in names:
+            continue
         action = QAction(text, parent)
         action.setObjectName(f"action_{name}")
         if isinstance(shortcut, QKeySequence.StandardKey):
@@ -69,9 +74,12 @@ def make_actions(parent: QWidget) -> dict[str, QAction]:
         action.setStatusTip(tip)
         action.setToolTip(f"{tip} ({action.shortcut().toString()})" if shortcut else tip)
         out[name] = action
-    out["link_tool"].setCheckable(True)
-    out["toggle_grid"].setCheckable(True)
-    out["toggle_grid"].setChecked(True)
+    if "link_tool" in out:
+        out["link_tool"].setCheckable(True)
+    for name in ("toggle_grid", "colour_util"):
+        if name in out:
+            out[name].setCheckable(True)
+            out[name].setChecked(True)
     return out
 
 

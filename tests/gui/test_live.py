@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from designer.gui.analysis.overlay import util_color
@@ -129,7 +130,10 @@ def test_link_colours_follow_the_solver_utilisation(qtbot, live):
     assert len(colours) >= 3
     assert analysis.overlay.legend.isVisible()
 
-    analysis.colour_action.setChecked(False)  # technology colours
+    assert analysis.colour_action is live.actions_by_name["colour_util"]
+    live.view.setFocus()
+    qtbot.keyClick(live.view.viewport(), Qt.Key.Key_U)  # technology colours
+    assert not analysis.colour_action.isChecked()
     assert all(item.color == item.base_color for item in links.values())
     assert not analysis.overlay.legend.isVisible()
     analysis.colour_action.setChecked(True)

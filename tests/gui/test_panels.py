@@ -365,3 +365,17 @@ def test_timeline_dock_is_named_after_the_collective(qtbot, result):
     assert panel.toggleViewAction().text() == "All-gather timeline"  # the View menu
     panel.set_result(result)
     assert panel.windowTitle() == "All-reduce timeline"
+
+
+def test_timeline_legend_names_phases_of_no_named_kind(qtbot, result):
+    """An all-to-all's bars are of no reduce/gather kind: the legend says "all-to-all",
+    not a generic "other"; an all-reduce keeps its kinds."""
+    panel = _panel(qtbot, TimelinePanel)
+    a2a = analyse(take_snapshot(build_template("example")), Scenario(collective="alltoall"),
+                  None, None, lambda: False)
+    panel.set_result(a2a)
+    labels = [label.text for _, label in panel.legend.items]
+    assert labels and all(t.startswith("all-to-all, ") for t in labels), labels
+    panel.set_result(result)
+    labels = [label.text for _, label in panel.legend.items]
+    assert any(t.startswith("reduce-scatter, ") for t in labels), labels

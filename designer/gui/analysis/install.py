@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QMainWindow, QProgressBar, QTabBar, QToolButton
 
+from designer.gui.actions import make_actions
 from designer.gui.analysis.overlay import AnalysisOverlay
 from designer.gui.analysis.panels import BusBwPanel, JitterPanel, LinkLoadPanel, TimelinePanel
 from designer.gui.analysis.runner import SolveRunner
@@ -85,11 +86,9 @@ def install_analysis(window: QMainWindow) -> Analysis:
     _busy_indicator(window, runner)
     _settle_after_first_result(doc, runner)
 
-    colour = QAction("Colour Links by &Utilisation", window)
-    colour.setCheckable(True)
-    colour.setChecked(True)
-    colour.setShortcut("U")
-    colour.setStatusTip("Colour links by solver utilisation, or by technology")
+    colour = getattr(window, "actions_by_name", {}).get("colour_util")
+    if colour is None:  # a window without the action table (tests)
+        colour = make_actions(window, ["colour_util"])["colour_util"]
     colour.toggled.connect(overlay.set_mode)
     if hasattr(window, "view_menu"):
         window.view_menu.addSeparator()

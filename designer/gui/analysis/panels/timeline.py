@@ -197,15 +197,15 @@ class TimelinePanel(PanelDock):
         self.plot.setYRange(-0.5, len(rows) - 0.5, padding=0.05)
         self.plot.setXRange(0.0, end, padding=0.02)
 
-        seen = []
+        seen: dict[tuple[str, str], str] = {}
         for b in self.bars:
-            if (b.kind, b.scope) not in seen:
-                seen.append((b.kind, b.scope))
-        for kind, scope in seen:
+            # Phases of no named kind (all-to-all, broadcast...) go by their own name.
+            seen.setdefault((b.kind, b.scope), b.phase if b.kind == "other" else b.kind)
+        for (kind, scope), title in seen.items():
             sample = pg.BarGraphItem(x=[0], height=[1], width=1,
                                      brush=self._scheme_color(kind, scope), pen=outline)
             self._legend_samples.append(sample)
-            self.legend.addItem(sample, f"{kind}, {SCOPE_TITLES[scope]}")
+            self.legend.addItem(sample, f"{title}, {SCOPE_TITLES[scope]}")
 
         ranks = focus.n_ranks
         # The dock (and its View-menu entry) is named after the collective shown.
