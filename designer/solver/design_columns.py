@@ -111,6 +111,11 @@ class FrozenColumns:
         """``gpu_nodes`` (node indices) sorted by natural id order."""
         return self.owner.gpus_in_order(self, gpu_nodes)
 
+    def nvlink_components(self, nvlink: np.ndarray, compute) -> np.ndarray:
+        """``compute()`` (the components over the live NVLink links, a bool per link in
+        ``nvlink``), reused while those links are the same."""
+        return self.owner.nvlink_components(self, nvlink, compute)
+
 
 class DesignColumns:
     """One topology's nodes and links as columns, patched from its events (module
@@ -132,6 +137,7 @@ class DesignColumns:
         self._names: tuple | None = None
         self._live: tuple | None = None
         self._gpu_order: tuple | None = None
+        self._components: tuple | None = None
 
     # ------------------------------------------------------------------ events
     def _on_structure_changed(self, *_) -> None:
@@ -247,6 +253,15 @@ class DesignColumns:
                 compute = np.fromiter(map("compute".__eq__, planes), bool, len(planes))
             hit = self._live = (f.keys, f.planes, live.copy(),
                                 (tuple(compress(f.keys, live)), arc_plane, compute))
+        return hit[3]
+
+    def nvlink_components(self, f: FrozenColumns, nvlink: np.ndarray, compute) -> np.ndarray:
+        hit = self._components
+        if (hit is None or hit[0] is not f.a_idx or hit[1] is not f.node_ids
+                or not np.array_equal(hit[2], nvlink)):
+            comp = compute()
+            comp.setflags(write=False)  # shared by the snapshots that reuse it
+            hit = self._components = (f.a_idx, f.node_ids, nvlink.copy(), comp)
         return hit[3]
 
     def gpus_in_order(self, f: FrozenColumns, gpu_nodes: np.ndarray) -> np.ndarray:

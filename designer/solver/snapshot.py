@@ -229,7 +229,10 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
     gpu_nodes = np.flatnonzero(is_kind.get("gpu", none) & ~failed_node)
     gpus = c.gpus_in_order(gpu_nodes).astype(np.int32)
     nv = fam == NVLINK
-    comp = _components(n, arc_src[nv], arc_dst[nv])
+    # The NVLink domains change only with the NVLink links: a what-if on the network
+    # reuses them (`FrozenColumns.nvlink_components`).
+    comp = c.nvlink_components(live & (t_fam[c.tech_of] == NVLINK),
+                               lambda: _components(n, arc_src[nv], arc_dst[nv]))
     _, gpu_domain = np.unique(comp[gpus], return_inverse=True)
     gpu_domain = gpu_domain.reshape(-1).astype(np.int32)
     # Position inside the domain, counting ranks in order.

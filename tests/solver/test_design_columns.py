@@ -115,3 +115,21 @@ def test_derived_values_are_reused_while_their_inputs_are_unchanged():
     c = build_snapshot(capture_design(topo))
     assert c.node_model is not b.node_model
     assert c.node_model[c.node_ids.index(gpu.id)] == "B200"
+
+
+def test_nvlink_domains_are_reused_until_an_nvlink_link_changes():
+    """Failing a network link keeps the NVLink components; failing an NVLink link
+    recomputes them (and the snapshot still equals a fresh read)."""
+    topo = build_template("rail-cluster", nodes=2)
+    build_snapshot(capture_design(topo))
+    cols = columns_of(topo)
+    first = cols._components[3]
+    net = next(lk for lk in topo.links() if lk.tech.startswith("ib-"))
+    topo.update_link(net.id, failed=True)
+    build_snapshot(capture_design(topo))
+    assert cols._components[3] is first
+    nv = next(lk for lk in topo.links() if lk.tech.startswith("nvlink"))
+    topo.update_link(nv.id, failed=True)
+    snap = build_snapshot(capture_design(topo))
+    assert cols._components[3] is not first
+    assert_same(snap, fresh(topo))
