@@ -17,6 +17,7 @@ import itertools
 
 import numpy as np
 
+from designer.solver.route_arrays import ragged_arange
 from designer.solver.shared_routes import argsort_ids, bincount
 
 __all__ = ["LocalProblem", "RoutePairs", "count_levels", "csr", "ranges"]
@@ -33,12 +34,7 @@ def count_levels(values: np.ndarray, slack: float) -> int:
 
 def ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     """Concatenation of ``arange(start, stop)`` for each pair, vectorised."""
-    lengths = stops - starts
-    total = int(lengths.sum())
-    if total == 0:
-        return np.empty(0, np.int64)
-    offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
-    return offsets + np.arange(total)
+    return ragged_arange(starts, stops - starts)
 
 
 def _order(ids: np.ndarray, n: int) -> np.ndarray:

@@ -244,70 +244,78 @@ def splice(rows: RouteBatch, at: np.ndarray, new: RouteBatch) -> RouteBatch:
 
 
 @dataclass(frozen=True, eq=False)
-class Transfers:
-    """A phase's transfers between NVLink domains, read from its recipe
-    (`designer.solver.route_recipe`): per shared-routes piece, each transfer's sender
-    and receiver rank, the routes of their ways out and in, and its fabric route."""
+class TransferPart:
+    """The transfers of one shared-routes piece: rank ``sender[i]`` -> ``receiver[i]``,
+    each end's way to or from the fabric (``legs`` table: row ``x`` is rank x's way out,
+    row ``n_ranks + x`` its way in) and the transfer's fabric route (row ``fabric_row[i]``
+    of the ``fabric`` table)."""
 
-    parts: tuple[tuple[np.ndarray, np.ndarray, np.ndarray, object, object], ...]
-    """``(sender, receiver, fabric row, legs, fabric routes)`` per piece: ``legs`` is
-    the piece's `SharedRoutes`, whose route ``x`` is rank x's way out and route
-    ``n + x`` its way in (``n``: half its legs); the fabric routes are the same table
-    (adaptive: the class DAGs follow the legs) or the piece's walk rows."""
-    halves: tuple[int, ...] = ()
-    """``n`` of each part."""
+    sender: np.ndarray
+    receiver: np.ndarray
+    n_ranks: int
+    legs: tuple[np.ndarray, np.ndarray]       # (ptr, arcs)
+    fabric_row: np.ndarray
+    fabric: tuple[np.ndarray, np.ndarray]     # (ptr, arcs)
+
+
+@dataclass(frozen=True, eq=False)
+class Transfers:
+    """A phase's transfers between NVLink domains, read from its recipe: one
+    `TransferPart` per shared-routes piece."""
+
+    parts: tuple[TransferPart, ...]
 
     def arcs_of(self, ranks: np.ndarray) -> list[np.ndarray]:
         """The arcs of every transfer that ``ranks`` send or receive, whole: the
         sender's way to the fabric, the fabric route, the receiver's way in."""
         out = []
-        for (a, b, row, legs, fabric), n in zip(self.parts, self.halves, strict=True):
-            hit = np.isin(a, ranks) | np.isin(b, ranks)
-            if not hit.any():
-                continue
-            out.append(_route_arcs(legs.ptr, legs.link, np.concatenate([a[hit], n + b[hit]])))
-            if fabric is not None:
-                ptr, arcs = (fabric.ptr, fabric.link) if hasattr(fabric, "link") else (
-                    fabric.ptr, fabric.arcs)
-                out.append(_route_arcs(ptr, arcs, row[hit]))
+        for p in self.parts:
+            hit = np.isin(p.sender, ranks) | np.isin(p.receiver, ranks)
+            if hit.any():
+                legs = np.concatenate([p.sender[hit], p.n_ranks + p.receiver[hit]])
+                out.append(_route_arcs(*p.legs, legs))
+                out.append(_route_arcs(*p.fabric, p.fabric_row[hit]))
         return out
 
 
 def phase_transfers(phase) -> Transfers | None:
     """The `Transfers` of ``phase``, or None when its recipe does not name them (no
-    recipe; NICs cabled back to back; a phase without cross-domain transfers)."""
+    recipe; NICs cabled back to back; a phase without cross-domain transfers).
+
+    It reads the layout `phases.FlowBuilder` writes: a piece's pairs are every sender's
+    way out, every receiver's way in, then (adaptive) every transfer's class DAG, in the
+    same table after the legs; otherwise one walk per transfer, in order, in the
+    phase's next ``walk`` piece.
+    """
     recipe = getattr(phase, "recipe", None)
     if recipe is None or not recipe.shared:
         return None
     walks = iter([p for p in recipe.pieces if p.kind == "walk"])
-    parts, halves = [], []
+    parts = []
     for sp in recipe.shared:
         routes = sp.routes
         if not sp.n_legs:  # fabric routes of back-to-back designs: ends not recorded
             return None
         n = sp.n_legs // 2
-        halves.append(n)
-        q = len(routes.pair_route)
-        m = q // 3 if sp.fab is not None else q // 2
-        a = np.asarray(routes.pair_route[:m], dtype=np.int64)
-        b = np.asarray(routes.pair_route[m:2 * m], dtype=np.int64) - n
-        legs = routes
-        if sp.fab is not None:  # adaptive: the class DAGs follow the legs in the table
+        m = len(routes.pair_route) // (3 if sp.fab is not None else 2)
+        sender = np.asarray(routes.pair_route[:m], dtype=np.int64)
+        receiver = np.asarray(routes.pair_route[m:2 * m], dtype=np.int64) - n
+        table = (routes.ptr, routes.link)
+        if sp.fab is not None:
             row = np.asarray(routes.pair_route[2 * m:3 * m], dtype=np.int64)
-            parts.append((a, b, row, legs, routes))
-        else:  # one walk per transfer, in the same order
+            parts.append(TransferPart(sender, receiver, n, table, row, table))
+        else:
             walk = next(walks, None)
             if walk is None or len(walk.flows) != m:
                 return None
-            parts.append((a, b, np.arange(m), legs, walk.rows))
-    return Transfers(tuple(parts), tuple(halves))
+            parts.append(TransferPart(sender, receiver, n, table, np.arange(m),
+                                      (walk.rows.ptr, walk.rows.arcs)))
+    return Transfers(tuple(parts))
 
 
 def _route_arcs(ptr: np.ndarray, arcs: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The arcs of routes ``rows`` of a table (``ptr``, ``arcs``)."""
     rows = np.unique(rows)
     ptr = np.asarray(ptr)
-    lengths = ptr[rows + 1] - ptr[rows]
-    at = np.repeat(ptr[rows] - np.cumsum(lengths) + lengths, lengths) + np.arange(
-        int(lengths.sum()))
-    return np.asarray(arcs)[at].astype(np.int64)
+    return np.asarray(arcs)[ragged_arange(ptr[rows], ptr[rows + 1] - ptr[rows])].astype(
+        np.int64)

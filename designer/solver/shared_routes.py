@@ -21,6 +21,7 @@ from functools import cached_property
 import numpy as np
 
 from designer.solver.errors import SolverError
+from designer.solver.route_arrays import ragged_arange
 
 __all__ = ["SharedRoutes", "argsort_ids", "bincount", "ids_below"]
 
@@ -128,8 +129,7 @@ class SharedRoutes:
     def expand(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The equivalent flow-link pairs ``(flow, link, weight)`` (memory: every copy)."""
         starts, lengths = self.ptr[self.pair_route], np.diff(self.ptr)[self.pair_route]
-        total = int(lengths.sum())
-        entries = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+        entries = ragged_arange(starts, lengths)
         mult = np.ones(len(self.pair_flow)) if self.pair_mult is None else self.pair_mult
         return (np.repeat(self.pair_flow, lengths), self.link[entries],
                 self.weight[entries] * np.repeat(mult, lengths))
@@ -355,8 +355,7 @@ class RouteState:
         self.c -= c
         routes = np.flatnonzero(c)
         starts, lengths = self.ptr[routes], self.lengths[routes]
-        total = int(lengths.sum())
-        entries = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+        entries = ragged_arange(starts, lengths)
         link, weight, of = self.link[entries], self.weight[entries], self.of[entries]
         n = self.n_links
         return (link,

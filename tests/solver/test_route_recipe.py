@@ -35,8 +35,8 @@ def test_ring_transfers_and_their_routes_read_back_from_the_recipe(routing):
         want |= {(order[i], order[(i + 1) % n]) for i in range(n)
                  if snap.gpu_domain[order[i]] != snap.gpu_domain[order[(i + 1) % n]]}
     got = set()
-    for a, b, *_ in tr.parts:
-        got |= set(zip(a.tolist(), b.tolist(), strict=True))
+    for part in tr.parts:
+        got |= set(zip(part.sender.tolist(), part.receiver.tolist(), strict=True))
     assert got == want
     # One rank's transfers: its own cable and PCIe link, the far end's, and the fabric
     # route between the two edge switches (a DAG, or one ECMP/static path).

@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from designer.solver.collectives import Phase, Plan
+from designer.solver.route_arrays import ragged_arange
 from designer.solver.route_recipe import phase_transfers
 from designer.solver.snapshot import NVLINK, PCIE, Snapshot
 
@@ -220,9 +221,7 @@ class FlowIndex:
             runs = self.runs(i)
             own = np.flatnonzero(self._mask_or_none(runs.src, is_node)
                                  | self._mask_or_none(runs.dst, is_node))
-            lengths = runs.ptr[own + 1] - runs.ptr[own]
-            at = np.repeat(runs.ptr[own] - np.cumsum(lengths) + lengths, lengths) \
-                + np.arange(int(lengths.sum()))
+            at = ragged_arange(runs.ptr[own], runs.ptr[own + 1] - runs.ptr[own])
             out.append(pa[runs.pairs[at]])
             if self.transfers[i] is not None:  # the transfers' routes are known: whole
                 out.extend(self.transfers[i].arcs_of(ranks))
@@ -278,10 +277,7 @@ def _shared_arcs_at(phase: Phase, flows: np.ndarray, nodes: np.ndarray,
     taken = np.unique(np.asarray(routes.pair_route)[np.isin(routes.pair_flow, flows)])
     if taken.size == 0:
         return np.zeros(0, dtype=np.int64)
-    lengths = np.diff(routes.ptr)[taken]
-    starts = np.asarray(routes.ptr)[taken]
-    entries = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(
-        int(lengths.sum()))
+    entries = ragged_arange(np.asarray(routes.ptr)[taken], np.diff(routes.ptr)[taken])
     arcs = np.asarray(routes.link)[entries].astype(np.int64)
     at = np.isin(snap.arc_src[arcs], nodes) | np.isin(snap.arc_dst[arcs], nodes)
     return arcs[at]
