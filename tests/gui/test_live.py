@@ -231,9 +231,24 @@ def test_scenario_dock_collective_resolves_is_undoable_and_saved(qtbot, live, tm
     assert combo.currentText() == "alltoall"
 
 
+def test_ranks_from_a_group_are_its_gpus(qtbot, live):
+    """A group's members are read on the GUI thread and resolved on the worker."""
+    solved(qtbot, live)
+    document = live.document
+    value = dict(document.topology.settings["scenario"], ranks="group:n02")
+    with qtbot.waitSignal(live.analysis.runner.result_ready,
+                          timeout=SOLVE_TIMEOUT_MS) as blocker:
+        document.push(SetSetting("scenario", value))
+    result = blocker.args[0]
+    snap = result.snapshot
+    assert result.focus.n_ranks == 8
+    assert sorted(snap.node_ids[snap.gpus[r]] for r in result.ranks) == [
+        f"n02-gpu{i}" for i in range(8)]
+
+
 # ---------------------------------------------------------------------- errors
 def _rank_group_without_gpus(document):
-    """Ranks from the storage rack: no GPUs (refused before the worker starts)."""
+    """Ranks from the storage rack: no GPUs (refused by the worker, one line)."""
     value = dict(document.topology.settings["scenario"], ranks="group:storage")
     document.push(SetSetting("scenario", value))
     return "storage"

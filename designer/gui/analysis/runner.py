@@ -58,6 +58,15 @@ class _Cancelled(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class GroupRanks:
+    """A scenario's ``group:<id>`` ranks, with the group's members read on the GUI
+    thread."""
+
+    group_id: str
+    members: tuple[str, ...]
+
+
 def rank_spec(topo: Topology, spec):
     """The scenario's ``ranks`` with what resolving it needs from the live design taken
     now (a group's members), so that `resolve_ranks` can run on the worker thread."""
@@ -65,7 +74,7 @@ def rank_spec(topo: Topology, spec):
         gid = spec.split(":", 1)[1]
         if not topo.has_group(gid):
             raise SolverError(f"scenario ranks: no group {gid!r}")
-        return ("group", gid, tuple(topo.members(gid)))
+        return GroupRanks(gid, tuple(topo.members(gid)))
     return spec
 
 
@@ -84,11 +93,10 @@ def resolve_ranks(snap: Snapshot, spec, selection: list[str]) -> list[int] | Non
         if spec > snap.n_gpus:
             raise SolverError(f"scenario ranks {spec}: the design has {snap.n_gpus} GPUs")
         return list(range(spec))
-    if isinstance(spec, tuple) and spec[:1] == ("group",):
-        _, gid, members = spec
-        ranks = sorted(index[n] for n in members if n in index)
+    if isinstance(spec, GroupRanks):
+        ranks = sorted(index[n] for n in spec.members if n in index)
         if len(ranks) < 2:
-            raise SolverError(f"group {gid!r} has fewer than two working GPUs")
+            raise SolverError(f"group {spec.group_id!r} has fewer than two working GPUs")
         return ranks
     missing = [x for x in spec if x not in index]
     if missing:
