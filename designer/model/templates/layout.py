@@ -230,7 +230,6 @@ def compute_layout(
             below.setdefault((plane, level), []).append(n.id)
 
     # ---- place the blocks
-    pos: dict[str, tuple[float, float]] = {}
     blocks: dict[str, dict[int, list[str]]] = {}
     for n in nodes:
         key = block_of.get(n.id)
@@ -269,11 +268,11 @@ def compute_layout(
                 switch_rows.setdefault(unit, {}).setdefault(level, []).append(nid)
         pos = tiled_layout(blocks, block_unit, switch_rows, groups, row_y, band_height,
                            place_row, (H_GAP, BLOCK_GAP, TIER_GAP))
-        bottom = max((y for y in (pos[n][1] for ids in blocks.values()
-                                   for r in ids.values() for n in r)), default=0.0)
+        bottom = max((pos[n][1] for rows in blocks.values() for ids in rows.values()
+                      for n in ids), default=0.0)
         centre_x = sum(x for x, _ in pos.values()) / len(pos) if pos else 0.0
     else:
-        pos = {}
+        pos: dict[str, tuple[float, float]] = {}
         per_band = wrap if wrap and wrap > 0 else max(1, len(blocks))
         cursor, band, in_band = 0.0, 0, 0
         for rows in blocks.values():
