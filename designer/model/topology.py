@@ -31,6 +31,7 @@ import networkx as nx
 from psygnal import Signal
 
 from designer.model.catalog import NODE_KINDS, PLANES, Catalog, default_catalog
+from designer.model.columns import DesignColumns, FrozenColumns
 from designer.model.errors import DesignError
 from designer.model.scenario import Scenario, TrainingSpec
 
@@ -153,6 +154,8 @@ class Topology:
         self.overrides: dict[str, dict[str, float]] = {}
         self._counters: dict[str, itertools.count] = {}
         self.generation = 0
+        # The same nodes and links as numpy columns, for the solver (`model.columns`).
+        self._columns = DesignColumns()
 
     # ------------------------------------------------------------------ reading
     @property
@@ -163,6 +166,12 @@ class Topology:
 
     def __len__(self) -> int:
         return self._g.number_of_nodes()
+
+    def columns(self) -> FrozenColumns:
+        """Nodes and links as immutable numpy columns, in insertion order: O(1) unless
+        nodes or links were removed since the last call (see `designer.model.columns`).
+        Safe to hand to another thread; call it on the thread that edits the design."""
+        return self._columns.freeze()
 
     def has_node(self, node_id: str) -> bool:
         return node_id in self._g
@@ -299,6 +308,7 @@ class Topology:
             raise DesignError(f"id {node.id!r} is already used")
         self._check_node(node)
         self._g.add_node(node.id, **{f: getattr(node, f) for f in NODE_FIELDS[1:]})
+        self._columns.add_node(node.id, node.kind, node.model, node.failed)
         self.node_added.emit(node)
         self._bump()
         return node
@@ -310,6 +320,7 @@ class Topology:
         for link in links:
             self.remove_link(link.id)
         self._g.remove_node(node_id)
+        self._columns.remove_node(node_id)
         self.node_removed.emit(node)
         self._bump()
         return node, links
@@ -325,6 +336,7 @@ class Topology:
             return old
         self._check_node(new)
         self._g.nodes[node_id].update({f: getattr(new, f) for f in NODE_FIELDS[1:]})
+        self._columns.update_node(node_id, new.kind, new.model, new.failed)
         moved_only = all(getattr(old, f) == getattr(new, f) for f in NODE_FIELDS if f not in "xy")
         if moved_only:
             self.node_moved.emit(new)
@@ -341,6 +353,8 @@ class Topology:
         self._g.add_edge(link.a, link.b, key=link.id,
                          **{f: getattr(link, f) for f in LINK_FIELDS[1:]})
         self._link_ends[link.id] = (link.a, link.b)
+        self._columns.add_link(link.id, link.a, link.b, link.tech, link.count, link.plane,
+                               link.failed)
         self.link_added.emit(link)
         self._bump()
         return link
@@ -349,6 +363,7 @@ class Topology:
         link = self.link(link_id)
         self._g.remove_edge(link.a, link.b, key=link_id)
         del self._link_ends[link_id]
+        self._columns.remove_link(link_id)
         self.link_removed.emit(link)
         self._bump()
         return link
@@ -365,6 +380,7 @@ class Topology:
         self._check_link(new)
         self._g.edges[old.a, old.b, link_id].update(
             {f: getattr(new, f) for f in LINK_FIELDS[1:]})
+        self._columns.update_link(link_id, new.tech, new.count, new.plane, new.failed)
         self.link_changed.emit(old, new)
         self._bump()
         return new

@@ -10,10 +10,9 @@ for headers).  Failed links, and every link at a failed node, are left out.
 
 A snapshot is handed to a worker thread, so it holds only numpy arrays and tuples, and
 the topology's ``generation`` so a stale result can be dropped.  It comes in two steps:
-`capture_design` on the thread that edits the design (O(1): the topology's columns,
-read once and patched from its change events, are shared copy-on-write; see
-`designer.solver.design_columns`), then `build_snapshot`, array work that may run on the
-worker.  `take_snapshot` does both.
+`capture_design` on the thread that edits the design (O(1): the columns the topology
+keeps as it is edited are shared copy-on-write, see `designer.model.columns`), then
+`build_snapshot`, array work that may run on the worker.  `take_snapshot` does both.
 
 Example
 -------
@@ -30,8 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from designer.model.catalog import FAMILIES
+from designer.model.columns import FrozenColumns
 from designer.model.topology import Topology
-from designer.solver.design_columns import FrozenColumns, LinkPositions, columns_of
+from designer.solver.design_columns import ColumnCache, LinkPositions, cache_of, positions
 
 NVLINK, PCIE = FAMILIES.index("nvlink"), FAMILIES.index("pcie")
 SWITCH_KINDS = frozenset({"leaf", "spine", "core", "switch", "nvswitch", "nvlink-switch-tray"})
@@ -137,12 +137,24 @@ def _components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         label = new
 
 
+def _domains(label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Domain number (0..D-1, in order of the labels) of each rank from its component
+    ``label``, and the rank's position inside its domain, counting ranks in order."""
+    _, domain = np.unique(label, return_inverse=True)
+    domain = domain.reshape(-1).astype(np.int32)
+    by_dom = np.argsort(domain, kind="stable")
+    first = np.searchsorted(domain[by_dom], domain[by_dom])
+    local = np.empty(len(label), dtype=np.int32)
+    local[by_dom] = np.arange(len(label)) - first
+    return domain, local
+
+
 @dataclass(frozen=True, eq=False)
 class DesignCapture:
     """What a snapshot needs from a topology, captured on the thread that edits it.
 
-    Cheap to take (the columns are shared copy-on-write, see
-    `designer.solver.design_columns`) and immutable, so `build_snapshot` may turn it into
+    Cheap to take (the columns are shared copy-on-write, see `designer.model.columns`)
+    and immutable, so `build_snapshot` may turn it into
     arrays on a worker thread while the design goes on changing.
     """
 
@@ -150,26 +162,25 @@ class DesignCapture:
     routing: str
     catalog: object
     columns: FrozenColumns
+    cache: ColumnCache
 
 
 def capture_design(topology: Topology) -> DesignCapture:
-    """Capture ``topology`` for `build_snapshot`: O(1) once its columns are read.
-
-    The first capture of a topology, or the first after nodes or links were added or
-    removed, reads the whole graph (~0.4 s for 114,688 links); later ones do not.
+    """Capture ``topology`` for `build_snapshot`: O(1), unless nodes or links were
+    removed since the last capture (`Topology.columns` then drops their rows first).
     """
     return DesignCapture(generation=topology.generation,
                          routing=topology.settings["routing"],
-                         catalog=topology.catalog, columns=columns_of(topology).freeze())
+                         catalog=topology.catalog, columns=topology.columns(),
+                         cache=cache_of(topology))
 
 
 def take_snapshot(topology: Topology) -> Snapshot:
     """Freeze ``topology`` into arrays for the solver: `build_snapshot` of
     `capture_design`.
 
-    The first snapshot of a topology reads its whole graph; later ones reuse what was
-    read, patched from the topology's change events, unless nodes or links were added or
-    removed since.
+    Values derived from the design's columns that an edit left as they were are
+    reused from the topology's previous snapshot (`designer.solver.design_columns`).
 
     Parameters
     ----------
@@ -191,13 +202,14 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
         When a node or link names a device model or technology the catalog lacks.
     """
     cat = capture.catalog
-    c = capture.columns
+    c, cache = capture.columns, capture.cache
     node_ids, n = c.node_ids, len(c.node_ids)
-    kinds, models = c.node_names()
+    kinds, models = cache.node_names(c)
     failed_node = c.node_failed.copy()
     # Per-model and per-kind facts are looked up once per distinct value, then indexed.
     model_of = c.model_of
-    present = set(np.unique(model_of).tolist())  # names no node uses any more are skipped
+    # Names no node uses any more are skipped.
+    present = set(np.flatnonzero(np.bincount(model_of, minlength=len(c.model_names))).tolist())
     specs = [cat.device(m).specs if i in present else {} for i, m in enumerate(c.model_names)]
     node_latency = np.array([s.get("latency_ns", 0.0) * 1e-9 for s in specs],
                             dtype=float)[model_of]
@@ -208,7 +220,7 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
     live = ~c.link_failed & ~failed_node[a_idx] & ~failed_node[b_idx]
     sel = np.flatnonzero(live)
     tech_of = c.tech_of[sel]
-    used = np.unique(tech_of)
+    used = np.flatnonzero(np.bincount(tech_of, minlength=len(c.tech_names)))
     # Catalog facts of the technologies in use (others may be stale names).
     tech = {i: cat.tech(c.tech_names[i]) for i in used.tolist()}
     fact = lambda f, dt=float: np.array(  # noqa: E731  one value per tech code
@@ -217,29 +229,25 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
     t_lat, t_jit = fact(lambda t: t.latency_ns * 1e-9), fact(lambda t: t.jitter_ns * 1e-9)
     t_fam = fact(lambda t: FAMILIES.index(t.family), np.int8)
     line = c.counts[sel] * t_GBps[tech_of]
-    link_ids, arc_plane, compute_link = c.link_names(live)
+    link_ids, arc_plane, compute_link = cache.link_names(c, live)
 
     ends = np.stack([a_idx[sel], b_idx[sel]], axis=1).astype(np.int32).reshape(-1, 2)
     arc_src = ends.reshape(-1)  # a, b, a, b ... -> arcs a->b then b->a
     arc_dst = ends[:, ::-1].reshape(-1)
-    arc_latency = np.repeat(t_lat[tech_of], 2) + node_latency[arc_dst]
-    fam = np.repeat(t_fam[tech_of], 2)
+    arc_tech = np.repeat(tech_of, 2)
+    arc_latency = t_lat[arc_tech] + node_latency[arc_dst]
+    fam = t_fam[arc_tech]
 
     # GPUs in natural id order; NVLink domains = components over NVLink arcs.
     gpu_nodes = np.flatnonzero(is_kind.get("gpu", none) & ~failed_node)
-    gpus = c.gpus_in_order(gpu_nodes).astype(np.int32)
+    gpus = cache.gpus_in_order(c, gpu_nodes)
     nv = fam == NVLINK
     # The NVLink domains change only with the NVLink links: a what-if on the network
-    # reuses them (`FrozenColumns.nvlink_components`).
-    comp = c.nvlink_components(live & (t_fam[c.tech_of] == NVLINK),
-                               lambda: _components(n, arc_src[nv], arc_dst[nv]))
-    _, gpu_domain = np.unique(comp[gpus], return_inverse=True)
-    gpu_domain = gpu_domain.reshape(-1).astype(np.int32)
-    # Position inside the domain, counting ranks in order.
-    by_dom = np.argsort(gpu_domain, kind="stable")
-    first = np.searchsorted(gpu_domain[by_dom], gpu_domain[by_dom])
-    gpu_local = np.empty(len(gpus), dtype=np.int32)
-    gpu_local[by_dom] = np.arange(len(gpus)) - first
+    # reuses them (`ColumnCache.nvlink_components`).
+    comp = cache.nvlink_components(c, live & (t_fam[c.tech_of] == NVLINK),
+                                   lambda: _components(n, arc_src[nv], arc_dst[nv]))
+    gpu_domain, gpu_local = cache.derived("domains", (comp, gpus),
+                                          lambda: _domains(comp[gpus]))
 
     # Rail NICs: NICs with a compute-plane network link, reached from every GPU that can
     # (its own PCIe link, a sibling's over NVLink, or through the host; see `_assign_nics`).
@@ -274,14 +282,14 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
         link_ids=link_ids,
         arc_src=arc_src.astype(np.int32), arc_dst=arc_dst.astype(np.int32),
         arc_cap=np.repeat(line * t_eff[tech_of], 2), arc_line=np.repeat(line, 2),
-        arc_latency_s=arc_latency, arc_jitter_s=np.repeat(t_jit[tech_of], 2),
+        arc_latency_s=arc_latency, arc_jitter_s=t_jit[arc_tech],
         arc_family=fam, arc_plane=arc_plane,
         gpus=gpus, gpu_domain=gpu_domain, gpu_local=gpu_local, gpu_nic=gpu_nic,
         gpu_nic_via=gpu_nic_via,
         domain_nvls=domain_nvls, net_sharp=net_sharp,
         net_lossless=all(t.lossless for t in net_techs),
         link_compute=compute_link,
-        links=c.positions(live),
+        links=positions(c, live),
     )
 
 

@@ -1,0 +1,267 @@
+"""The design's nodes and links as numpy columns, kept by the `Topology` as it changes.
+
+Every snapshot the solver takes needs the design as arrays.  Reading them out of the
+networkx graph is a Python loop over every node's and edge's attribute dict: ~0.5 s for
+the 114,688 links of a 16,384-GPU SuperPOD, paid on the GUI thread by the first solve of
+every design opened.  So the topology writes its columns as it is edited, at the cost
+of a few array writes per edit: adding a node or link appends a row (amortised O(1)),
+an update writes its cells, and a removal marks its row gone; gone rows are dropped, in
+order, by the next `DesignColumns.freeze`.
+
+`freeze` hands the current columns to another thread as an immutable `FrozenColumns`,
+in O(1) unless rows were removed since the last one: the arrays and containers are
+shared, and the first write after a freeze copies what it writes to (copy on write).
+Appending does not copy an array: a frozen array is a view of the rows that existed at
+the freeze, and an append writes past them.
+
+Rows are in insertion order, that of `Topology.nodes` and `Topology.links`.
+
+Example
+-------
+>>> cols = DesignColumns()
+>>> cols.add_node("g0", "gpu", "H100", False)
+>>> cols.add_node("s0", "nvswitch", "NVSwitch-gen3", False)
+>>> cols.add_link("l0", "g0", "s0", "nvlink4", 5, "compute", False)
+>>> f = cols.freeze()
+>>> f.node_ids, f.a_idx.tolist(), f.b_idx.tolist(), f.counts.tolist()
+(('g0', 's0'), [0], [1], [5.0])
+>>> cols.update_link("l0", "nvlink4", 9, "compute", False)
+>>> f.counts.tolist(), cols.freeze().counts.tolist()     # the frozen view is unchanged
+([5.0], [9.0])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import compress
+
+import numpy as np
+
+__all__ = ["DesignColumns", "FrozenColumns"]
+
+
+@dataclass(frozen=True, eq=False)
+class FrozenColumns:
+    """One moment of a `DesignColumns`: arrays and containers nobody writes any more.
+
+    Node columns are indexed like ``node_ids``, link columns like ``keys``; ``*_of``
+    arrays hold codes into the matching ``*_names`` tuples.  An array, tuple or list is
+    the very object of the previous freeze while its content is the same, so values
+    derived from it can be cached by identity.
+    """
+
+    node_ids: tuple[str, ...]
+    kind_names: tuple[str, ...]
+    kind_of: np.ndarray
+    model_names: tuple[str, ...]
+    model_of: np.ndarray
+    node_failed: np.ndarray
+    keys: list[str]
+    a_idx: np.ndarray
+    b_idx: np.ndarray
+    tech_names: tuple[str, ...]
+    tech_of: np.ndarray
+    counts: np.ndarray
+    planes: list[str]
+    one_plane: str | None          # the plane of every link when they share one
+    link_failed: np.ndarray
+    link_pos: dict[str, int]       # link id -> row
+
+
+class _Column:
+    """A growable numpy column: amortised O(1) appends, O(1) read-only views, copy on
+    write for cells a view shares."""
+
+    __slots__ = ("_view", "buf", "n", "shared")
+
+    def __init__(self, dtype, values: np.ndarray | None = None):
+        self.buf = np.zeros(16, dtype) if values is None else np.array(values, dtype)
+        self.n = 0 if values is None else len(self.buf)
+        self.shared = False
+        self._view: np.ndarray | None = None
+
+    def append(self, value) -> None:
+        if self.n == len(self.buf):
+            grown = np.zeros(max(16, 2 * self.n), self.buf.dtype)
+            grown[:self.n] = self.buf[:self.n]
+            self.buf, self.shared = grown, False
+        self.buf[self.n] = value  # past every view's rows: no copy needed
+        self.n += 1
+        self._view = None
+
+    def set(self, i: int, value) -> bool:
+        """``column[i] = value``; whether it changed anything."""
+        if self.buf[i] == value:
+            return False
+        if self.shared:
+            self.buf, self.shared = self.buf.copy(), False
+        self.buf[i] = value
+        self._view = None
+        return True
+
+    def view(self) -> np.ndarray:
+        """The rows as a read-only array, the same object until the column changes."""
+        if self._view is None:
+            v = self.buf[:self.n]
+            v.setflags(write=False)
+            self._view = v
+        self.shared = True
+        return self._view
+
+
+class _Codes:
+    """Distinct names in first-seen order, and a name's code."""
+
+    __slots__ = ("_tuple", "code", "names")
+
+    def __init__(self):
+        self.names: list[str] = []
+        self.code: dict[str, int] = {}
+        self._tuple: tuple[str, ...] = ()
+
+    def __call__(self, name: str) -> int:
+        c = self.code.get(name)
+        if c is None:
+            c = self.code[name] = len(self.names)
+            self.names.append(name)
+        return c
+
+    def frozen(self) -> tuple[str, ...]:
+        if len(self._tuple) != len(self.names):
+            self._tuple = tuple(self.names)
+        return self._tuple
+
+
+class DesignColumns:
+    """Nodes and links of one design as columns, written by `Topology` (module
+    docstring).  `freeze` gives the current state to read."""
+
+    def __init__(self):
+        self.kinds, self.models, self.techs = _Codes(), _Codes(), _Codes()
+        self.node_ids: list[str] = []
+        self.node_row: dict[str, int] = {}
+        self.kind_of, self.model_of = _Column(np.int64), _Column(np.int64)
+        self.node_failed, self.node_gone = _Column(bool), _Column(bool)
+        self.keys: list[str] = []
+        self.link_pos: dict[str, int] = {}
+        self.a_idx, self.b_idx = _Column(np.int64), _Column(np.int64)
+        self.tech_of, self.counts = _Column(np.int64), _Column(float)
+        self.planes: list[str] = []
+        self.plane_count: dict[str, int] = {}     # live links per plane
+        self.link_failed, self.link_gone = _Column(bool), _Column(bool)
+        self.n_gone = 0                           # gone rows (nodes and links)
+        # Python containers a freeze shares, copied before their next write.
+        self._shared: set[str] = set()
+        self._node_tuple: tuple[str, ...] = ()
+
+    def _own(self, name: str):
+        """The container ``name``, copied first if a frozen view shares it."""
+        if name in self._shared:
+            self._shared.discard(name)
+            setattr(self, name, getattr(self, name).copy())
+        return getattr(self, name)
+
+    # ------------------------------------------------------------------ nodes
+    def add_node(self, node_id: str, kind: str, model: str, failed: bool) -> None:
+        self._own("node_row")[node_id] = len(self.node_ids)
+        self._own("node_ids").append(node_id)
+        self.kind_of.append(self.kinds(kind))
+        self.model_of.append(self.models(model))
+        self.node_failed.append(failed)
+        self.node_gone.append(False)
+
+    def update_node(self, node_id: str, kind: str, model: str, failed: bool) -> None:
+        i = self.node_row[node_id]
+        self.kind_of.set(i, self.kinds(kind))
+        self.model_of.set(i, self.models(model))
+        self.node_failed.set(i, failed)
+
+    def remove_node(self, node_id: str) -> None:
+        """Mark the node gone (its links must be removed first)."""
+        self.node_gone.set(self._own("node_row").pop(node_id), True)
+        self.n_gone += 1
+
+    # ------------------------------------------------------------------ links
+    def add_link(self, link_id: str, a: str, b: str, tech: str, count: int, plane: str,
+                 failed: bool) -> None:
+        self._own("link_pos")[link_id] = len(self.keys)
+        self._own("keys").append(link_id)
+        self.a_idx.append(self.node_row[a])
+        self.b_idx.append(self.node_row[b])
+        self.tech_of.append(self.techs(tech))
+        self.counts.append(count)
+        self._own("planes").append(plane)
+        self._count_plane(plane, 1)
+        self.link_failed.append(failed)
+        self.link_gone.append(False)
+
+    def update_link(self, link_id: str, tech: str, count: int, plane: str,
+                    failed: bool) -> None:
+        k = self.link_pos[link_id]
+        self.tech_of.set(k, self.techs(tech))
+        self.counts.set(k, count)
+        old = self.planes[k]
+        if old != plane:
+            self._own("planes")[k] = plane
+            self._count_plane(old, -1)
+            self._count_plane(plane, 1)
+        self.link_failed.set(k, failed)
+
+    def remove_link(self, link_id: str) -> None:
+        k = self._own("link_pos").pop(link_id)
+        self.link_gone.set(k, True)
+        self._count_plane(self.planes[k], -1)
+        self.n_gone += 1
+
+    def _count_plane(self, plane: str, step: int) -> None:
+        counts = self.plane_count
+        n = counts.get(plane, 0) + step
+        if n:
+            counts[plane] = n
+        else:
+            del counts[plane]
+
+    # ------------------------------------------------------------------ reading
+    def freeze(self) -> FrozenColumns:
+        """The current columns, immutable from now on: O(1) (the containers are shared
+        and copied by their next write) unless rows were removed since the last freeze
+        (then they are dropped first, in O(rows))."""
+        if self.n_gone:
+            self._compact()
+        if len(self._node_tuple) != len(self.node_ids) or "node_ids" not in self._shared:
+            self._node_tuple = tuple(self.node_ids)
+        self._shared = {"node_ids", "node_row", "keys", "link_pos", "planes"}
+        planes = self.plane_count
+        return FrozenColumns(
+            node_ids=self._node_tuple,
+            kind_names=self.kinds.frozen(), kind_of=self.kind_of.view(),
+            model_names=self.models.frozen(), model_of=self.model_of.view(),
+            node_failed=self.node_failed.view(),
+            keys=self.keys, a_idx=self.a_idx.view(), b_idx=self.b_idx.view(),
+            tech_names=self.techs.frozen(), tech_of=self.tech_of.view(),
+            counts=self.counts.view(), planes=self.planes,
+            one_plane=next(iter(planes)) if len(planes) == 1 else None,
+            link_failed=self.link_failed.view(), link_pos=self.link_pos)
+
+    def _compact(self) -> None:
+        """Drop the gone rows, keeping the order of the others."""
+        keep_n = ~self.node_gone.view()
+        keep_l = ~self.link_gone.view()
+        new_row = np.cumsum(keep_n) - 1
+        self.node_ids = list(compress(self.node_ids, keep_n))
+        self.node_row = dict(zip(self.node_ids, range(len(self.node_ids)), strict=True))
+        for name in ("kind_of", "model_of", "node_failed"):
+            setattr(self, name, _Column(getattr(self, name).buf.dtype,
+                                        getattr(self, name).view()[keep_n]))
+        self.node_gone = _Column(bool, np.zeros(len(self.node_ids), bool))
+        self.keys = list(compress(self.keys, keep_l))
+        self.planes = list(compress(self.planes, keep_l))
+        self.link_pos = dict(zip(self.keys, range(len(self.keys)), strict=True))
+        self.a_idx = _Column(np.int64, new_row[self.a_idx.view()[keep_l]])
+        self.b_idx = _Column(np.int64, new_row[self.b_idx.view()[keep_l]])
+        for name in ("tech_of", "counts", "link_failed"):
+            setattr(self, name, _Column(getattr(self, name).buf.dtype,
+                                        getattr(self, name).view()[keep_l]))
+        self.link_gone = _Column(bool, np.zeros(len(self.keys), bool))
+        self._shared = set()
+        self.n_gone = 0
