@@ -4,19 +4,23 @@ Run ``python benchmarks/solver.py`` (a few minutes, a minute of it building the
 131,072-GPU design) or ``python benchmarks/solver.py --quick`` (a 2,048-GPU ring instead
 of cases a and b; under a minute); ``--case a`` runs one case.
 
-Each case runs in a fresh process that first builds its design; build times are printed
-apart (building a topology is not part of the solver's budget), and the peak RSS is the
-case's own (``RSS in``: once the design is built; ``peak``: its peak).  Two figures per
+Each case runs in a fresh process that first solves an 8-GPU HGX node (so that lazy
+imports, such as the masked arrays numpy loads on its first ``unique``, are not counted)
+and then builds its design; build times are printed apart (building a topology, which
+also writes its solver columns, is not part of the solver's budget), and the peak RSS is
+the case's own (``RSS in``: once the design is built; ``peak``: its peak).  Two figures per
 case:
 
 cold
-    the design's first snapshot plus a solve (routes from scratch, max-min rates, the
+    the design's first snapshot (from the columns the topology keeps, see
+    `designer.model.columns`) plus a solve (routes from scratch, max-min rates, the
     NCCL time model); the solve is the median of a few runs where a run is cheap.
 edit
     snapshot plus solve after a one-link what-if edit, the GUI's path on every edit: the
-    snapshot reuses what it read of the design, patched from the edit event, and the
-    solve reuses the routes of the previous snapshot that the edit left valid (a
-    `RouteMemo` carried from snapshot to snapshot, as the GUI does).  Two kinds of edit,
+    snapshot reuses what it derived from the design's columns that the edit left as it
+    was (after a capacity edit, everything but the capacities), and the solve reuses
+    the routes of the previous snapshot that the edit left valid (a `RouteMemo` carried
+    from snapshot to snapshot, as the GUI does).  Two kinds of edit,
     reported apart: ``capacity`` (a leaf-spine bundle gains or loses a link: the splits
     through it change) and ``fail`` (a leaf-spine link fails, then is restored: arcs are
     renumbered and routes through it move).  Median of the rounds (best in the details).
@@ -259,6 +263,7 @@ def _child(key: str, conn) -> None:
     """One case in a fresh process: build its design, then measure."""
     _, _, design, routing, solve, runs, edits = CASES[key]
     try:
+        ring(take_snapshot(build_template("hgx", gpu="H100")))   # warm-up (docstring)
         name, make = DESIGNS[design]
         t = time.perf_counter()
         topo = make()

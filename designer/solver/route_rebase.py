@@ -145,22 +145,29 @@ def diff_snapshots(old: Snapshot, new: Snapshot) -> SnapshotChange | None:
     # and a capacity, so the first arcs tell.
     first_old = slice(0, None, 2) if arc_map is None else common_old[0::2]
     first_new = slice(0, None, 2) if arc_map is None else common_new[0::2]
-    if not same_compute or not (
+    # (Snapshots of a capacity edit share these arrays: nothing to compare.)
+    shared = arc_map is None and all(getattr(old, f) is getattr(new, f) for f in (
+        "arc_src", "arc_dst", "arc_family"))
+    if not same_compute or not shared and not (
             np.array_equal(old.arc_src[first_old], new.arc_src[first_new])
             and np.array_equal(old.arc_dst[first_old], new.arc_dst[first_new])):
         return None
     f0, f1 = old.arc_family[first_old], new.arc_family[first_new]
-    differ = np.flatnonzero(f0 != f1)
+    differ = np.zeros(0, np.int64) if shared else np.flatnonzero(f0 != f1)
     if differ.size and not np.array_equal(_kind(f0[differ]), _kind(f1[differ])):
         return None
     moved = np.flatnonzero(old.arc_cap[first_old] != new.arc_cap[first_new])
     moved = _arcs_of(moved)                   # arcs among the common ones
     reweighed = moved if arc_map is None else common_new[moved]
-    same_ranks = all(np.array_equal(getattr(old, f), getattr(new, f)) for f in (
+    same_ranks = all(_same(getattr(old, f), getattr(new, f)) for f in (
         "gpus", "gpu_domain", "gpu_local", "gpu_nic", "gpu_nic_via", "domain_nvls"))
     same_ranks = same_ranks and old.net_sharp == new.net_sharp
     return SnapshotChange(old, new, arc_map, removed, added, reweighed.astype(np.int64),
                           same_ranks)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a is b or np.array_equal(a, b)
 
 
 def _arcs_of(links: np.ndarray) -> np.ndarray:

@@ -201,6 +201,21 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
     DesignError
         When a node or link names a device model or technology the catalog lacks.
     """
+    c = capture.columns
+    # Everything but the capacities depends on which links are live, their technology
+    # and ends, and the nodes: a capacity what-if (a bundle's count) reuses it, so its
+    # snapshot costs a multiply over the links (the arrays are shared, read-only).
+    fields, sel, rate, eff = capture.cache.derived("structure", (
+        c.node_ids, c.kind_of, c.model_of, c.node_failed, c.keys, c.a_idx, c.b_idx,
+        c.tech_of, c.planes, c.link_failed, capture.catalog), lambda: _structure(capture))
+    line = c.counts[sel] * rate
+    return Snapshot(generation=capture.generation, routing=capture.routing,
+                    arc_cap=np.repeat(line * eff, 2), arc_line=np.repeat(line, 2), **fields)
+
+
+def _structure(capture: DesignCapture) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
+    """The fields of `build_snapshot` that do not depend on link counts, the live links'
+    rows, and their rate per link and efficiency (for the capacities)."""
     cat = capture.catalog
     c, cache = capture.columns, capture.cache
     node_ids, n = c.node_ids, len(c.node_ids)
@@ -228,7 +243,6 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
     t_GBps, t_eff = fact(lambda t: t.GBps), fact(lambda t: t.efficiency)
     t_lat, t_jit = fact(lambda t: t.latency_ns * 1e-9), fact(lambda t: t.jitter_ns * 1e-9)
     t_fam = fact(lambda t: FAMILIES.index(t.family), np.int8)
-    line = c.counts[sel] * t_GBps[tech_of]
     link_ids, arc_plane, compute_link = cache.link_names(c, live)
 
     ends = np.stack([a_idx[sel], b_idx[sel]], axis=1).astype(np.int32).reshape(-1, 2)
@@ -275,13 +289,10 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
     sharp_model = np.array([bool(s.get("sharp", False)) for s in specs], dtype=bool)[model_of]
     net_sharp = bool(fabric_switches.size) and bool(sharp_model[fabric_switches].all())
     net_techs = [t for t in tech.values() if t.family not in ("nvlink", "pcie")]
-    return Snapshot(
-        generation=capture.generation,
-        routing=capture.routing,
+    fields = dict(
         node_ids=node_ids, node_kind=kinds, node_model=models,
         link_ids=link_ids,
         arc_src=arc_src.astype(np.int32), arc_dst=arc_dst.astype(np.int32),
-        arc_cap=np.repeat(line * t_eff[tech_of], 2), arc_line=np.repeat(line, 2),
         arc_latency_s=arc_latency, arc_jitter_s=t_jit[arc_tech],
         arc_family=fam, arc_plane=arc_plane,
         gpus=gpus, gpu_domain=gpu_domain, gpu_local=gpu_local, gpu_nic=gpu_nic,
@@ -291,6 +302,10 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
         link_compute=compute_link,
         links=positions(c, live),
     )
+    for v in fields.values():
+        if isinstance(v, np.ndarray):
+            v.setflags(write=False)  # shared by the snapshots that reuse them
+    return fields, sel, t_GBps[tech_of], t_eff[tech_of]
 
 
 def _assign_nics(arc_src: np.ndarray, arc_dst: np.ndarray, pcie: np.ndarray,
