@@ -55,6 +55,8 @@ class MainWindow(QMainWindow):
             source.message.connect(self.show_message)
         self.scene.selectionChanged.connect(self._on_scene_selection_changed)
         document.undo_stack.cleanChanged.connect(self._update_title)
+        # Edits change the counts the label shows when nothing is selected.
+        document.undo_stack.indexChanged.connect(self._on_scene_selection_changed)
         document.path_changed.connect(self._update_title)
         document.topology_replaced.connect(self._on_document_topology_replaced)
         self._update_title()
@@ -158,7 +160,7 @@ class MainWindow(QMainWindow):
         if nodes or links:
             text = f"{len(nodes)} node(s) ({gpus} GPU), {len(links)} link(s) selected"
         else:
-            text = f"{len(topo)} nodes, {topo.graph.number_of_edges()} links"
+            text = f"{len(topo)} nodes, {topo.link_count()} links"
         self.selection_label.setText(text)
 
     def _on_document_topology_replaced(self, _topology) -> None:

@@ -173,6 +173,10 @@ class Topology:
         Safe to hand to another thread; call it on the thread that edits the design."""
         return self._columns.freeze()
 
+    def link_count(self) -> int:
+        """Number of links, in O(1) (``graph.number_of_edges()`` walks every node)."""
+        return len(self._link_ends)
+
     def has_node(self, node_id: str) -> bool:
         return node_id in self._g
 

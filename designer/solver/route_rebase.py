@@ -148,9 +148,9 @@ def diff_snapshots(old: Snapshot, new: Snapshot) -> SnapshotChange | None:
     # (Snapshots of a capacity edit share these arrays: nothing to compare.)
     shared = arc_map is None and all(getattr(old, f) is getattr(new, f) for f in (
         "arc_src", "arc_dst", "arc_family"))
-    if not same_compute or not shared and not (
+    if not same_compute or (not shared and not (
             np.array_equal(old.arc_src[first_old], new.arc_src[first_new])
-            and np.array_equal(old.arc_dst[first_old], new.arc_dst[first_new])):
+            and np.array_equal(old.arc_dst[first_old], new.arc_dst[first_new]))):
         return None
     f0, f1 = old.arc_family[first_old], new.arc_family[first_new]
     differ = np.zeros(0, np.int64) if shared else np.flatnonzero(f0 != f1)

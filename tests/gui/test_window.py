@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QApplication, QMenu
 from designer.gui.app import create_window
 from designer.gui.canvas.items import GroupItem, LinkItem, NodeItem
 from designer.io.fabric_json import save
-from designer.model.commands import MoveNodes
+from designer.model.commands import MoveNodes, RemoveNodes
 from designer.model.templates import build_template
 from designer.model.topology import Topology
 from tests.gui.conftest import close_window, open_window
@@ -82,6 +82,21 @@ def test_status_bar_summarises_the_selection(window):
     assert label.text() == "4 node(s) (3 GPU), 1 link(s) selected"
     window.scene.clearSelection()
     assert label.text().startswith(f"{len(topo)} nodes")
+
+
+def test_status_bar_counts_follow_edits_and_undo(window):
+    """Deleting a spine (a command, not a selection change) updates the counts; so
+    does undoing it."""
+    label = window.selection_label
+    topo = window.document.topology
+    before = label.text()
+    spine = next(topo.nodes("spine")).id
+    n_links = len(topo.links_of(spine))
+    window.document.push(RemoveNodes([spine]))
+    assert label.text() == f"{len(topo)} nodes, {topo.graph.number_of_edges()} links"
+    assert label.text() != before and n_links > 0
+    window.document.undo_stack.undo()
+    assert label.text() == before
 
 
 STANDARD = {
