@@ -77,6 +77,7 @@ class ColumnCache:
         self._gpu_order: tuple | None = None
         self._components: tuple | None = None
         self._derived: dict[str, tuple] = {}
+        self._one_plane: tuple | None = None      # (plane, array of it for every arc)
 
     # ------------------------------------------------------------------ derived values
     # Any thread may call these with a view; each checks that its cache entry came from
@@ -104,8 +105,15 @@ class ColumnCache:
             # An object array, not a tuple: the cyclic garbage collector does not walk
             # an array's items, and a 200,000-item tuple costs each of its passes ~15 ms.
             if one is not None:  # one plane: no need to test every link
-                arc_plane = np.empty(2 * n_live, dtype=object)
-                arc_plane.fill(one)  # np.full is ~15x slower for objects
+                # A view of one array filled for every link of the design, so that a
+                # fail or restore does not fill 2 x 917,504 pointers again.
+                full = self._one_plane
+                if full is None or full[0] != one or len(full[1]) < 2 * len(f.keys):
+                    arr = np.empty(2 * len(f.keys), dtype=object)
+                    arr.fill(one)  # np.full is ~15x slower for objects
+                    arr.setflags(write=False)
+                    full = self._one_plane = (one, arr)
+                arc_plane = full[1][:2 * n_live]
                 compute = np.full(n_live, bool(n_live) and one == "compute")
             else:
                 arc_plane = np.repeat(np.array(planes, dtype=object), 2)

@@ -127,24 +127,27 @@ def diff_snapshots(old: Snapshot, new: Snapshot) -> SnapshotChange | None:
     c0, c1 = old.compute_links(), new.compute_links()
     if r0 is r1 or np.array_equal(r0, r1):
         arc_map, removed, added = None, np.zeros(0, np.int64), np.zeros(0, np.int64)
-        common_old = common_new = slice(None)
         same_compute = c0 is c1 or np.array_equal(c0, c1)
     else:
         both = (r0 >= 0) & (r1 >= 0)
         k0, k1 = r0[both], r1[both]          # ascending: ranks follow the design's order
         # int32 while ids fit: phases keep arc ids so, and renumbering is a gather.
-        arc_map = np.full(old.n_arcs, -1, dtype=np.int32 if max(old.n_arcs, new.n_arcs)
-                          < 2**31 else np.int64)
-        common_old, common_new = _arcs_of(k0), _arcs_of(k1)
-        arc_map[common_old] = common_new
+        dt = np.int32 if max(old.n_arcs, new.n_arcs) < 2**31 else np.int64
+        link_map = np.full(old.n_arcs // 2, -1, dtype=dt)   # new index of each old link
+        link_map[k0] = k1
+        gone = link_map < 0
+        arc_map = np.empty(old.n_arcs, dtype=dt)             # both arcs of each link
+        arc_map[0::2] = 2 * link_map
+        arc_map[1::2] = arc_map[0::2] + 1
+        arc_map[0::2][gone] = arc_map[1::2][gone] = -1
         removed = _arcs_of(r0[(r0 >= 0) & (r1 < 0)])
         added = _arcs_of(r1[(r1 >= 0) & (r0 < 0)])
         same_compute = np.array_equal(c0[k0], c1[k1])
     # A link may change technology (capacity) but not its ends, nor the subgraph that
     # routes it (NVLink, PCIe, compute network).  Both arcs of a link share a family
     # and a capacity, so the first arcs tell.
-    first_old = slice(0, None, 2) if arc_map is None else common_old[0::2]
-    first_new = slice(0, None, 2) if arc_map is None else common_new[0::2]
+    first_old = slice(0, None, 2) if arc_map is None else 2 * k0
+    first_new = slice(0, None, 2) if arc_map is None else 2 * k1
     # (Snapshots of a capacity edit share these arrays: nothing to compare.)
     shared = arc_map is None and all(getattr(old, f) is getattr(new, f) for f in (
         "arc_src", "arc_dst", "arc_family"))
@@ -156,9 +159,8 @@ def diff_snapshots(old: Snapshot, new: Snapshot) -> SnapshotChange | None:
     differ = np.zeros(0, np.int64) if shared else np.flatnonzero(f0 != f1)
     if differ.size and not np.array_equal(_kind(f0[differ]), _kind(f1[differ])):
         return None
-    moved = np.flatnonzero(old.arc_cap[first_old] != new.arc_cap[first_new])
-    moved = _arcs_of(moved)                   # arcs among the common ones
-    reweighed = moved if arc_map is None else common_new[moved]
+    moved = np.flatnonzero(old.arc_cap[first_old] != new.arc_cap[first_new])  # links
+    reweighed = _arcs_of(moved if arc_map is None else k1[moved])
     same_ranks = all(_same(getattr(old, f), getattr(new, f)) for f in (
         "gpus", "gpu_domain", "gpu_local", "gpu_nic", "gpu_nic_via", "domain_nvls"))
     same_ranks = same_ranks and old.net_sharp == new.net_sharp
@@ -173,7 +175,10 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 def _arcs_of(links: np.ndarray) -> np.ndarray:
     """Both arcs of each live link index (ascending), in order."""
     links = np.asarray(links, dtype=np.int64)
-    return np.stack([2 * links, 2 * links + 1], axis=1).reshape(-1)
+    out = np.empty(2 * len(links), dtype=np.int64)
+    out[0::2] = 2 * links
+    out[1::2] = out[0::2] + 1
+    return out
 
 
 # ----------------------------------------------------------------- routers
