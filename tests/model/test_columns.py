@@ -9,6 +9,7 @@ import pytest
 
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node
+from tests.model.random_edits import random_edit
 
 
 def read_graph(topo) -> dict:
@@ -46,32 +47,6 @@ def check(topo, f) -> None:
     assert f.one_plane == (planes.pop() if len(planes) == 1 else None)
 
 
-def edit(topo, rng, k: int) -> None:
-    nodes, links = list(topo.nodes()), list(topo.links())
-    what = rng.integers(7)
-    if what == 0 and links:
-        lk = links[rng.integers(len(links))]
-        topo.update_link(lk.id, failed=not lk.failed, count=int(rng.integers(1, 4)))
-    elif what == 1 and links:
-        lk = links[rng.integers(len(links))]
-        topo.update_link(lk.id, plane="storage" if lk.plane == "compute" else "compute")
-    elif what == 2:
-        n = nodes[rng.integers(len(nodes))]
-        topo.update_node(n.id, failed=not n.failed)
-    elif what == 3:
-        gpu = next((n for n in nodes if n.kind == "gpu"), None)
-        if gpu is not None:
-            topo.update_node(gpu.id, model="B200" if gpu.model == "H100" else "H100")
-    elif what == 4:
-        topo.add_node(Node(f"x{k}", "gpu", "H100", f"x {k}"))
-        other = nodes[rng.integers(len(nodes))]
-        topo.add_link(Link(f"x{k}-l", f"x{k}", other.id, "pcie5"))
-    elif what == 5 and links:
-        topo.remove_link(links[rng.integers(len(links))].id)
-    elif len(nodes) > 2:
-        topo.remove_node(nodes[rng.integers(len(nodes))].id)
-
-
 @pytest.mark.parametrize("seed", range(8))
 def test_columns_hold_what_the_graph_holds_after_random_edits(seed):
     """Frozen between random edits, the columns equal a read of the design; every view
@@ -80,7 +55,7 @@ def test_columns_hold_what_the_graph_holds_after_random_edits(seed):
     topo = build_template("rail-cluster", nodes=2)
     taken = []
     for k in range(60):
-        edit(topo, rng, k)
+        random_edit(topo, rng, k)
         if rng.random() < 0.4:
             f = topo.columns()
             check(topo, f)

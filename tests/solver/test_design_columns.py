@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from designer.model.templates import build_template
-from designer.model.topology import Link, Node, Topology
+from designer.model.topology import Topology
 from designer.solver.design_columns import ColumnCache, cache_of
 from designer.solver.snapshot import DesignCapture, build_snapshot, capture_design
+from tests.model.random_edits import random_edit
 
 
 def fresh(topo):
@@ -36,40 +37,6 @@ def assert_same(a, b) -> None:
             assert x == y, f.name
     assert dict(a.link_positions()) == dict(b.link_positions())
     assert np.array_equal(a.compute_links(), b.compute_links())
-
-
-def random_edit(topo, rng, k: int) -> None:
-    links = [lk for lk in topo.links()]
-    nodes = [n for n in topo.nodes()]
-    kind = rng.integers(9)
-    if kind == 0:
-        lk = links[rng.integers(len(links))]
-        topo.update_link(lk.id, failed=not lk.failed)
-    elif kind == 1:
-        lk = links[rng.integers(len(links))]
-        topo.update_link(lk.id, count=int(rng.integers(1, 5)))
-    elif kind == 2:
-        lk = next((x for x in links if x.tech.startswith("ib-")), None)
-        if lk is not None:
-            topo.update_link(lk.id, tech="ib-hdr" if lk.tech == "ib-ndr" else "ib-ndr")
-    elif kind == 3:
-        lk = links[rng.integers(len(links))]
-        topo.update_link(lk.id, plane="storage" if lk.plane == "compute" else "compute")
-    elif kind == 4:
-        n = nodes[rng.integers(len(nodes))]
-        topo.update_node(n.id, failed=not n.failed)
-    elif kind == 5:
-        gpu = next(n for n in nodes if n.kind == "gpu")
-        topo.update_node(gpu.id, model="B200" if gpu.model == "H100" else "H100")
-    elif kind == 6:
-        topo.add_node(Node(f"extra{k}", "gpu", "H100", f"extra {k}"))
-        other = nodes[rng.integers(len(nodes))]
-        topo.add_link(Link(f"extra{k}-l", f"extra{k}", other.id, "pcie5"))
-    elif kind == 7:
-        topo.remove_node(nodes[rng.integers(len(nodes))].id)
-    else:
-        lk = links[rng.integers(len(links))]
-        topo.remove_link(lk.id)
 
 
 @pytest.mark.parametrize("seed", range(6))
