@@ -4,11 +4,12 @@ Run ``python benchmarks/solver.py`` (a few minutes, a minute of it building the
 131,072-GPU design) or ``python benchmarks/solver.py --quick`` (a 2,048-GPU ring instead
 of cases a and b; under a minute); ``--case a`` runs one case.
 
-Each case runs in a fresh process that first solves an 8-GPU HGX node (so that lazy
-imports, such as the masked arrays numpy loads on its first ``unique``, are not counted)
-and then builds its design; build times are printed apart (building a topology, which
-also writes its solver columns, is not part of the solver's budget), and the peak RSS is
-the case's own (``RSS in``: once the design is built; ``peak``: its peak).  Two figures per
+Each case runs in a fresh process that first solves the built-in example design, as the
+app does when it opens (so that lazy imports, such as the masked arrays numpy loads on
+its first ``unique``, are not counted), and then builds its design; build times are
+printed apart (building a topology, which also writes its solver columns, is not part of
+the solver's budget), and the peak RSS is the case's own (``RSS in``: once the design is
+built; ``peak``: its peak).  Two figures per
 case:
 
 cold
@@ -263,7 +264,7 @@ def _child(key: str, conn) -> None:
     """One case in a fresh process: build its design, then measure."""
     _, _, design, routing, solve, runs, edits = CASES[key]
     try:
-        ring(take_snapshot(build_template("hgx", gpu="H100")))   # warm-up (docstring)
+        ring(take_snapshot(build_template("example")))   # warm-up (module docstring)
         name, make = DESIGNS[design]
         t = time.perf_counter()
         topo = make()
