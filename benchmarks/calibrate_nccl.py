@@ -33,14 +33,11 @@ import numpy as np
 
 from designer.model.catalog import default_catalog
 from designer.solver.nccl_model import (
-    DEFAULT_PARAMS_PATH,
-    FITTED,
     CollectiveShape,
-    ModelParams,
     choose,
-    load_params,
     nvls_bus_ceiling,
 )
+from designer.solver.nccl_params import DEFAULT_PARAMS_PATH, FITTED, ModelParams, load_params
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared/reference/measured-allreduce.json"
 GiB = 1 << 30

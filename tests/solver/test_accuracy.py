@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from designer.solver import nccl_model
+from designer.solver import nccl_model, nccl_params
 
 REPO = Path(__file__).resolve().parents[2]
 GiB = 1 << 30
@@ -137,7 +137,7 @@ def test_in_process_cli_gives_the_same_rows(reference, report):
     ],
 )
 def test_a_degraded_model_misses_the_goals(reference, monkeypatch, change, expect):
-    degraded = dataclasses.replace(nccl_model.load_params(), **change)
+    degraded = dataclasses.replace(nccl_params.load_params(), **change)
     monkeypatch.setattr(nccl_model, "_default_params", lambda: degraded)
     rows = acc.predict_reference(reference, runner=acc.in_process_runner).rows
     fails = acc.goal_failures(rows)

@@ -16,18 +16,16 @@ import pytest
 from designer.model.errors import DesignError
 from designer.solver.nccl_model import (
     COLLECTIVES,
-    DEFAULT_PARAMS_PATH,
-    FITTED,
     VALID_ALGORITHMS,
     CollectiveShape,
     bus_factor,
     choose,
-    load_params,
     nvls_bus_ceiling,
     predict,
     protocol_times,
     steps,
 )
+from designer.solver.nccl_params import DEFAULT_PARAMS_PATH, FITTED, load_params
 
 REPO = Path(__file__).resolve().parents[2]
 GiB = 1 << 30
