@@ -180,6 +180,12 @@ def _node_nic_GBps(snap: Snapshot, ranks: np.ndarray) -> float:
     return float(total[np.unique(dom)].min())
 
 
+def _repeats(ranks: np.ndarray, n: int) -> bool:
+    """Whether ``ranks`` (in ``[0, n)``) holds a value twice: a count per rank, not a set
+    of 131,072 Python ints on every solve."""
+    return bool(np.bincount(ranks, minlength=n).max() > 1)
+
+
 def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
                      sizes: Sequence[int] = SWEEP, algorithm: str = "auto",
                      ranks: Sequence[int] | None = None,
@@ -229,7 +235,7 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
     rank_arr = np.arange(snap.n_gpus) if ranks is None else np.asarray(ranks, dtype=np.int64)
     if rank_arr.size and (rank_arr.min() < 0 or rank_arr.max() >= snap.n_gpus):
         raise SolverError(f"ranks must be between 0 and {snap.n_gpus - 1}")
-    if len(set(rank_arr.tolist())) != len(rank_arr):
+    if rank_arr.size > 1 and _repeats(rank_arr, snap.n_gpus):
         raise SolverError("ranks must not repeat")
     if cache is not None and cache.setdefault("snapshot", snap) is not snap:
         raise SolverError("a solve cache serves one snapshot: start a new dict")
