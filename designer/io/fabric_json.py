@@ -417,6 +417,7 @@ def _build(data: Any, catalog: Catalog | None) -> Topology:
                     _item_where(section, index, item),
                     _strip_subject(str(err), f"{noun} {item.id!r}"),
                 ) from None
+    topology.flush_columns()  # as part of loading, not of the first snapshot
     return topology
 
 

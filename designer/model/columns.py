@@ -4,8 +4,9 @@ Every snapshot the solver takes needs the design as arrays.  Reading them out of
 networkx graph is a Python loop over every node's and edge's attribute dict: ~0.5 s for
 the 114,688 links of a 16,384-GPU SuperPOD, paid on the GUI thread by the first solve of
 every design opened.  So the topology writes its columns as it is edited, at the cost
-of a few array writes per edit: adding a node or link appends a row (amortised O(1)),
-an update writes its cells, and a removal marks its row gone; gone rows are dropped, in
+of a few array writes per edit: adding a node or link appends a row (O(1), to lists
+written into the arrays by the next read or `DesignColumns.flush`), an update writes its
+cells, and a removal marks its row gone; gone rows are dropped, in
 order, by the next `DesignColumns.freeze`.
 
 `freeze` hands the current columns to another thread as an immutable `FrozenColumns`,
@@ -69,28 +70,38 @@ class FrozenColumns:
 
 
 class _Column:
-    """A growable numpy column: amortised O(1) appends, O(1) read-only views, copy on
-    write for cells a view shares."""
+    """A growable numpy column: O(1) appends (to a list, written into the array by the
+    next read or `flush`), O(1) read-only views, copy on write for cells a view shares."""
 
-    __slots__ = ("_view", "buf", "n", "shared")
+    __slots__ = ("_view", "buf", "n", "pending", "shared")
 
     def __init__(self, dtype, values: np.ndarray | None = None):
         self.buf = np.zeros(16, dtype) if values is None else np.array(values, dtype)
         self.n = 0 if values is None else len(self.buf)
+        self.pending: list = []
         self.shared = False
         self._view: np.ndarray | None = None
 
     def append(self, value) -> None:
-        if self.n == len(self.buf):
-            grown = np.zeros(max(16, 2 * self.n), self.buf.dtype)
+        # A list append: a numpy scalar write costs ~5x more, ~0.8 s of opening a
+        # 114,688-link design.
+        self.pending.append(value)
+
+    def flush(self) -> None:
+        """Write the pending appends into the array (past every view's rows: no copy)."""
+        if not self.pending:
+            return
+        m = self.n + len(self.pending)
+        if m > len(self.buf):
+            grown = np.zeros(max(16, 2 * m), self.buf.dtype)
             grown[:self.n] = self.buf[:self.n]
             self.buf, self.shared = grown, False
-        self.buf[self.n] = value  # past every view's rows: no copy needed
-        self.n += 1
-        self._view = None
+        self.buf[self.n:m] = self.pending
+        self.n, self.pending, self._view = m, [], None
 
     def set(self, i: int, value) -> bool:
         """``column[i] = value``; whether it changed anything."""
+        self.flush()
         if self.buf[i] == value:
             return False
         if self.shared:
@@ -101,6 +112,7 @@ class _Column:
 
     def view(self) -> np.ndarray:
         """The rows as a read-only array, the same object until the column changes."""
+        self.flush()
         if self._view is None:
             v = self.buf[:self.n]
             v.setflags(write=False)
@@ -163,8 +175,12 @@ class DesignColumns:
 
     # ------------------------------------------------------------------ nodes
     def add_node(self, node_id: str, kind: str, model: str, failed: bool) -> None:
-        self._own("node_row")[node_id] = len(self.node_ids)
-        self._own("node_ids").append(node_id)
+        # Bulk loads add a node or link every few microseconds: no copy checks unless a
+        # freeze shares something.
+        if self._shared:
+            self._own("node_row"), self._own("node_ids")
+        self.node_row[node_id] = len(self.node_ids)
+        self.node_ids.append(node_id)
         self.kind_of.append(self.kinds(kind))
         self.model_of.append(self.models(model))
         self.node_failed.append(failed)
@@ -184,14 +200,16 @@ class DesignColumns:
     # ------------------------------------------------------------------ links
     def add_link(self, link_id: str, a: str, b: str, tech: str, count: int, plane: str,
                  failed: bool) -> None:
-        self._own("link_pos")[link_id] = len(self.keys)
-        self._own("keys").append(link_id)
+        if self._shared:
+            self._own("link_pos"), self._own("keys"), self._own("planes")
+        self.link_pos[link_id] = len(self.keys)
+        self.keys.append(link_id)
         self.a_idx.append(self.node_row[a])
         self.b_idx.append(self.node_row[b])
         self.tech_of.append(self.techs(tech))
         self.counts.append(count)
-        self._own("planes").append(plane)
-        self._count_plane(plane, 1)
+        self.planes.append(plane)
+        self.plane_count[plane] = self.plane_count.get(plane, 0) + 1
         self.link_failed.append(failed)
         self.link_gone.append(False)
 
@@ -222,6 +240,14 @@ class DesignColumns:
             del counts[plane]
 
     # ------------------------------------------------------------------ reading
+    def flush(self) -> None:
+        """Write pending appends into the arrays (`Topology` calls it after a bulk add, so
+        that the first snapshot does not pay for a whole design's rows)."""
+        for col in (self.kind_of, self.model_of, self.node_failed, self.node_gone,
+                    self.a_idx, self.b_idx, self.tech_of, self.counts, self.link_failed,
+                    self.link_gone):
+            col.flush()
+
     def freeze(self) -> FrozenColumns:
         """The current columns, immutable from now on: O(1) (the containers are shared
         and copied by their next write) unless rows were removed since the last freeze
