@@ -16,6 +16,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
+from designer.collector import collector_paused
 from designer.io.fabric_json import load, save
 from designer.model.commands import Command
 from designer.model.topology import Topology
@@ -130,8 +131,11 @@ class Document(QObject):
         self.undo_stack.clear()
         self.topology = topology
         self.path = path
-        self.topology_replaced.emit(topology)
-        self.path_changed.emit(path)
+        # The views rebuild now, an item per node and link: no collections midway, one
+        # (settle_heap) once they are built (`designer.collector`).
+        with collector_paused():
+            self.topology_replaced.emit(topology)
+            self.path_changed.emit(path)
         settle_heap()
 
     def open(self, path: Path) -> None:

@@ -50,6 +50,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from designer.collector import collector_paused
 from designer.io import fabric_schema
 from designer.io.atomic import atomic_write_bytes
 from designer.model.catalog import Catalog
@@ -439,7 +440,8 @@ def from_dict(data: Any, *, source: str = "<memory>", catalog: Catalog | None = 
         ``"<source>: <where>: <what>"`` for the first problem found.
     """
     try:
-        return _build(data, catalog)
+        with collector_paused():
+            return _build(data, catalog)
     except _Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     except RecursionError:
@@ -499,7 +501,8 @@ def loads(
 Fabric Designer (format version 9); this version reads up to 1
     """
     try:
-        data = _parse_json(text)
+        with collector_paused():  # a dict per item, in bulk (`designer.collector`)
+            data = _parse_json(text)
     except _Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     try:

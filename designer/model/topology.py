@@ -30,6 +30,7 @@ from typing import Any
 import networkx as nx
 from psygnal import Signal
 
+from designer.collector import collector_paused
 from designer.model.catalog import NODE_KINDS, PLANES, Catalog, default_catalog
 from designer.model.columns import DesignColumns, FrozenColumns
 from designer.model.errors import DesignError
@@ -456,12 +457,13 @@ class Topology:
     def extend(self, groups: Iterable[Group] = (), nodes: Iterable[Node] = (),
                links: Iterable[Link] = ()) -> None:
         """Add groups, then nodes, then links (templates and file loading)."""
-        for g in groups:
-            self.add_group(g)
-        for n in nodes:
-            self.add_node(n)
-        for link in links:
-            self.add_link(link)
+        with collector_paused():
+            for g in groups:
+                self.add_group(g)
+            for n in nodes:
+                self.add_node(n)
+            for link in links:
+                self.add_link(link)
         self.flush_columns()
 
     def state(self) -> dict[str, Any]:

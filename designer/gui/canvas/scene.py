@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QToolTip,
 )
 
+from designer.collector import collector_paused
 from designer.gui.canvas.drags import NodeDrag
 from designer.gui.canvas.folding import FoldingMixin
 from designer.gui.canvas.groups import fit_frames, paint_titles
@@ -119,6 +120,12 @@ class FabricScene(FoldingMixin, QGraphicsScene):
 
     # ------------------------------------------------------------ model -> items
     def _attach(self, topo: Topology) -> None:
+        with collector_paused():  # an item and its wrapper per node and link
+            self._build_items(topo)
+        for sig, slot in self._connections():
+            sig(topo).connect(slot)
+
+    def _build_items(self, topo: Topology) -> None:
         if self._topology is not None:
             for sig, slot in self._connections():
                 sig(self._topology).disconnect(slot)
@@ -145,8 +152,6 @@ class FabricScene(FoldingMixin, QGraphicsScene):
             self._add_link_item(link, offsets.get(link.id, 0.0), spread=False)
         self._dirty_groups = True
         self.refresh()
-        for sig, slot in self._connections():
-            sig(topo).connect(slot)
 
     def _connections(self):
         return [
