@@ -110,6 +110,10 @@ class _Column:
         self._view = None
         return True
 
+    def kept(self, keep: np.ndarray) -> _Column:
+        """A new column of the rows where ``keep`` holds, in order."""
+        return _Column(self.buf.dtype, self.view()[keep])
+
     def view(self) -> np.ndarray:
         """The rows as a read-only array, the same object until the column changes."""
         self.flush()
@@ -148,6 +152,12 @@ class DesignColumns:
     """Nodes and links of one design as columns, written by `Topology` (module
     docstring).  `freeze` gives the current state to read."""
 
+    # The numpy columns of each kind of row, and the Python containers a freeze shares.
+    _NODE_COLUMNS = ("kind_of", "model_of", "node_failed", "node_gone")
+    _LINK_COLUMNS = ("a_idx", "b_idx", "tech_of", "counts", "link_failed", "link_gone")
+    _NODE_SHARED = ("node_ids", "node_row")
+    _LINK_SHARED = ("keys", "link_pos", "planes")
+
     def __init__(self):
         self.kinds, self.models, self.techs = _Codes(), _Codes(), _Codes()
         self.node_ids: list[str] = []
@@ -173,12 +183,16 @@ class DesignColumns:
             setattr(self, name, getattr(self, name).copy())
         return getattr(self, name)
 
+    def _own_all(self, names: tuple[str, ...]) -> None:
+        for name in names:
+            self._own(name)
+
     # ------------------------------------------------------------------ nodes
     def add_node(self, node_id: str, kind: str, model: str, failed: bool) -> None:
         # Bulk loads add a node or link every few microseconds: no copy checks unless a
         # freeze shares something.
         if self._shared:
-            self._own("node_row"), self._own("node_ids")
+            self._own_all(self._NODE_SHARED)
         self.node_row[node_id] = len(self.node_ids)
         self.node_ids.append(node_id)
         self.kind_of.append(self.kinds(kind))
@@ -201,7 +215,7 @@ class DesignColumns:
     def add_link(self, link_id: str, a: str, b: str, tech: str, count: int, plane: str,
                  failed: bool) -> None:
         if self._shared:
-            self._own("link_pos"), self._own("keys"), self._own("planes")
+            self._own_all(self._LINK_SHARED)
         self.link_pos[link_id] = len(self.keys)
         self.keys.append(link_id)
         self.a_idx.append(self.node_row[a])
@@ -243,10 +257,8 @@ class DesignColumns:
     def flush(self) -> None:
         """Write pending appends into the arrays (`Topology` calls it after a bulk add, so
         that the first snapshot does not pay for a whole design's rows)."""
-        for col in (self.kind_of, self.model_of, self.node_failed, self.node_gone,
-                    self.a_idx, self.b_idx, self.tech_of, self.counts, self.link_failed,
-                    self.link_gone):
-            col.flush()
+        for name in self._NODE_COLUMNS + self._LINK_COLUMNS:
+            getattr(self, name).flush()
 
     def freeze(self) -> FrozenColumns:
         """The current columns, immutable from now on: O(1) (the containers are shared
@@ -254,9 +266,9 @@ class DesignColumns:
         (then they are dropped first, in O(rows))."""
         if self.n_gone:
             self._compact()
-        if len(self._node_tuple) != len(self.node_ids) or "node_ids" not in self._shared:
+        if "node_ids" not in self._shared:  # written (or compacted) since the last freeze
             self._node_tuple = tuple(self.node_ids)
-        self._shared = {"node_ids", "node_row", "keys", "link_pos", "planes"}
+        self._shared = set(self._NODE_SHARED + self._LINK_SHARED)
         planes = self.plane_count
         return FrozenColumns(
             node_ids=self._node_tuple,
@@ -274,20 +286,16 @@ class DesignColumns:
         keep_n = ~self.node_gone.view()
         keep_l = ~self.link_gone.view()
         new_row = np.cumsum(keep_n) - 1
+        for names, keep in ((self._NODE_COLUMNS, keep_n), (self._LINK_COLUMNS, keep_l)):
+            for name in names:
+                setattr(self, name, getattr(self, name).kept(keep))
+        # Links now point at the nodes' new rows.
+        self.a_idx = _Column(np.int64, new_row[self.a_idx.view()])
+        self.b_idx = _Column(np.int64, new_row[self.b_idx.view()])
         self.node_ids = list(compress(self.node_ids, keep_n))
         self.node_row = dict(zip(self.node_ids, range(len(self.node_ids)), strict=True))
-        for name in ("kind_of", "model_of", "node_failed"):
-            setattr(self, name, _Column(getattr(self, name).buf.dtype,
-                                        getattr(self, name).view()[keep_n]))
-        self.node_gone = _Column(bool, np.zeros(len(self.node_ids), bool))
         self.keys = list(compress(self.keys, keep_l))
         self.planes = list(compress(self.planes, keep_l))
         self.link_pos = dict(zip(self.keys, range(len(self.keys)), strict=True))
-        self.a_idx = _Column(np.int64, new_row[self.a_idx.view()[keep_l]])
-        self.b_idx = _Column(np.int64, new_row[self.b_idx.view()[keep_l]])
-        for name in ("tech_of", "counts", "link_failed"):
-            setattr(self, name, _Column(getattr(self, name).buf.dtype,
-                                        getattr(self, name).view()[keep_l]))
-        self.link_gone = _Column(bool, np.zeros(len(self.keys), bool))
         self._shared = set()
         self.n_gone = 0

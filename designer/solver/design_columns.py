@@ -72,7 +72,6 @@ class ColumnCache:
 
     def __init__(self):
         # Each entry is keyed by the frozen inputs it came from.
-        self._names: tuple | None = None
         self._live: tuple | None = None
         self._gpu_order: tuple | None = None
         self._components: tuple | None = None
@@ -85,12 +84,10 @@ class ColumnCache:
     # replaces the entry in one assignment.
 
     def node_names(self, f: FrozenColumns) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        hit = self._names
-        if hit is None or hit[0] is not f.kind_of or hit[1] is not f.model_of:
-            names = (tuple(map(f.kind_names.__getitem__, f.kind_of.tolist())),
-                     tuple(map(f.model_names.__getitem__, f.model_of.tolist())))
-            hit = self._names = (f.kind_of, f.model_of, names)
-        return hit[2]
+        """(kind, model) of every node, as tuples."""
+        return self.derived("names", (f.kind_of, f.model_of), lambda: (
+            tuple(map(f.kind_names.__getitem__, f.kind_of.tolist())),
+            tuple(map(f.model_names.__getitem__, f.model_of.tolist()))))
 
     def link_names(self, f: FrozenColumns, live: np.ndarray) -> tuple[tuple, np.ndarray,
                                                                        np.ndarray]:
