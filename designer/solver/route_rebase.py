@@ -138,8 +138,8 @@ def diff_snapshots(old: Snapshot, new: Snapshot) -> SnapshotChange | None:
         gone = link_map < 0
         arc_map = np.empty(old.n_arcs, dtype=dt)             # both arcs of each link
         arc_map[0::2] = 2 * link_map
-        arc_map[1::2] = arc_map[0::2] + 1
-        arc_map[0::2][gone] = arc_map[1::2][gone] = -1
+        arc_map[1::2] = arc_map[0::2] + 1                    # a gone link's: -2 + 1
+        arc_map[0::2][gone] = -1
         removed = _arcs_of(r0[(r0 >= 0) & (r1 < 0)])
         added = _arcs_of(r1[(r1 >= 0) & (r0 < 0)])
         same_compute = np.array_equal(c0[k0], c1[k1])
