@@ -373,16 +373,58 @@ class KeyedRows:
             at = np.searchsorted(self._keys, keys)
         return self._key_row[at]
 
+    @property
+    def table(self) -> RouteBatch:
+        """The rows built so far (views: later rows never change what was handed out)."""
+        return self._table
+
+    @table.setter
+    def table(self, batch: RouteBatch) -> None:
+        self._table = batch
+        self._room = None  # the next rows go to a buffer of this table's own
+
+    def __copy__(self) -> KeyedRows:
+        out = object.__new__(KeyedRows)
+        out.__dict__.update(self.__dict__)
+        out._room = None  # appends in place would write into this table's buffers
+        return out
+
     def _add(self, new: np.ndarray) -> None:
         built = self.build(new)
         rows = len(self.table.hops) + np.arange(len(new))
-        self.table = _stack([self.table, built])
+        self._append(built)
         if self._dense is not None:
             self._dense[new] = rows + 1
             return
         keys = np.concatenate([self._keys, new])
         order = np.argsort(keys, kind="stable")
         self._keys, self._key_row = keys[order], np.concatenate([self._key_row, rows])[order]
+
+    def _append(self, built: RouteBatch) -> None:
+        """Append ``built``'s rows to `table`, in place while the buffers have room.
+
+        Rows are added a few at a time (the states a walk reaches for the first time),
+        and a large table re-concatenated on every addition cost a fail edit of the
+        16k-GPU design ~10 ms; buffers that double when full make appends amortised
+        O(rows added).  Writes go past the ends of the views already handed out.
+        """
+        t = self._table
+        n, m = len(t.hops), len(t.arcs)
+        k, e = len(built.hops), len(built.arcs)
+        room = self._room
+        if room is None or room[0].size < n + k + 1 or room[1].size < m + e:
+            rows, entries = 2 * (n + k) + 16, 2 * (m + e) + 64
+            room = (np.empty(rows + 1, np.int64), np.empty(entries, np.int64),
+                    np.empty(entries, np.float64), np.empty(rows, np.int64))
+            for buf, part in zip(room, (t.ptr, t.arcs, t.weights, t.hops), strict=True):
+                buf[:part.size] = part
+            self._room = room
+        ptr, arcs, weights, hops = room
+        ptr[n + 1:n + k + 1] = built.ptr[1:] + m
+        arcs[m:m + e] = built.arcs
+        weights[m:m + e] = built.weights
+        hops[n:n + k] = built.hops
+        self._table = RouteBatch(ptr[:n + k + 1], arcs[:m + e], weights[:m + e], hops[:n + k])
 
 
 # ----------------------------------------------------------------- subgraphs
