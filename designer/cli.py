@@ -251,7 +251,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
                                                       res.arc_util[2 * k + 1])), 4),
                        "load_GBps": round(float(max(res.arc_load_GBps[2 * k],
                                                     res.arc_load_GBps[2 * k + 1])), 3)}
-                      for k in range(len(snap.link_ids))],
+                      for k, live in enumerate(snap.live_links().tolist()) if live],
             "timeline": [{"phase": b.phase, "group": b.group, "start_s": b.start_s,
                           "end_s": b.end_s, "steps": b.steps, "bottleneck": b.bottleneck}
                          for b in res.timeline],

@@ -2,7 +2,7 @@
 
 The topology keeps its nodes and links as numpy columns (`designer.model.columns`) and
 hands them out frozen.  Some values built from them cost milliseconds at 100,000 links
-and rarely change between two edits: the node kinds as strings, the live links' ids,
+and rarely change between two edits: the node kinds as strings, the links' planes,
 the GPUs in natural order, the NVLink domains.  A `ColumnCache` per topology keeps each
 one keyed by the identity of the frozen arrays it came from (a frozen array is the same
 object from one freeze to the next while its content is the same), so a worker thread
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from itertools import compress
 
 import numpy as np
 
@@ -22,48 +21,33 @@ from designer.model.columns import FrozenColumns
 from designer.model.naming import natural_key
 from designer.model.topology import Topology
 
-__all__ = ["ColumnCache", "LinkPositions", "cache_of", "positions"]
-
+__all__ = ["ColumnCache", "LinkPositions", "cache_of"]
 
 
 class LinkPositions(Mapping):
-    """Read-only ``{link id: index among the live links}``: a dict over every link of
-    the design (kept between snapshots) and each one's live index (-1: not live)."""
+    """Read-only ``{link id: index in the snapshot's link_ids}``: the columns' own dict,
+    which is the same object from one snapshot to the next while no link is added or
+    removed (a link's index is its row)."""
 
-    __slots__ = ("_n", "_pos", "_rank")
+    __slots__ = ("_pos",)
 
-    def __init__(self, pos: dict[str, int], rank: np.ndarray, n_live: int):
-        self._pos, self._rank, self._n = pos, rank, n_live
+    def __init__(self, pos: dict[str, int]):
+        self._pos = pos
 
     def __getitem__(self, link_id: str) -> int:
-        k = int(self._rank[self._pos[link_id]])
-        if k < 0:
-            raise KeyError(link_id)
-        return k
+        return self._pos[link_id]
 
     def get(self, link_id, default=None):
-        p = self._pos.get(link_id)
-        if p is None:
-            return default
-        k = int(self._rank[p])
-        return default if k < 0 else k
+        return self._pos.get(link_id, default)
 
     def __contains__(self, link_id: object) -> bool:
-        return self.get(link_id) is not None
+        return link_id in self._pos
 
     def __iter__(self):
-        return (lid for lid, p in self._pos.items() if self._rank[p] >= 0)
+        return iter(self._pos)
 
     def __len__(self) -> int:
-        return self._n
-
-
-def positions(f: FrozenColumns, live: np.ndarray) -> LinkPositions:
-    """`LinkPositions` of the live links (``live``: a bool per row of ``f``) over the
-    columns' id -> row dict."""
-    rank = np.cumsum(live, dtype=np.int64) - 1
-    rank[~live] = -1
-    return LinkPositions(f.link_pos, rank, int(rank[-1]) + 1 if len(rank) else 0)
+        return len(self._pos)
 
 
 class ColumnCache:
@@ -72,11 +56,9 @@ class ColumnCache:
 
     def __init__(self):
         # Each entry is keyed by the frozen inputs it came from.
-        self._live: tuple | None = None
         self._gpu_order: tuple | None = None
         self._components: tuple | None = None
         self._derived: dict[str, tuple] = {}
-        self._one_plane: tuple | None = None      # (plane, array of it for every arc)
 
     # ------------------------------------------------------------------ derived values
     # Any thread may call these with a view; each checks that its cache entry came from
@@ -89,35 +71,22 @@ class ColumnCache:
             tuple(map(f.kind_names.__getitem__, f.kind_of.tolist())),
             tuple(map(f.model_names.__getitem__, f.model_of.tolist()))))
 
-    def link_names(self, f: FrozenColumns, live: np.ndarray) -> tuple[tuple, np.ndarray,
-                                                                       np.ndarray]:
-        hit = self._live
-        if (hit is None or hit[0] is not f.keys or hit[1] is not f.planes
-                or not np.array_equal(hit[2], live)):
-            n_live = int(np.count_nonzero(live))
+    def link_planes(self, f: FrozenColumns) -> tuple[np.ndarray, np.ndarray]:
+        """The plane of every arc (an object array: the cyclic garbage collector does not
+        walk an array's items, and a 200,000-item tuple costs each of its passes ~15 ms)
+        and whether each link is on the compute plane."""
+        def compute():
+            n = len(f.keys)
             one = f.one_plane
-            planes = None if one is not None else list(compress(f.planes, live))
-            if one is None and len(set(planes)) <= 1:
-                one = planes[0] if planes else ""
-            # An object array, not a tuple: the cyclic garbage collector does not walk
-            # an array's items, and a 200,000-item tuple costs each of its passes ~15 ms.
+            if one is None and len(set(f.planes)) <= 1:
+                one = f.planes[0] if f.planes else ""
             if one is not None:  # one plane: no need to test every link
-                # A view of one array filled for every link of the design, so that a
-                # fail or restore does not fill 2 x 917,504 pointers again.
-                full = self._one_plane
-                if full is None or full[0] != one or len(full[1]) < 2 * len(f.keys):
-                    arr = np.empty(2 * len(f.keys), dtype=object)
-                    arr.fill(one)  # np.full is ~15x slower for objects
-                    arr.setflags(write=False)
-                    full = self._one_plane = (one, arr)
-                arc_plane = full[1][:2 * n_live]
-                compute = np.full(n_live, bool(n_live) and one == "compute")
-            else:
-                arc_plane = np.repeat(np.array(planes, dtype=object), 2)
-                compute = np.fromiter(map("compute".__eq__, planes), bool, len(planes))
-            hit = self._live = (f.keys, f.planes, live.copy(),
-                                (tuple(compress(f.keys, live)), arc_plane, compute))
-        return hit[3]
+                arc_plane = np.empty(2 * n, dtype=object)
+                arc_plane.fill(one)  # np.full is ~15x slower for objects
+                return arc_plane, np.full(n, one == "compute")
+            return (np.repeat(np.array(f.planes, dtype=object), 2),
+                    np.fromiter(map("compute".__eq__, f.planes), bool, n))
+        return self.derived("planes", (f.keys, f.planes), compute)
 
     def nvlink_components(self, f: FrozenColumns, nvlink: np.ndarray, compute) -> np.ndarray:
         hit = self._components

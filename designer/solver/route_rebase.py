@@ -7,9 +7,10 @@ failed links or nodes); anything else (nodes or links added or removed, the rout
 setting changed, a link changing between NVLink, PCIe and the network) gives None, and
 the caller routes from scratch.
 
-Failed links are left out of a snapshot, so failing or restoring one renumbers the arcs:
-`SnapshotChange.arc_map` takes old arc ids to new ones, through the design-wide link
-positions the snapshots share (`snapshot.LinkPositions`).
+A failed link keeps its arcs in the snapshot, dead (no family, no capacity), so arc ids
+are the same in every snapshot of a design with the same links: failing or restoring
+one renumbers nothing, and only the routes that cross it, or that it may reroute, are
+recomputed.
 
 `rebase_router` makes the new snapshot's `Router`.  Breadth-first distances do not
 depend on capacities, so after a capacity edit the router keeps its subgraphs, its
@@ -22,7 +23,7 @@ each rank's way to the fabric when no changed link touches it.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,15 +37,14 @@ from designer.solver.snapshot import NVLINK, PCIE, Snapshot
 class SnapshotChange:
     """The arcs that differ between snapshots ``old`` and ``new`` of one design.
 
+    Arc ids are the same in both (dead arcs keep theirs, see `designer.solver.snapshot`).
+
     Attributes
     ----------
-    arc_map : ndarray or None
-        New id of each old arc (-1: its link is no longer live); None when the two
-        snapshots have the same arcs.
     removed : ndarray
-        Old arcs whose link is no longer live.
+        Arcs whose link was live and is dead now.
     added : ndarray
-        New arcs whose link was not live before.
+        Arcs whose link was dead and is live now.
     reweighed : ndarray
         New arcs, live in both, whose capacity changed.
     same_ranks : bool
@@ -54,7 +54,6 @@ class SnapshotChange:
 
     old: Snapshot
     new: Snapshot
-    arc_map: np.ndarray | None
     removed: np.ndarray
     added: np.ndarray
     reweighed: np.ndarray
@@ -68,12 +67,6 @@ class SnapshotChange:
     @property
     def empty(self) -> bool:
         return not self.live and not self.reweighed.size
-
-    def map_arcs(self, arcs: np.ndarray) -> np.ndarray:
-        """New ids of old arcs (-1 where gone)."""
-        if self.arc_map is None:
-            return arcs
-        return self.arc_map[arcs]
 
     def nodes_touched(self) -> np.ndarray:
         """Nodes at an end of a changed arc (either snapshot)."""
@@ -120,52 +113,33 @@ def diff_snapshots(old: Snapshot, new: Snapshot) -> SnapshotChange | None:
         return None
     if old.routing != new.routing:
         return None
-    lp0, lp1 = old.link_positions(), new.link_positions()
-    if lp0._pos is not lp1._pos:  # links added or removed since
+    if old.link_positions()._pos is not new.link_positions()._pos:
+        return None  # another design, or links added or removed since
+    # A link may change technology (capacity) but not its ends, nor, while live, the
+    # subgraph that routes it (NVLink, PCIe or the compute network).  Both arcs of a
+    # link share a family and a capacity, so the first arcs tell.  (Snapshots of a
+    # capacity edit share these arrays: nothing to compare.)
+    if not (_same(old.arc_src, new.arc_src) and _same(old.arc_dst, new.arc_dst)):
         return None
-    r0, r1 = lp0._rank, lp1._rank
+    l0, l1 = old.live_links(), new.live_links()
+    both = l0 & l1 if l0 is not l1 else l0
     c0, c1 = old.compute_links(), new.compute_links()
-    if r0 is r1 or np.array_equal(r0, r1):
-        arc_map, removed, added = None, np.zeros(0, np.int64), np.zeros(0, np.int64)
-        same_compute = c0 is c1 or np.array_equal(c0, c1)
+    if c0 is not c1 and np.any((c0 != c1) & both):
+        return None
+    if old.arc_family is not new.arc_family:
+        f0, f1 = old.arc_family[0::2], new.arc_family[0::2]
+        differ = np.flatnonzero((f0 != f1) & both)
+        if differ.size and not np.array_equal(_kind(f0[differ]), _kind(f1[differ])):
+            return None
+    if l0 is l1:
+        removed = added = np.zeros(0, np.int64)
     else:
-        both = (r0 >= 0) & (r1 >= 0)
-        k0, k1 = r0[both], r1[both]          # ascending: ranks follow the design's order
-        # int32 while ids fit: phases keep arc ids so, and renumbering is a gather.
-        dt = np.int32 if max(old.n_arcs, new.n_arcs) < 2**31 else np.int64
-        link_map = np.full(old.n_arcs // 2, -1, dtype=dt)   # new index of each old link
-        link_map[k0] = k1
-        gone = link_map < 0
-        arc_map = np.empty(old.n_arcs, dtype=dt)             # both arcs of each link
-        arc_map[0::2] = 2 * link_map
-        arc_map[1::2] = arc_map[0::2] + 1                    # a gone link's: -2 + 1
-        arc_map[0::2][gone] = -1
-        removed = _arcs_of(r0[(r0 >= 0) & (r1 < 0)])
-        added = _arcs_of(r1[(r1 >= 0) & (r0 < 0)])
-        same_compute = np.array_equal(c0[k0], c1[k1])
-    # A link may change technology (capacity) but not its ends, nor the subgraph that
-    # routes it (NVLink, PCIe, compute network).  Both arcs of a link share a family
-    # and a capacity, so the first arcs tell.
-    first_old = slice(0, None, 2) if arc_map is None else 2 * k0
-    first_new = slice(0, None, 2) if arc_map is None else 2 * k1
-    # (Snapshots of a capacity edit share these arrays: nothing to compare.)
-    shared = arc_map is None and all(getattr(old, f) is getattr(new, f) for f in (
-        "arc_src", "arc_dst", "arc_family"))
-    if not same_compute or (not shared and not (
-            np.array_equal(old.arc_src[first_old], new.arc_src[first_new])
-            and np.array_equal(old.arc_dst[first_old], new.arc_dst[first_new]))):
-        return None
-    f0, f1 = old.arc_family[first_old], new.arc_family[first_new]
-    differ = np.zeros(0, np.int64) if shared else np.flatnonzero(f0 != f1)
-    if differ.size and not np.array_equal(_kind(f0[differ]), _kind(f1[differ])):
-        return None
-    moved = np.flatnonzero(old.arc_cap[first_old] != new.arc_cap[first_new])  # links
-    reweighed = _arcs_of(moved if arc_map is None else k1[moved])
+        removed, added = _arcs_of(np.flatnonzero(l0 & ~l1)), _arcs_of(np.flatnonzero(~l0 & l1))
+    moved = np.flatnonzero((old.arc_cap[0::2] != new.arc_cap[0::2]) & both)  # links
     same_ranks = all(_same(getattr(old, f), getattr(new, f)) for f in (
         "gpus", "gpu_domain", "gpu_local", "gpu_nic", "gpu_nic_via", "domain_nvls"))
     same_ranks = same_ranks and old.net_sharp == new.net_sharp
-    return SnapshotChange(old, new, arc_map, removed, added, reweighed.astype(np.int64),
-                          same_ranks)
+    return SnapshotChange(old, new, removed, added, _arcs_of(moved), same_ranks)
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -173,7 +147,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _arcs_of(links: np.ndarray) -> np.ndarray:
-    """Both arcs of each live link index (ascending), in order."""
+    """Both arcs of each link index (ascending), in order."""
     links = np.asarray(links, dtype=np.int64)
     out = np.empty(2 * len(links), dtype=np.int64)
     out[0::2] = 2 * links
@@ -193,12 +167,12 @@ def rebase_router(old: Router, change: SnapshotChange) -> Router:
     net_reweighed = change.net_reweighed()
     if change.live:
         fam = snap.arc_family
-        new.nvlink = _renumbered(old.nvlink, change, lambda a: fam[a] == NVLINK)
-        new.net = _renumbered(old.net, change, lambda a: (
+        new.nvlink = _subgraph_after(old.nvlink, change, lambda a: fam[a] == NVLINK)
+        new.net = _subgraph_after(old.net, change, lambda a: (
             (fam[a] != NVLINK) & (fam[a] != PCIE) & snap.compute_links()[a // 2]))
         new._pcie_table = new._edge_table = None
     else:
-        new.nvlink, new.net = _renumbered(old.nvlink, change), _renumbered(old.net, change)
+        new.nvlink, new.net = _subgraph_after(old.nvlink, change), _subgraph_after(old.net, change)
         if old._edge_table is not None and net_reweighed.size:
             new._edge_table = _edge_table(new, old._edge_table, net_reweighed)
     new._nv_batch = None if nv_changed else _nv_tables(old, new, change)
@@ -208,22 +182,19 @@ def rebase_router(old: Router, change: SnapshotChange) -> Router:
     return new
 
 
-def _renumbered(g: _Subgraph, change: SnapshotChange, member=None) -> _Subgraph:
-    """Subgraph ``g`` over ``change.new``: arcs renumbered, the removed ones dropped and
-    the added ones for which ``member(arcs)`` holds merged in (in source node, then arc
-    order, as built).  Distances are kept while none of its arcs came or went."""
+def _subgraph_after(g: _Subgraph, change: SnapshotChange, member=None) -> _Subgraph:
+    """Subgraph ``g`` over ``change.new``: the removed arcs dropped and the added ones for
+    which ``member(arcs)`` holds merged in (in source node, then arc order, as built).
+    Distances are kept while none of its arcs came or went."""
     out = copy.copy(g)
     snap = out.snap = change.new
-    if change.arc_map is None:
-        out._dist = dict(g._dist)
-        return out
-    arcs = change.arc_map[g.arcs].astype(g.arcs.dtype, copy=False)
-    gone = arcs < 0
+    gone = (np.isin(g.arcs, change.removed) if change.removed.size
+            else np.zeros(len(g.arcs), dtype=bool))
     add = change.added[member(change.added)] if change.added.size else change.added
     if not add.size and not gone.any():
-        out.arcs, out._dist = arcs, dict(g._dist)    # same nodes, same order
+        out._dist = dict(g._dist)    # same arcs, same order
         return out
-    arcs = arcs[~gone]
+    arcs = g.arcs[~gone]
     if add.size:
         src, n = snap.arc_src.astype(np.int64), snap.n_arcs
         add = add[np.argsort(src[add] * n + add, kind="stable")]
@@ -238,8 +209,7 @@ def _renumbered(g: _Subgraph, change: SnapshotChange, member=None) -> _Subgraph:
 
 def _nv_tables(old: Router, new: Router, change: SnapshotChange):
     """The old router's NVLink route templates, for a change that touched no NVLink arc:
-    same domains, same classes; template rows are arc positions in a domain's list, so
-    only the lists are renumbered."""
+    same domains, same classes, same arcs."""
     tables = old._nv_batch
     if tables is None:
         return None
@@ -251,9 +221,6 @@ def _nv_tables(old: Router, new: Router, change: SnapshotChange):
     rows.build = lambda keys: out._templates(keys - 1)
     if rows._dense is not None:
         rows._dense = rows._dense.copy()
-    if change.arc_map is not None:
-        out.dom = copy.copy(tables.dom)
-        out.dom.arcs = change.arc_map[tables.dom.arcs].astype(tables.dom.arcs.dtype)
     return out
 
 
@@ -270,10 +237,9 @@ def _edge_table(router: Router, table: np.ndarray, arcs: np.ndarray) -> np.ndarr
 
 def _rank_links(old: Router, new: Router, change: SnapshotChange,
                 nv_changed: bool) -> tuple[RankLinks | None, RouteBatch | None]:
-    """The old router's rank links and access legs, with arcs renumbered, when no
-    changed arc can alter them: none ends at a rank's GPU, NIC or relay, and no NVLink
-    arc changed if some rank relays through a sibling (PXN).  Else None (computed anew
-    when asked)."""
+    """The old router's rank links and access legs when no changed arc can alter them:
+    none ends at a rank's GPU, NIC or relay, and no NVLink arc changed if some rank
+    relays through a sibling (PXN).  Else None (computed anew when asked)."""
     rl = old._ranks
     legs = getattr(old, "_access_legs", None)
     if rl is None or not change.same_ranks:
@@ -289,17 +255,7 @@ def _rank_links(old: Router, new: Router, change: SnapshotChange,
     access[via[via >= 0]] = True
     if access[ends].any():
         return None, None
-    if change.arc_map is None:
-        return rl, legs
-    m = change.arc_map
-
-    def remap(b: RouteBatch) -> RouteBatch:
-        return RouteBatch(b.ptr, m[b.arcs].astype(b.arcs.dtype, copy=False), b.weights,
-                          b.hops)
-
-    up = np.where(rl.up >= 0, m[np.maximum(rl.up, 0)], -1).astype(rl.up.dtype, copy=False)
-    rl = replace(rl, access_up=remap(rl.access_up), access_down=remap(rl.access_down), up=up)
-    return rl, None if legs is None else remap(legs)
+    return rl, legs
 
 
 def node_domains(router: Router) -> np.ndarray:

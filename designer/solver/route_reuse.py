@@ -6,8 +6,9 @@ design keeps a `RouteMemo` and passes it to `timing.solve_collective` (``memo=``
 each new snapshot the memo works out what changed since the one it last saw
 (`route_rebase.diff_snapshots`), rebases its router, and patches the plans it made
 then instead of planning again: every row of every phase's route tables
-(`route_recipe`) is kept, renumbered if links failed or came back, unless the change
-can alter it, and the rows it can alter are recomputed by the new router.  A patched
+(`route_recipe`) is kept as it is (arc ids do not change when links fail or come back:
+see `designer.solver.snapshot`) unless the change can alter it, and the rows it can
+alter are recomputed by the new router.  A patched
 plan is assembled by the code that assembles a fresh one, so it is the same plan, array
 for array.
 
@@ -204,11 +205,12 @@ class _Patcher:
         self.kind = ("none" if change.empty else "live" if change.live else "capacity")
         self.rows = 0
         s = change.new
-        # Per new arc whether a route crossing it must be recomputed (capacity changed);
-        # one more entry, True, for arcs gone (renumbered to -1).
-        self.bad_arc = np.zeros(s.n_arcs + 1, dtype=bool)
+        # Per arc whether a route crossing it must be recomputed: its link died, or
+        # (a DAG's split) its capacity changed.
+        self.gone_arc = np.zeros(s.n_arcs, dtype=bool)
+        self.gone_arc[change.removed] = True
+        self.bad_arc = self.gone_arc.copy()
         self.bad_arc[change.reweighed] = True
-        self.bad_arc[-1] = True
         self.nv_changed = change.touches(NVLINK)
         self._classes_same: bool | None = None
         self._dirty_dom: np.ndarray | None = None
@@ -229,7 +231,7 @@ class _Patcher:
         that transfers fall in the same classes of edge switches."""
         if self._classes_same is None:
             a, b = self.old.rank_links(), self.new.rank_links()
-            up = self.change.map_arcs(np.maximum(a.up, 0))
+            up = np.maximum(a.up, 0)
             self._classes_same = b is a or bool(
                 np.array_equal(a.nic, b.nic) and np.array_equal(a.leaf, b.leaf)
                 and np.array_equal(a.ok, b.ok) and np.array_equal(a.leaves, b.leaves)
@@ -259,8 +261,9 @@ class _Patcher:
     def piece(self, p: Piece) -> Piece:
         if p.kind == "legs":
             return replace(p, rows=_access_legs(self.new).take(p.keys[0]))
-        rows = self._mapped(p.rows)
-        gone = self._gone_rows(rows)
+        rows = p.rows
+        gone = self._rows_crossing(rows, self.gone_arc) if self.change.live else \
+            np.zeros(len(rows.hops), dtype=bool)
         if p.kind == "nv":
             a, b = p.keys
             dirty = gone | self._nv_dirty(a)
@@ -284,7 +287,6 @@ class _Patcher:
         legs = _access_legs(self.new) if s.n_legs else None
         fab = s.fab
         if fab is not None:
-            fab = self._mapped(fab)
             dirty = self._rows_crossing(fab, self.bad_arc)
             if self.change.live:
                 dirty |= self._fabric_dirty(fab, s.la, s.lb)
@@ -297,23 +299,9 @@ class _Patcher:
             return s
         return s.with_tables(legs, fab, old_legs)
 
-    def _mapped(self, rows: RouteBatch) -> RouteBatch:
-        if self.change.arc_map is None:
-            return rows
-        return RouteBatch(rows.ptr, self.change.arc_map[rows.arcs], rows.weights, rows.hops)
-
-    @staticmethod
-    def _gone_rows(rows: RouteBatch) -> np.ndarray:
-        """Rows that cross an arc no longer live (renumbered to -1)."""
-        out = np.zeros(len(rows.hops), dtype=bool)
-        gone = np.flatnonzero(rows.arcs < 0)
-        if gone.size:
-            out[np.searchsorted(rows.ptr, gone, side="right") - 1] = True
-        return out
-
     @staticmethod
     def _rows_crossing(rows: RouteBatch, arc_mask: np.ndarray) -> np.ndarray:
-        """Rows with an arc marked in ``arc_mask`` (its last entry: arcs -1)."""
+        """Rows with an arc marked in ``arc_mask``."""
         out = np.zeros(len(rows.hops), dtype=bool)
         hit = np.flatnonzero(arc_mask[rows.arcs])
         if hit.size:
@@ -383,7 +371,7 @@ class _Patcher:
         # need a closer look.
         watch = np.union1d(x, fab1.switches[near.any(axis=0)])
         pos, _ = self.new.net.neighbours(watch)
-        marked = np.zeros(s.n_arcs + 1, dtype=bool)   # the last: gone arcs (-1)
+        marked = np.zeros(s.n_arcs, dtype=bool)
         marked[self.new.net.arcs[pos]] = True
         entry = np.flatnonzero(marked[rows.arcs])
         row = np.searchsorted(rows.ptr, entry, side="right") - 1

@@ -3,10 +3,13 @@
 Every GPU gets a rail NIC where the design lets it reach one: its own, a sibling's over
 NVLink (NCCL's PXN) or one on its host (`_assign_nics`).
 
-Each live link bundle gives two directed arcs (full duplex): arc ``2k`` runs a->b and arc
-``2k + 1`` runs b->a for the ``k``-th live link.  Capacities are in GB/s per direction:
-``count x rate x efficiency`` (the catalog's achievable fraction, which already accounts
-for headers).  Failed links, and every link at a failed node, are left out.
+Each link bundle gives two directed arcs (full duplex): arc ``2k`` runs a->b and arc
+``2k + 1`` runs b->a for the ``k``-th link of the design.  Capacities are in GB/s per
+direction: ``count x rate x efficiency`` (the catalog's achievable fraction, which
+already accounts for headers).  A failed link, and every link at a failed node, is dead:
+its arcs keep their ids, so that a fail or restore renumbers nothing and the routes it
+leaves alone stay valid as they are (`designer.solver.route_reuse`), but they have no
+capacity and belong to no family (`DEAD`), so no route takes them.
 
 A snapshot is handed to a worker thread, so it holds only numpy arrays and tuples, and
 the topology's ``generation`` so a stale result can be dropped.  It comes in two steps:
@@ -31,9 +34,11 @@ import numpy as np
 from designer.model.catalog import FAMILIES
 from designer.model.columns import FrozenColumns
 from designer.model.topology import Topology
-from designer.solver.design_columns import ColumnCache, LinkPositions, cache_of, positions
+from designer.solver.design_columns import ColumnCache, LinkPositions, cache_of
 
 NVLINK, PCIE = FAMILIES.index("nvlink"), FAMILIES.index("pcie")
+DEAD = -1
+"""`Snapshot.arc_family` of a failed link's arcs (and of every link at a failed node)."""
 SWITCH_KINDS = frozenset({"leaf", "spine", "core", "switch", "nvswitch", "nvlink-switch-tray"})
 
 
@@ -50,14 +55,14 @@ class Snapshot:
     node_ids: tuple[str, ...]
     node_kind: tuple[str, ...]
     node_model: tuple[str, ...]
-    link_ids: tuple[str, ...]          # live links; arcs 2k, 2k+1 belong to link_ids[k]
+    link_ids: tuple[str, ...]          # every link; arcs 2k, 2k+1 belong to link_ids[k]
     arc_src: np.ndarray
     arc_dst: np.ndarray
-    arc_cap: np.ndarray                # GB/s per direction, after efficiency
+    arc_cap: np.ndarray                # GB/s per direction, after efficiency (0: dead)
     arc_line: np.ndarray               # GB/s per direction, line rate
     arc_latency_s: np.ndarray          # link latency + latency of the device entered
     arc_jitter_s: np.ndarray
-    arc_family: np.ndarray             # index into FAMILIES
+    arc_family: np.ndarray             # index into FAMILIES, DEAD for a dead link's arcs
     arc_plane: np.ndarray              # plane name (object array of str)
     gpus: np.ndarray                   # node index of each rank
     gpu_domain: np.ndarray             # NVLink domain id of each rank (0..D-1)
@@ -67,24 +72,30 @@ class Snapshot:
     domain_nvls: np.ndarray            # bool per domain: in-switch reduction available
     net_sharp: bool                    # every compute-fabric switch does in-network reduction
     net_lossless: bool
-    link_compute: np.ndarray | None = None   # bool per live link: on the compute plane
+    link_live: np.ndarray | None = None      # bool per link: neither it nor an end failed
+    link_compute: np.ndarray | None = None   # bool per link: live, on the compute plane
     links: LinkPositions | None = None       # link id -> index in ``link_ids``
 
     def link_positions(self) -> LinkPositions:
-        """``{link id: index in link_ids}`` for the live links, as a read-only mapping.
+        """``{link id: index in link_ids}``, as a read-only mapping.
 
         Shared with the snapshots taken before it while no link is added or removed, so
         that a view looking up a few links after every edit does not build a dict of
         100,000 ids each time.
         """
         if self.links is None:
-            pos = dict(zip(self.link_ids, range(len(self.link_ids)), strict=True))
             object.__setattr__(self, "links", LinkPositions(
-                pos, np.arange(len(self.link_ids), dtype=np.int64), len(self.link_ids)))
+                dict(zip(self.link_ids, range(len(self.link_ids)), strict=True))))
         return self.links
 
+    def live_links(self) -> np.ndarray:
+        """Bool per link: whether it is live (neither it nor an end failed)."""
+        if self.link_live is None:
+            object.__setattr__(self, "link_live", self.arc_family[0::2] != DEAD)
+        return self.link_live
+
     def compute_links(self) -> np.ndarray:
-        """Bool per live link: whether it is on the compute plane."""
+        """Bool per link: whether it is live and on the compute plane."""
         if self.link_compute is None:
             planes = self.arc_plane[0::2]
             object.__setattr__(self, "link_compute", np.fromiter(
@@ -201,56 +212,95 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
     DesignError
         When a node or link names a device model or technology the catalog lacks.
     """
-    c = capture.columns
-    # Everything but the capacities depends on which links are live, their technology
-    # and ends, and the nodes: a capacity what-if (a bundle's count) reuses it, so its
-    # snapshot costs a multiply over the links (the arrays are shared, read-only).
-    fields, sel, rate, eff = capture.cache.derived("structure", (
-        c.node_ids, c.kind_of, c.model_of, c.node_failed, c.keys, c.a_idx, c.b_idx,
-        c.tech_of, c.planes, c.link_failed, capture.catalog), lambda: _structure(capture))
-    line = c.counts[sel] * rate
+    c, cache = capture.columns, capture.cache
+    # Three tiers, each reused while its inputs are the very arrays it came from: the
+    # arcs and what the catalog says of them (until links or nodes are added, removed or
+    # changed in kind, ends or technology); which links are live and what follows from
+    # it (until a link or node fails or comes back); the capacities (every snapshot: a
+    # count what-if costs a multiply over the links).
+    arcs = cache.derived("arcs", (
+        c.node_ids, c.kind_of, c.model_of, c.keys, c.link_pos, c.a_idx, c.b_idx, c.tech_of,
+        c.planes, capture.catalog), lambda: _arcs(capture))
+    fields, rate = cache.derived("liveness", (arcs, c.node_failed, c.link_failed),
+                                 lambda: _liveness(capture, arcs))
+    line = c.counts * rate
     return Snapshot(generation=capture.generation, routing=capture.routing,
-                    arc_cap=np.repeat(line * eff, 2), arc_line=np.repeat(line, 2), **fields)
+                    arc_cap=np.repeat(line * arcs.eff, 2), arc_line=np.repeat(line, 2),
+                    **fields)
 
 
-def _structure(capture: DesignCapture) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
-    """The fields of `build_snapshot` that do not depend on link counts, the live links'
-    rows, and their rate per link and efficiency (for the capacities)."""
+@dataclass(frozen=True, eq=False)
+class _Arcs:
+    """What `build_snapshot` derives from the design's nodes and links, failed or not."""
+
+    fields: dict            # Snapshot fields that do not depend on failures
+    family: np.ndarray      # per arc, the technology's family, failed or not
+    compute: np.ndarray     # per link: on the compute plane
+    rate: np.ndarray        # per link: GB/s per lane
+    eff: np.ndarray         # per link: efficiency
+    tech: dict              # tech code -> catalog entry, for the codes in use
+    is_kind: dict           # node kind -> bool per node
+    specs: list             # per model code: the catalog's specs ({} for unused codes)
+
+
+def _arcs(capture: DesignCapture) -> _Arcs:
+    """The arcs of every link of ``capture`` and the catalog's facts about them."""
     cat = capture.catalog
     c, cache = capture.columns, capture.cache
-    node_ids, n = c.node_ids, len(c.node_ids)
     kinds, models = cache.node_names(c)
-    failed_node = c.node_failed.copy()
-    # Per-model and per-kind facts are looked up once per distinct value, then indexed.
+    # Per-model and per-tech facts are looked up once per distinct value, then indexed;
+    # names no node or link uses any more are skipped (they may be stale).
     model_of = c.model_of
-    # Names no node uses any more are skipped.
     present = set(np.flatnonzero(np.bincount(model_of, minlength=len(c.model_names))).tolist())
     specs = [cat.device(m).specs if i in present else {} for i, m in enumerate(c.model_names)]
     node_latency = np.array([s.get("latency_ns", 0.0) * 1e-9 for s in specs],
                             dtype=float)[model_of]
-    is_kind = {k: c.kind_of == i for i, k in enumerate(c.kind_names)}
-    none = np.zeros(n, dtype=bool)
-
-    a_idx, b_idx = c.a_idx, c.b_idx
-    live = ~c.link_failed & ~failed_node[a_idx] & ~failed_node[b_idx]
-    sel = np.flatnonzero(live)
-    tech_of = c.tech_of[sel]
+    tech_of = c.tech_of
     used = np.flatnonzero(np.bincount(tech_of, minlength=len(c.tech_names)))
-    # Catalog facts of the technologies in use (others may be stale names).
     tech = {i: cat.tech(c.tech_names[i]) for i in used.tolist()}
     fact = lambda f, dt=float: np.array(  # noqa: E731  one value per tech code
         [f(tech[i]) if i in tech else 0 for i in range(len(c.tech_names))], dtype=dt)
     t_GBps, t_eff = fact(lambda t: t.GBps), fact(lambda t: t.efficiency)
     t_lat, t_jit = fact(lambda t: t.latency_ns * 1e-9), fact(lambda t: t.jitter_ns * 1e-9)
     t_fam = fact(lambda t: FAMILIES.index(t.family), np.int8)
-    link_ids, arc_plane, compute_link = cache.link_names(c, live)
+    arc_plane, compute = cache.link_planes(c)
 
-    ends = np.stack([a_idx[sel], b_idx[sel]], axis=1).astype(np.int32).reshape(-1, 2)
+    ends = np.stack([c.a_idx, c.b_idx], axis=1).astype(np.int32).reshape(-1, 2)
     arc_src = ends.reshape(-1)  # a, b, a, b ... -> arcs a->b then b->a
     arc_dst = ends[:, ::-1].reshape(-1)
     arc_tech = np.repeat(tech_of, 2)
-    arc_latency = t_lat[arc_tech] + node_latency[arc_dst]
-    fam = t_fam[arc_tech]
+    fields = dict(
+        node_ids=c.node_ids, node_kind=kinds, node_model=models, link_ids=tuple(c.keys),
+        arc_src=arc_src, arc_dst=np.ascontiguousarray(arc_dst),
+        arc_latency_s=t_lat[arc_tech] + node_latency[arc_dst],
+        arc_jitter_s=t_jit[arc_tech], arc_plane=arc_plane,
+        links=LinkPositions(c.link_pos),
+    )
+    is_kind = {k: c.kind_of == i for i, k in enumerate(c.kind_names)}
+    for v in [*fields.values(), compute, *is_kind.values()]:
+        if isinstance(v, np.ndarray):
+            v.setflags(write=False)  # shared by the snapshots that reuse them
+    return _Arcs(fields=fields, family=t_fam[arc_tech], compute=compute,
+                 rate=t_GBps[tech_of], eff=t_eff[tech_of], tech=tech, is_kind=is_kind,
+                 specs=specs)
+
+
+def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
+    """The fields of `build_snapshot` that depend on which links and nodes failed, and
+    each link's rate per lane (0 for a dead link: no capacity)."""
+    c, cache = capture.columns, capture.cache
+    n = len(c.node_ids)
+    failed_node = c.node_failed
+    is_kind, specs, model_of = arcs.is_kind, arcs.specs, c.model_of
+    none = np.zeros(n, dtype=bool)
+    a_idx, b_idx = c.a_idx, c.b_idx
+    live = ~c.link_failed & ~failed_node[a_idx] & ~failed_node[b_idx]
+    arc_live = np.repeat(live, 2)
+    # A dead arc keeps its id (routes through other arcs stay valid across a fail) but
+    # belongs to no family, so no subgraph, mask or planner selects it.
+    fam = np.where(arc_live, arcs.family, DEAD).astype(np.int8)
+    compute_link = arcs.compute & live
+    arc_src, arc_dst = arcs.fields["arc_src"], arcs.fields["arc_dst"]
 
     # GPUs in natural id order; NVLink domains = components over NVLink arcs.
     gpu_nodes = np.flatnonzero(is_kind.get("gpu", none) & ~failed_node)
@@ -258,7 +308,7 @@ def _structure(capture: DesignCapture) -> tuple[dict, np.ndarray, np.ndarray, np
     nv = fam == NVLINK
     # The NVLink domains change only with the NVLink links: a what-if on the network
     # reuses them (`ColumnCache.nvlink_components`).
-    comp = cache.nvlink_components(c, live & (t_fam[c.tech_of] == NVLINK),
+    comp = cache.nvlink_components(c, live & (arcs.family[0::2] == NVLINK),
                                    lambda: _components(n, arc_src[nv], arc_dst[nv]))
     gpu_domain, gpu_local = cache.derived("domains", (comp, gpus),
                                           lambda: _domains(comp[gpus]))
@@ -288,24 +338,22 @@ def _structure(capture: DesignCapture) -> tuple[dict, np.ndarray, np.ndarray, np
     fabric_switches = np.flatnonzero(net_node & fabric_kind)
     sharp_model = np.array([bool(s.get("sharp", False)) for s in specs], dtype=bool)[model_of]
     net_sharp = bool(fabric_switches.size) and bool(sharp_model[fabric_switches].all())
-    net_techs = [t for t in tech.values() if t.family not in ("nvlink", "pcie")]
+    live_techs = np.flatnonzero(np.bincount(c.tech_of[live], minlength=len(c.tech_names)))
+    net_techs = [t for t in map(arcs.tech.__getitem__, live_techs.tolist())
+                 if t.family not in ("nvlink", "pcie")]
     fields = dict(
-        node_ids=node_ids, node_kind=kinds, node_model=models,
-        link_ids=link_ids,
-        arc_src=arc_src.astype(np.int32), arc_dst=arc_dst.astype(np.int32),
-        arc_latency_s=arc_latency, arc_jitter_s=t_jit[arc_tech],
-        arc_family=fam, arc_plane=arc_plane,
+        arcs.fields,
+        arc_family=fam, link_live=live,
         gpus=gpus, gpu_domain=gpu_domain, gpu_local=gpu_local, gpu_nic=gpu_nic,
         gpu_nic_via=gpu_nic_via,
         domain_nvls=domain_nvls, net_sharp=net_sharp,
         net_lossless=all(t.lossless for t in net_techs),
         link_compute=compute_link,
-        links=positions(c, live),
     )
     for v in fields.values():
         if isinstance(v, np.ndarray):
             v.setflags(write=False)  # shared by the snapshots that reuse them
-    return fields, sel, t_GBps[tech_of], t_eff[tech_of]
+    return fields, np.where(live, arcs.rate, 0.0)
 
 
 def _assign_nics(arc_src: np.ndarray, arc_dst: np.ndarray, pcie: np.ndarray,

@@ -599,7 +599,9 @@ class Soak:
                                       and self._answered()), timeout=SOLVE_TIMEOUT_MS)
         latest = runner.latest
         if latest is not None and latest.generation == topo.generation:
-            ids = set(latest.snapshot.link_ids)
+            snap = latest.snapshot
+            ids = {lid for lid, live in zip(snap.link_ids, snap.live_links().tolist(),
+                                            strict=True) if live}
             failed = {lk.id for lk in topo.links() if lk.failed}
             assert ids <= set(self.window.scene.links) and not ids & failed, \
                 "the applied result solved other links than the design's working ones"

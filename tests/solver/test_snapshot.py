@@ -10,7 +10,7 @@ from designer.model.catalog import FAMILIES, default_catalog
 from designer.model.naming import natural_key
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node, Topology
-from designer.solver.snapshot import NVLINK, PCIE, take_snapshot
+from designer.solver.snapshot import DEAD, NVLINK, PCIE, take_snapshot
 
 CAT = default_catalog()
 
@@ -99,30 +99,46 @@ def test_planes_and_families_are_per_arc():
 
 
 # ----------------------------------------------------------------- failures
-def test_failed_link_removes_its_two_arcs():
+def _dead(snap, link_id: str) -> bool:
+    k = snap.link_ids.index(link_id)
+    return (not snap.live_links()[k] and snap.arc_family[2 * k] == snap.arc_family[2 * k + 1]
+            == DEAD and snap.arc_cap[2 * k] == snap.arc_cap[2 * k + 1] == 0)
+
+
+def test_failed_link_keeps_its_arcs_dead():
+    """A failed link keeps its two arcs (ids stay put across a fail), with no capacity
+    and no family, so that nothing routes over it."""
     topo = small_fabric()
     before = take_snapshot(topo)
     topo.update_link("L0-S1", failed=True)
     after = take_snapshot(topo)
-    assert after.n_arcs == before.n_arcs - 2
-    assert "L0-S1" not in after.link_ids
-    assert set(after.link_ids) == set(before.link_ids) - {"L0-S1"}
+    assert after.n_arcs == before.n_arcs and after.link_ids == before.link_ids
+    assert _dead(after, "L0-S1")
+    assert after.live_links().tolist() == [lid != "L0-S1" for lid in after.link_ids]
+    alive = np.repeat(after.live_links(), 2)
+    assert np.array_equal(after.arc_cap[alive], before.arc_cap[alive])
+    assert np.array_equal(after.arc_family[alive], before.arc_family[alive])
     assert after.generation == topo.generation > before.generation
+    topo.update_link("L0-S1", failed=False)
+    again = take_snapshot(topo)
+    assert again.live_links().all()
+    assert np.array_equal(again.arc_cap, before.arc_cap)
 
 
-def test_failed_node_removes_its_links_and_its_gpu():
+def test_failed_node_kills_its_links_and_its_gpu():
     topo = small_fabric()
     topo.update_node("S0", failed=True)
     snap = take_snapshot(topo)
-    assert not {"L0-S0", "L1-S0"} & set(snap.link_ids)
-    assert snap.n_arcs == 2 * (12 - 2)
+    assert _dead(snap, "L0-S0") and _dead(snap, "L1-S0")
+    assert int(snap.live_links().sum()) == 12 - 2
     s0 = _index(snap, "S0")
-    assert s0 not in snap.arc_src and s0 not in snap.arc_dst
+    live = np.repeat(snap.live_links(), 2)
+    assert s0 not in snap.arc_src[live] and s0 not in snap.arc_dst[live]
 
     topo.update_node("g1", failed=True)
     snap = take_snapshot(topo)
     assert [snap.node_ids[g] for g in snap.gpus] == ["g0", "g2", "g3"]
-    assert "g1-c1" not in snap.link_ids
+    assert _dead(snap, "g1-c1")
     # c1 still reaches its leaf, but it is nobody's rail NIC any more
     assert snap.node_ids[snap.gpu_nic[0]] == "c0"
 
@@ -308,9 +324,10 @@ def test_snapshot_arrays_are_consistent_in_length():
     assert np.all(snap.arc_cap <= snap.arc_line)
 
 
-def test_link_positions_follow_the_live_links_across_edits():
-    """`Snapshot.link_positions` maps every live link id to its index in ``link_ids``
-    (failed links are absent), also when the id dict is shared with earlier snapshots."""
+def test_link_positions_map_every_link_across_edits():
+    """`Snapshot.link_positions` maps every link id, failed or not, to its index in
+    ``link_ids``, and is the same mapping from one snapshot to the next while no link is
+    added or removed."""
     topo = build_template("hgx", gpu="H100")
     first = take_snapshot(topo)
     pos = first.link_positions()
@@ -320,11 +337,17 @@ def test_link_positions_follow_the_live_links_across_edits():
     topo.update_link(gone, failed=True)
     second = take_snapshot(topo)
     pos2 = second.link_positions()
-    assert gone not in pos2 and pos2.get(gone) is None and pos2.get("no-such-link") is None
+    assert pos2 is pos and pos2[gone] == 3 and not second.live_links()[3]
+    assert pos2.get("no-such-link") is None and "no-such-link" not in pos2
     with pytest.raises(KeyError):
-        pos2[gone]
+        pos2["no-such-link"]
     assert list(pos2) == list(second.link_ids)
-    assert all(pos2[lid] == k for k, lid in enumerate(second.link_ids))
-    assert first.link_positions()[gone] == 3  # the earlier snapshot is unchanged
+    topo.remove_link(first.link_ids[0])
+    third = take_snapshot(topo)
+    pos3 = third.link_positions()
+    assert pos3 is not pos and first.link_ids[0] not in pos3
+    assert all(pos3[lid] == k for k, lid in enumerate(third.link_ids))
+    assert first.link_positions()[first.link_ids[0]] == 0  # the earlier one is unchanged
     assert second.compute_links().tolist() == [
-        p == "compute" for p in second.arc_plane[0::2]]
+        p == "compute" and live
+        for p, live in zip(second.arc_plane[0::2], second.live_links(), strict=True)]

@@ -52,7 +52,7 @@ import numpy as np
 from designer.solver.collectives import Phase, Plan
 from designer.solver.route_arrays import ragged_arange
 from designer.solver.route_recipe import phase_transfers
-from designer.solver.snapshot import NVLINK, PCIE, Snapshot
+from designer.solver.snapshot import DEAD, NVLINK, PCIE, Snapshot
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ class FlowIndex:
         alone = (uniq >= 0) & (count == 1)
         self.nic_gpu[uniq[alone]] = snap.gpus[first[alone]]
         fam = snap.arc_family
-        self.fabric = (fam != NVLINK) & (fam != PCIE)  # per arc: a network cable
+        self.fabric = (fam != NVLINK) & (fam != PCIE) & (fam != DEAD)  # per arc: a network cable
         self._runs: list[NvlinkRuns | None] = [None] * len(plan.phases)
 
     def runs(self, i: int) -> NvlinkRuns:

@@ -309,6 +309,8 @@ class AnalysisOverlay(QObject):
                 f"{lk.count} x {tech.name} ({lk.count * tech.GBps:,.1f} GB/s per direction)")
         if lk.failed:
             return head + "\nFAILED (what-if)"
+        if topo.node(lk.a).failed or topo.node(lk.b).failed:
+            return head + "\nan end FAILED (what-if)"
         if u is None:
             return head + "\nno traffic in this scenario" if self.utilisation else head
         load = self.load.get(lk.id, 0.0)
