@@ -102,6 +102,7 @@ class _FabricGroups:
             out._hops = hops
             return out
         out = _FabricGroups(router)
+        out._hops.take_map(self._hops)
         if not np.array_equal(out.switches, self.switches):
             return out
         o, n = change.old, change.new
