@@ -456,15 +456,16 @@ def fat_tree():
     return snap, la, lb
 
 
-@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize("dense", [True, False, "sliced"])
 def test_batched_fabric_dags_equal_fabric_dag(fat_tree, monkeypatch, dense):
     from designer.solver.route_arrays import KeyedRows
+    from designer.solver.route_tables import _FabricGroups
 
     if not dense:  # the sorted-key lookup that large fabrics use, one search at a time
-        from designer.solver.route_tables import _FabricGroups
-
         monkeypatch.setattr(KeyedRows, "_DENSE", 0)
         monkeypatch.setattr(_FabricGroups, "_BFS_ENTRIES", 1)
+    if dense == "sliced":  # next hops found a few states at a time, as at 131k GPUs
+        monkeypatch.setattr(_FabricGroups, "_SLICE_ENTRIES", 5)
     snap, la, lb = fat_tree
     single = Router(snap)
     routes = [single.fabric_dag(int(x), int(y)) for x, y in zip(la, lb, strict=True)]
