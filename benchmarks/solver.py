@@ -4,9 +4,10 @@ Run ``python benchmarks/solver.py`` (a few minutes, a minute of it building the
 131,072-GPU design) or ``python benchmarks/solver.py --quick`` (a 2,048-GPU ring instead
 of cases a and b; under a minute); ``--case a`` runs one case.
 
-Each case runs in a fresh process that first solves the built-in example design, as the
-app does when it opens (so that lazy imports, such as the masked arrays numpy loads on
-its first ``unique``, are not counted), and then builds its design; build times are
+Each case runs in a fresh process that imports ``designer`` (which turns numpy's
+transparent huge pages off, as in the app: `designer.memory`), first solves the built-in
+example design, as the app does when it opens (so that lazy imports, such as the masked
+arrays numpy loads on its first ``unique``, are not counted), and then builds its design; build times are
 printed apart (building a topology, which also writes its solver columns, is not part of
 the solver's budget), and the peak RSS is the case's own (``RSS in``: once the design is
 built; ``peak``: its peak).  Two figures per

@@ -1,3 +1,7 @@
 """Fabric Designer: sketch AI GPU clusters and see how the network behaves."""
 
+from designer.memory import no_huge_pages
+
 __version__ = "0.1.0"
+
+no_huge_pages()  # before the solver allocates anything (see designer.memory)
