@@ -285,6 +285,7 @@ class _Patcher:
 
     def shared(self, s: SharedPiece) -> SharedPiece:
         legs = _access_legs(self.new) if s.n_legs else None
+        old_legs = getattr(self.old, "_access_legs", None) if s.n_legs else None
         fab = s.fab
         if fab is not None:
             dirty = self._rows_crossing(fab, self.bad_arc)
@@ -293,8 +294,11 @@ class _Patcher:
             dirty &= s.la != s.lb
             if dirty.any():
                 at = np.flatnonzero(dirty)
-                fab = self._splice(fab, at, self.new.fabric_dags(s.la[at], s.lb[at]))
-        old_legs = getattr(self.old, "_access_legs", None) if s.n_legs else None
+                new = self.new.fabric_dags(s.la[at], s.lb[at])
+                self.rows += len(at)
+                if legs is old_legs:  # the legs stay: splice the table once
+                    return s.spliced(at, new)
+                fab = splice(fab, at, new)
         if fab is s.fab and legs is old_legs:
             return s
         return s.with_tables(legs, fab, old_legs)
