@@ -15,9 +15,10 @@ recomputed.
 `rebase_router` makes the new snapshot's `Router`.  Breadth-first distances do not
 depend on capacities, so after a capacity edit the router keeps its subgraphs, its
 distances and its fabric groups, and only drops the tables whose capacity splits
-changed; after a fail or restore it is built anew but keeps the fabric groups' distance
-rows that the change provably leaves alone (`route_tables._FabricGroups.rebased`), and
-each rank's way to the fabric when no changed link touches it.
+changed; after a fail or restore its subgraphs lose or gain the arcs concerned, and it
+keeps the fabric groups' distance rows that the change provably leaves alone
+(`route_tables._FabricGroups.rebased`), the NVLink route templates when no NVLink arc
+changed, and each rank's way to the fabric when no changed link touches it.
 """
 
 from __future__ import annotations
