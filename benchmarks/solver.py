@@ -1,17 +1,21 @@
 """Benchmark of the flow solver end to end: snapshot -> routes -> max-min rates -> time.
 
-Run ``python benchmarks/solver.py`` (a few minutes, a minute of it building the
-131,072-GPU design) or ``python benchmarks/solver.py --quick`` (a 2,048-GPU ring instead
-of cases a and b; under a minute); ``--case a`` runs one case.
+Run ``python benchmarks/solver.py`` (ten minutes or so, four of them building the
+131,072-GPU design three times) or ``python benchmarks/solver.py --quick`` (a 2,048-GPU
+ring instead of cases a and b); ``--case a`` runs one case, ``--processes 1`` each case
+once.
 
-Each case runs in a fresh process that imports ``designer`` (which turns numpy's
+Each case runs in fresh processes, three by default, since this VM's timings swing by
+10-30 % from one process to the next: the table gives the medians over the processes,
+and the details are those of the process with the median cold time (every process's
+cold time is listed in brackets).  Each process imports ``designer`` (which turns numpy's
 transparent huge pages off, as in the app: `designer.memory`), first solves the built-in
 example design, as the app does when it opens (so that lazy imports, such as the masked
-arrays numpy loads on its first ``unique``, are not counted), and then builds its design; build times are
-printed apart (building a topology, which also writes its solver columns, is not part of
-the solver's budget), and the peak RSS is the case's own (``RSS in``: once the design is
-built; ``peak``: its peak).  Two figures per
-case:
+arrays numpy loads on its first ``unique``, are not counted), and then builds its
+design; build times are printed apart (building a topology, which also writes its solver
+columns, is not part of the solver's budget), and the peak RSS is the case's own (``RSS
+in``: once the design is built; ``peak``: its peak, the largest over the processes).
+Two figures per case:
 
 cold
     the design's first snapshot (from the columns the topology keeps, see
@@ -295,6 +299,22 @@ def run_case(key: str) -> dict:
     return out
 
 
+def combine(outs: list[dict]) -> dict:
+    """One case's processes as one: the median cold run's details, with ``colds`` (every
+    process's cold time, sorted), the median of the processes' edit medians per kind
+    and the largest peak RSS.  An error in any process is the case's outcome."""
+    bad = [o for o in outs if "error" in o]
+    if bad:
+        return bad[0]
+    outs = sorted(outs, key=lambda o: o["cold"])
+    out = dict(outs[len(outs) // 2])
+    out["colds"] = [o["cold"] for o in outs]
+    out["cold"] = statistics.median(out["colds"])
+    out["edit"] = {k: statistics.median(o["edit"][k] for o in outs) for k in out["edit"]}
+    out["rss_peak"] = max(o["rss_peak"] for o in outs)
+    return out
+
+
 # ----------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -302,24 +322,29 @@ def main(argv: list[str] | None = None) -> None:
                     help="smaller ring (2,048 GPUs) and no 131k design: a smoke run")
     ap.add_argument("--case", action="append", choices=sorted(CASES),
                     help="run only this case (repeatable)")
+    ap.add_argument("--processes", type=int, default=3, metavar="N",
+                    help="fresh processes per case; the median is reported (default 3)")
     args = ap.parse_args(argv)
     keys = (["a-quick"] if args.quick else ["a", "b"]) + [
         "c-adaptive", "c-ecmp", "d-adaptive", "d-ecmp", "e"]
     if args.case:
         keys = args.case
     print(f"Machine: {machine()}")
-    print("Each case runs in its own process, which first builds its design (not timed).",
-          flush=True)
+    n = max(1, args.processes)
+    print(f"Each case runs in {n} fresh process{'es' if n > 1 else ''}, each of which first "
+          "builds its design (not timed);\nthe figures are the medians over the processes, "
+          "the details those of the median cold run.", flush=True)
     results = []
     for key in keys:
         label, goal = CASES[key][:2]
-        out = run_case(key)
+        out = combine([run_case(key) for _ in range(n)])
         results.append((label, goal, out))
         if "error" in out:
             print(f"  {label}: {out['error']}", flush=True)
             continue
         name, gpus, links, build_s = out["build"]
-        print(f"  {label}: {out['cold']:.3f} s cold  ({out['detail']})\n"
+        spread = ", ".join(f"{c:.3f}" for c in out["colds"])
+        print(f"  {label}: {out['cold']:.3f} s cold [{spread}]  ({out['detail']})\n"
               f"      design: {name}, {gpus:,} GPUs, {links:,} links, built in {build_s:.1f} s",
               flush=True)
 
