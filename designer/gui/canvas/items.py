@@ -235,6 +235,7 @@ class _LineItem(QGraphicsItem):
         self._bounds = QRectF()
         self._shape: QPainterPath | None = None
         self._badge_at: QPointF | None = None
+        self._badge_paint: tuple | None = None  # (key, box, text origin, border pen)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable)
         self.setZValue(1)
 
@@ -262,6 +263,7 @@ class _LineItem(QGraphicsItem):
         self._bounds = QRectF(pa, pb).normalized().adjusted(-margin, -margin, margin, margin)
         self._shape = None
         self._badge_at = None
+        self._badge_paint = None
 
     def boundingRect(self) -> QRectF:
         return self._bounds
@@ -331,16 +333,24 @@ class _LineItem(QGraphicsItem):
             self._paint_badge(painter)
 
     def _paint_badge(self, painter: QPainter) -> None:
-        c = self._badge_center()
+        # Where rails cross, hundreds of badges paint per frame: their box, text origin
+        # and pen are kept until the line moves or the colour or count changes.
         st = _badge_static(self.count)
-        size = st.size()
-        box = QRectF(c.x() - size.width() / 2 - 4, c.y() - 6.5, size.width() + 8, 13)
-        painter.setPen(QPen(self.color, 1))
+        key = (self.color.rgba(), self.count)
+        cached = self._badge_paint
+        if cached is None or cached[0] != key:
+            c = self._badge_center()
+            size = st.size()
+            box = QRectF(c.x() - size.width() / 2 - 4, c.y() - 6.5, size.width() + 8, 13)
+            origin = QPointF(box.left() + 4, c.y() - size.height() / 2)
+            cached = self._badge_paint = (key, box, origin, QPen(self.color, 1))
+        _, box, origin, pen = cached
+        painter.setPen(pen)
         painter.setBrush(self.theme.badge_fill)
         painter.drawRoundedRect(box, 4, 4)
         painter.setFont(BADGE_FONT)
         painter.setPen(self.theme.text)
-        painter.drawStaticText(QPointF(box.left() + 4, c.y() - size.height() / 2), st)
+        painter.drawStaticText(origin, st)
 
 
 class LinkItem(_LineItem):
