@@ -55,13 +55,21 @@ def checked_inputs(capacity, pair_flow, pair_link, pair_weight, n_flows, demand,
         raise SolverError(
             f"flow {i} crosses no link and has no finite demand: its rate is unbounded"
         )
+    # Flows across a link of no capacity.  A snapshot keeps the arcs of failed links at
+    # capacity 0 and routes nothing over them: test the pairs first, and build the
+    # per-entry route ids (an array the size of the route table) only for a hit.
     dead = cap == 0
-    starved = np.unique(flow[dead[link]]) if dead.any() else flow[:0].copy()
-    if routes is not None and dead.any():
-        dead_route = np.zeros(routes.n_routes, bool)
-        dead_route[routes.route_of_entry()[dead[routes.link]]] = True
-        starved = np.union1d(starved, routes.pair_flow[dead_route[routes.pair_route]])
-        starved = starved.astype(np.int32)
+    starved = flow[:0].copy()
+    if dead.any():
+        hit = dead[link]
+        if hit.any():
+            starved = np.unique(flow[hit])
+        hit = dead[routes.link] if routes is not None else None
+        if hit is not None and hit.any():
+            dead_route = np.zeros(routes.n_routes, bool)
+            dead_route[routes.route_of_entry()[hit]] = True
+            starved = np.union1d(starved, routes.pair_flow[dead_route[routes.pair_route]])
+            starved = starved.astype(np.int32)
     return cap, flow, link, weight, n_flows, dem, routes, linkless, starved
 
 
