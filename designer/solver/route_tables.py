@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from designer.solver.errors import SolverError
+from designer.solver.keyed_rows import KeyedRows
 from designer.solver.route_arrays import (
-    KeyedRows,
     RouteBatch,
     _hash,
     _stack,

@@ -407,7 +407,7 @@ def test_nvlink_routes_to_oneself_are_empty():
 
 def test_nvlink_batches_cut_by_target_give_the_same_routes(monkeypatch):
     from designer.solver import route_nvlink
-    from designer.solver.route_arrays import KeyedRows
+    from designer.solver.keyed_rows import KeyedRows
 
     snap = take_snapshot(NVLINK_DESIGNS["degraded hgx"]())
     a, b = domain_pairs(snap)
@@ -458,7 +458,7 @@ def fat_tree():
 
 @pytest.mark.parametrize("dense", [True, False, "sliced"])
 def test_batched_fabric_dags_equal_fabric_dag(fat_tree, monkeypatch, dense):
-    from designer.solver.route_arrays import KeyedRows
+    from designer.solver.keyed_rows import KeyedRows
     from designer.solver.route_tables import _FabricGroups
 
     if not dense:  # the sorted-key lookup that large fabrics use, one search at a time

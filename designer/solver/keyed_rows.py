@@ -1,0 +1,131 @@
+"""Route tables looked up by integer key, rows built on demand: `KeyedRows`.
+
+The router keeps two: the NVLink route templates (`route_nvlink`) and the fabric's next
+hops per (target group, switch) state (`route_tables`).  Split from `route_arrays`,
+whose batches and helpers it builds on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from designer.solver.route_arrays import RouteBatch, _stack, distinct
+
+__all__ = ["KeyedRows"]
+
+
+class KeyedRows:
+    """A table of routes looked up by integer key in ``[0, space)``, rows built on
+    demand: ``build(keys)`` turns distinct, sorted new keys into one route each.
+
+    Lookups go through a dense map when the key space allows (allocated zeroed, so only
+    the pages that keys touch are ever backed), else by binary search in the sorted
+    keys.
+
+    >>> from designer.solver.route_arrays import _single
+    >>> rows = KeyedRows(100, lambda k: _single(k))        # route of key k: arc k
+    >>> rows.rows(np.array([7, 3, 7])).tolist(), rows.table.arcs.tolist()
+    ([1, 0, 1], [3, 7])
+    >>> rows.rows(np.array([5, 3])).tolist(), rows.table.arcs.tolist()
+    ([2, 0], [3, 7, 5])
+    """
+
+    _DENSE = 1 << 22
+
+    def __init__(self, space: int, build: Callable[[np.ndarray], RouteBatch]):
+        self.build = build
+        self.table = _stack([])
+        # Row + 1 per key (0: not built yet), and the keys set in it.
+        self._dense = np.zeros(space, dtype=np.int32) if space <= self._DENSE else None
+        self._set: list[np.ndarray] = []
+        self._keys = np.zeros(0, dtype=np.int64)      # sorted (sparse lookups)
+        self._key_row = np.zeros(0, dtype=np.int64)
+
+    def rows(self, keys: np.ndarray) -> np.ndarray:
+        """Row of each key in `table` (building missing rows first)."""
+        keys = np.asarray(keys, dtype=np.int64)
+        if self._dense is not None:
+            rows = self._dense[keys]
+            if rows.min(initial=1) == 0:
+                self._add(distinct(keys[rows == 0]))
+                rows = self._dense[keys]
+            return rows - 1
+        at = np.minimum(np.searchsorted(self._keys, keys), max(len(self._keys) - 1, 0))
+        known = (self._keys[at] == keys) if len(self._keys) else np.zeros(len(keys), bool)
+        if not known.all():
+            self._add(distinct(keys[~known]))
+            at = np.searchsorted(self._keys, keys)
+        return self._key_row[at]
+
+    @property
+    def table(self) -> RouteBatch:
+        """The rows built so far (views: later rows never change what was handed out)."""
+        return self._table
+
+    @table.setter
+    def table(self, batch: RouteBatch) -> None:
+        self._table = batch
+        self._room = None  # the next rows go to a buffer of this table's own
+
+    def __copy__(self) -> KeyedRows:
+        out = object.__new__(KeyedRows)
+        out.__dict__.update(self.__dict__)
+        out._room = None  # appends in place would write into this table's buffers
+        out._set = list(self._set)
+        return out
+
+    def _add(self, new: np.ndarray) -> None:
+        built = self.build(new)
+        rows = len(self.table.hops) + np.arange(len(new))
+        self._append(built)
+        if self._dense is not None:
+            self._dense[new] = rows + 1
+            self._set.append(new)
+            return
+        keys = np.concatenate([self._keys, new])
+        order = np.argsort(keys, kind="stable")
+        self._keys, self._key_row = keys[order], np.concatenate([self._key_row, rows])[order]
+
+    def take_map(self, other: KeyedRows) -> None:
+        """Take over the dense key map of ``other``, emptied, if this table is empty and
+        has a map of that size; ``other`` gets a fresh one (its rows are then built
+        again if it is asked for them).
+
+        A fresh map is zeroed lazily, page by page, as keys first touch it: scattered
+        keys over the 13 MB map of the 16k-GPU SuperPOD's fabric cost a fail edit, which
+        builds the next hops anew, ~15 ms of page faults; the old map's pages are backed.
+        """
+        mine, theirs = self._dense, other._dense
+        if mine is None or theirs is None or mine.size != theirs.size or len(self.table.hops):
+            return
+        for keys in other._set:
+            theirs[keys] = 0
+        self._dense, other._dense, other._set = theirs, mine, []
+
+    def _append(self, built: RouteBatch) -> None:
+        """Append ``built``'s rows to `table`, in place while the buffers have room.
+
+        Rows are added a few at a time (the states a walk reaches for the first time),
+        and a large table re-concatenated on every addition cost a fail edit of the
+        16k-GPU design ~10 ms; buffers that double when full make appends amortised
+        O(rows added).  Writes go past the ends of the views already handed out.
+        """
+        t = self._table
+        n, m = len(t.hops), len(t.arcs)
+        k, e = len(built.hops), len(built.arcs)
+        room = self._room
+        if room is None or room[0].size < n + k + 1 or room[1].size < m + e:
+            rows, entries = 2 * (n + k) + 16, 2 * (m + e) + 64
+            room = (np.empty(rows + 1, np.int64), np.empty(entries, np.int64),
+                    np.empty(entries, np.float64), np.empty(rows, np.int64))
+            for buf, part in zip(room, (t.ptr, t.arcs, t.weights, t.hops), strict=True):
+                buf[:part.size] = part
+            self._room = room
+        ptr, arcs, weights, hops = room
+        ptr[n + 1:n + k + 1] = built.ptr[1:] + m
+        arcs[m:m + e] = built.arcs
+        weights[m:m + e] = built.weights
+        hops[n:n + k] = built.hops
+        self._table = RouteBatch(ptr[:n + k + 1], arcs[:m + e], weights[:m + e], hops[:n + k])
