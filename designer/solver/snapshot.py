@@ -239,8 +239,9 @@ class _Arcs:
     rate: np.ndarray        # per link: GB/s per lane
     eff: np.ndarray         # per link: efficiency
     tech: dict              # tech code -> catalog entry, for the codes in use
-    is_kind: dict           # node kind -> bool per node
-    specs: list             # per model code: the catalog's specs ({} for unused codes)
+    node: dict              # bool per node: "gpu", "nic", "nv_switch" (NVSwitch or tray),
+                            # "fabric" (leaf, spine, core, switch), "nvls" and "sharp"
+                            # (its model does in-switch / in-network reduction)
 
 
 def _arcs(capture: DesignCapture) -> _Arcs:
@@ -276,13 +277,21 @@ def _arcs(capture: DesignCapture) -> _Arcs:
         arc_jitter_s=t_jit[arc_tech], arc_plane=arc_plane,
         links=LinkPositions(c.link_pos),
     )
+    # Node facts that failures leave alone, so that a fail does not recompute them.
     is_kind = {k: c.kind_of == i for i, k in enumerate(c.kind_names)}
-    for v in [*fields.values(), compute, *is_kind.values()]:
+    kind = lambda *ks: np.logical_or.reduce(  # noqa: E731
+        [is_kind[k] for k in ks if k in is_kind] + [np.zeros(len(c.node_ids), bool)])
+    model_flag = lambda f: np.array(  # noqa: E731
+        [bool(s.get(f, False)) for s in specs], dtype=bool)[model_of]
+    node = dict(gpu=kind("gpu"), nic=kind("nic"),
+                nv_switch=kind("nvswitch", "nvlink-switch-tray"),
+                fabric=kind("leaf", "spine", "core", "switch"),
+                nvls=model_flag("nvls"), sharp=model_flag("sharp"))
+    for v in [*fields.values(), compute, *node.values()]:
         if isinstance(v, np.ndarray):
             v.setflags(write=False)  # shared by the snapshots that reuse them
     return _Arcs(fields=fields, family=t_fam[arc_tech], compute=compute,
-                 rate=t_GBps[tech_of], eff=t_eff[tech_of], tech=tech, is_kind=is_kind,
-                 specs=specs)
+                 rate=t_GBps[tech_of], eff=t_eff[tech_of], tech=tech, node=node)
 
 
 def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
@@ -291,8 +300,7 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     c, cache = capture.columns, capture.cache
     n = len(c.node_ids)
     failed_node = c.node_failed
-    is_kind, specs, model_of = arcs.is_kind, arcs.specs, c.model_of
-    none = np.zeros(n, dtype=bool)
+    node = arcs.node
     a_idx, b_idx = c.a_idx, c.b_idx
     live = ~c.link_failed & ~failed_node[a_idx] & ~failed_node[b_idx]
     arc_live = np.repeat(live, 2)
@@ -303,7 +311,7 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     arc_src, arc_dst = arcs.fields["arc_src"], arcs.fields["arc_dst"]
 
     # GPUs in natural id order; NVLink domains = components over NVLink arcs.
-    gpu_nodes = np.flatnonzero(is_kind.get("gpu", none) & ~failed_node)
+    gpu_nodes = np.flatnonzero(node["gpu"] & ~failed_node)
     gpus = cache.gpus_in_order(c, gpu_nodes)
     nv = fam == NVLINK
     # The NVLink domains change only with the NVLink links: a what-if on the network
@@ -319,25 +327,19 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     net_node = np.zeros(n, dtype=bool)
     net_node[arc_src[net_arc]] = True
     gpu_nic, gpu_nic_via = _assign_nics(
-        arc_src, arc_dst, fam == PCIE, is_kind.get("gpu", none),
-        is_kind.get("nic", none) & net_node, gpus, gpu_domain, gpu_local)
+        arc_src, arc_dst, fam == PCIE, node["gpu"], node["nic"] & net_node, gpus,
+        gpu_domain, gpu_local)
 
     # In-switch reduction: every NVLink switch of the domain and every GPU support NVLS.
-    nvls_model = np.array([bool(s.get("nvls", False)) for s in specs], dtype=bool)[model_of]
-    nv_switch = is_kind.get("nvswitch", none) | is_kind.get("nvlink-switch-tray", none)
-    is_gpu = is_kind.get("gpu", none)
+    nv_switch, is_gpu = node["nv_switch"], node["gpu"]
     count = lambda mask: np.bincount(comp[mask], minlength=n)  # noqa: E731  per component
     n_switch, n_gpu = count(nv_switch), count(is_gpu)
-    n_without = count((nv_switch | is_gpu) & ~nvls_model)
+    n_without = count((nv_switch | is_gpu) & ~node["nvls"])
     dom_comp = np.zeros(int(gpu_domain.max()) + 1 if len(gpus) else 0, dtype=np.int64)
     dom_comp[gpu_domain] = comp[gpus]
     domain_nvls = (n_switch[dom_comp] > 0) & (n_gpu[dom_comp] > 1) & (n_without[dom_comp] == 0)
-    fabric_kind = np.zeros(n, dtype=bool)
-    for k in ("leaf", "spine", "core", "switch"):
-        fabric_kind |= is_kind.get(k, none)
-    fabric_switches = np.flatnonzero(net_node & fabric_kind)
-    sharp_model = np.array([bool(s.get("sharp", False)) for s in specs], dtype=bool)[model_of]
-    net_sharp = bool(fabric_switches.size) and bool(sharp_model[fabric_switches].all())
+    fabric_switches = np.flatnonzero(net_node & node["fabric"])
+    net_sharp = bool(fabric_switches.size) and bool(node["sharp"][fabric_switches].all())
     live_techs = np.flatnonzero(np.bincount(c.tech_of[live], minlength=len(c.tech_names)))
     net_techs = [t for t in map(arcs.tech.__getitem__, live_techs.tolist())
                  if t.family not in ("nvlink", "pcie")]
