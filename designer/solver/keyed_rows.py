@@ -18,24 +18,30 @@ __all__ = ["KeyedRows"]
 
 class KeyedRows:
     """A table of routes looked up by integer key in ``[0, space)``, rows built on
-    demand: ``build(keys)`` turns distinct, sorted new keys into one route each.
+    demand: ``build(keys)``, passed to each lookup, turns distinct, sorted new keys into
+    one route each.
+
+    The owner passes its builder to every lookup rather than the table keeping it: a
+    table that held its owner's bound method would make a reference cycle, and a
+    router's tables (tens of MB at 131,072 GPUs) would then outlive each edit until the
+    cyclic garbage collector ran, so every edit would take fresh memory (page faults).
 
     Lookups go through a dense map when the key space allows (allocated zeroed, so only
     the pages that keys touch are ever backed), else by binary search in the sorted
     keys.
 
     >>> from designer.solver.route_arrays import _single
-    >>> rows = KeyedRows(100, lambda k: _single(k))        # route of key k: arc k
-    >>> rows.rows(np.array([7, 3, 7])).tolist(), rows.table.arcs.tolist()
+    >>> rows = KeyedRows(100)
+    >>> build = lambda k: _single(k)                       # route of key k: arc k
+    >>> rows.rows(np.array([7, 3, 7]), build).tolist(), rows.table.arcs.tolist()
     ([1, 0, 1], [3, 7])
-    >>> rows.rows(np.array([5, 3])).tolist(), rows.table.arcs.tolist()
+    >>> rows.rows(np.array([5, 3]), build).tolist(), rows.table.arcs.tolist()
     ([2, 0], [3, 7, 5])
     """
 
     _DENSE = 1 << 22
 
-    def __init__(self, space: int, build: Callable[[np.ndarray], RouteBatch]):
-        self.build = build
+    def __init__(self, space: int):
         self.table = _stack([])
         # Row + 1 per key (0: not built yet), and the keys set in it.
         self._dense = np.zeros(space, dtype=np.int32) if space <= self._DENSE else None
@@ -43,19 +49,19 @@ class KeyedRows:
         self._keys = np.zeros(0, dtype=np.int64)      # sorted (sparse lookups)
         self._key_row = np.zeros(0, dtype=np.int64)
 
-    def rows(self, keys: np.ndarray) -> np.ndarray:
-        """Row of each key in `table` (building missing rows first)."""
+    def rows(self, keys: np.ndarray, build: Callable[[np.ndarray], RouteBatch]) -> np.ndarray:
+        """Row of each key in `table` (building missing rows first, with ``build``)."""
         keys = np.asarray(keys, dtype=np.int64)
         if self._dense is not None:
             rows = self._dense[keys]
             if rows.min(initial=1) == 0:
-                self._add(distinct(keys[rows == 0]))
+                self._add(distinct(keys[rows == 0]), build)
                 rows = self._dense[keys]
             return rows - 1
         at = np.minimum(np.searchsorted(self._keys, keys), max(len(self._keys) - 1, 0))
         known = (self._keys[at] == keys) if len(self._keys) else np.zeros(len(keys), bool)
         if not known.all():
-            self._add(distinct(keys[~known]))
+            self._add(distinct(keys[~known]), build)
             at = np.searchsorted(self._keys, keys)
         return self._key_row[at]
 
@@ -76,8 +82,8 @@ class KeyedRows:
         out._set = list(self._set)
         return out
 
-    def _add(self, new: np.ndarray) -> None:
-        built = self.build(new)
+    def _add(self, new: np.ndarray, build: Callable[[np.ndarray], RouteBatch]) -> None:
+        built = build(new)
         rows = len(self.table.hops) + np.arange(len(new))
         self._append(built)
         if self._dense is not None:

@@ -168,8 +168,7 @@ class NvlinkTables:
         self.dom = _Domains(self.snap, self.graph)
         k = self.dom.max_nodes
         # Template keys shifted by one (0: the empty route).
-        self._rows = KeyedRows(int(self.dom.class_rep.size) * k * k + 1,
-                               lambda keys: self._templates(keys - 1))
+        self._rows = KeyedRows(int(self.dom.class_rep.size) * k * k + 1)
 
     def routes(self, a: np.ndarray, b: np.ndarray) -> RouteBatch:
         """`Router.nvlink_route` of each pair ``(a[i], b[i])``, both in one domain (the
@@ -179,7 +178,7 @@ class NvlinkTables:
         k = dom.max_nodes
         keys = (dom.dom_class[d] * k + dom.rel[a]) * k + dom.rel[b]
         keys[a == b] = -1           # to itself: the empty route (as `nvlink_route`)
-        rows = self._rows.rows(keys + 1)
+        rows = self._rows.rows(keys + 1, self._shifted_templates)
         out = self._rows.table.take(rows)
         # Template arc positions are relative to a domain's arc list: shift to domain d.
         pos = out.arcs
@@ -189,6 +188,10 @@ class NvlinkTables:
         else:
             pos = pos + np.repeat(dom.arc_ptr[d], lengths)
         return RouteBatch(out.ptr, dom.arcs[pos], out.weights, out.hops)
+
+    def _shifted_templates(self, keys: np.ndarray) -> RouteBatch:
+        """`_templates` of the table's keys (shifted by one)."""
+        return self._templates(keys - 1)
 
     def _templates(self, keys: np.ndarray) -> RouteBatch:
         """Templates ``keys`` (sorted, distinct; -1: the empty route), found together on

@@ -219,7 +219,6 @@ def _nv_tables(old: Router, new: Router, change: SnapshotChange):
     # The templates found so far; new ones are found by the new router.  (The key map
     # is copied, as it is written in place; the template space is small.)
     rows = out._rows = copy.copy(tables._rows)
-    rows.build = lambda keys: out._templates(keys - 1)
     if rows._dense is not None:
         rows._dense = rows._dense.copy()
     return out

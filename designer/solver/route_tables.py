@@ -54,7 +54,10 @@ class _FabricGroups:
     """
 
     def __init__(self, router: Router):
-        self.router = router
+        # What the groups read of their router, not the router itself: the router keeps
+        # the groups, and a reference back would make a cycle that only the cyclic
+        # garbage collector frees (see `keyed_rows.KeyedRows`).
+        self.snap, self.net, self.is_switch = router.snap, router.net, router.is_switch
         s, g = router.snap, router.net
         sw = router.is_switch
         src = s.arc_src[g.arcs]
@@ -73,7 +76,7 @@ class _FabricGroups:
         self._group_key: dict[bytes, int] = {}    # switch neighbours -> group
         self._rows: list[np.ndarray] = []         # per group: distance of every switch
         self._table: np.ndarray | None = None
-        self._hops = KeyedRows(self._hops_space(), self._build_hops)   # see `_next`
+        self._hops = KeyedRows(self._hops_space())   # see `_next`
 
     def rebased(self, router: Router, change,
                 net_reweighed: np.ndarray | None = None) -> _FabricGroups:
@@ -92,11 +95,10 @@ class _FabricGroups:
         """
         if not change.live:
             out = copy.copy(self)
-            out.router = router
+            out.snap, out.net, out.is_switch = router.snap, router.net, router.is_switch
             out._group, out._group_key = dict(self._group), dict(self._group_key)
             out._rows = list(self._rows)
-            hops, self._hops = self._hops, KeyedRows(self._hops_space(), self._build_hops)
-            hops.build = out._build_hops
+            hops, self._hops = self._hops, KeyedRows(self._hops_space())
             if net_reweighed is not None and net_reweighed.size:
                 hops.table = _reweighed(hops.table, net_reweighed, router.snap.arc_cap)
             out._hops = hops
@@ -149,16 +151,16 @@ class _FabricGroups:
         return self._rows[group]
 
     def covers(self, leaf_a: np.ndarray, leaf_b: np.ndarray) -> np.ndarray:
-        sw = self.router.is_switch
+        sw = self.is_switch
         return sw[leaf_a] & sw[leaf_b]
 
     # ---- distances
     def groups_of(self, targets: np.ndarray) -> np.ndarray:
         """Group of each target switch (computing the new groups' distances together)."""
-        uniq, inverse = unique_inverse(targets, self.router.snap.n_nodes)
+        uniq, inverse = unique_inverse(targets, self.snap.n_nodes)
         new = [t for t in uniq.tolist() if t not in self._group]
         if new:
-            g, n = self.router.net, self.router.snap.n_nodes
+            g, n = self.net, self.snap.n_nodes
             pos, owner = g.neighbours(np.array(new, dtype=np.int64))
             keep = self.switch_arc[pos]
             pairs = distinct(owner[keep] * n + g.dst[pos][keep])  # by target, then node
@@ -263,7 +265,7 @@ class _FabricGroups:
 
     def _split(self, arcs: np.ndarray, lengths: np.ndarray) -> RouteBatch:
         """Rows of next-hop arcs, each split in proportion to capacity."""
-        return split_by_capacity(arcs, lengths, self.router.snap.arc_cap)
+        return split_by_capacity(arcs, lengths, self.snap.arc_cap)
 
     def _next(self, nodes: np.ndarray, grp: np.ndarray, target: np.ndarray,
               dist: np.ndarray) -> tuple[np.ndarray, RouteBatch]:
@@ -275,7 +277,7 @@ class _FabricGroups:
         """
         n_sw = len(self.switches)
         ident = np.where(dist == 1, n_sw + self.index[target], grp)
-        rows = self._hops.rows(ident * n_sw + self.index[nodes])
+        rows = self._hops.rows(ident * n_sw + self.index[nodes], self._build_hops)
         return rows, self._hops.table
 
     def _build_hops(self, keys: np.ndarray) -> RouteBatch:
@@ -284,7 +286,7 @@ class _FabricGroups:
         = the group: `downhill`); at the last hop they are the switch's arcs into the
         target (``ident = S +`` the target's switch number).  The groups come first so
         that the states of a walk touch few pages of the key map."""
-        s = self.router.snap
+        s = self.snap
         n_sw = len(self.switches)
         ident, node = keys // n_sw, keys % n_sw
         inner = ident < n_sw
@@ -318,7 +320,7 @@ class _FabricGroups:
         """Adaptive DAGs of pairs of distinct switches, walked together level by level.
 
         Per pair this is `Router._dag_fractions` (see `route_arrays.walk_levels`)."""
-        s = self.router.snap
+        s = self.snap
         grp = self.groups_of(leaf_b)
         hops = self.distance(leaf_a, leaf_b)
 
@@ -341,7 +343,7 @@ class _FabricGroups:
 
         A flow's state is a row of the next-hop table (`_next`), so a hop costs a few
         gathers per flow; flows are walked a chunk at a time."""
-        s = self.router.snap
+        s = self.snap
         n_sw = len(self.switches)
         width = int(hops.max(initial=0))
         if width == 0 or len(cls) == 0:
@@ -356,7 +358,7 @@ class _FabricGroups:
         state = ident.reshape(-1) * n_sw
         state[::width] += self.index[leaf_a]
         first_row = np.full(len(hops), -1, dtype=np.int64)
-        first_row[live_cls] = self._hops.rows(state[live_cls * width])
+        first_row[live_cls] = self._hops.rows(state[live_cls * width], self._build_hops)
         src = keys if mode == "ecmp" else dest_ids  # ECMP hashes keys; static: destinations
         table, lengths_of, next_key = None, None, None
         for lo in range(0, len(cls), self._CHUNK):
@@ -395,4 +397,4 @@ class _FabricGroups:
                     entry = entry[going]
                 if not base.size:
                     break
-                row = self._hops.rows(next_key[entry] + state[base + hop + 1])
+                row = self._hops.rows(next_key[entry] + state[base + hop + 1], self._build_hops)
