@@ -6,12 +6,12 @@ all-to-all among 1,024 GPUs touches ~300 MB of fresh ones.  On the 2-core VM thi
 project is measured on, a huge-page fault costs tens of microseconds (the kernel zeroes
 2 MB, and compacts memory to find them), and the cold ECMP all-to-all spent 300-550 ms
 of its 1.4 s in the kernel; with ordinary pages it took 1.0-1.1 s, and the other cases
-of ``benchmarks/solver.py`` were unchanged or faster, but one: edits of the 131,072-GPU
-ring, whose ~2 GB of route tables live from edit to edit and are read at random, where
-huge pages save TLB misses.  Its fail edits took 0.37-0.45 s with them and 0.49-0.67 s
-without, in interleaved runs.  A solver that reused its scratch memory would get both;
-until then the all-to-all, the common case (mixture-of-experts traffic on 1,024 GPUs),
-decides.
+of ``benchmarks/solver.py`` were unchanged or faster.  (One case once looked slower
+without them: fail edits of the 131,072-GPU ring, 0.37-0.45 s with and 0.49-0.67 s
+without.  Each of those edits took fresh memory, because the routers it let go of were
+reference cycles that lived until the cyclic collector ran, so it paid page faults
+that huge pages make fewer.  Since routers are freed at once and edits reuse their
+memory, fail edits print ~0.30 s with huge pages on or off.)
 
 `no_huge_pages` turns them off for numpy, unless the user chose with numpy's own
 ``NUMPY_MADVISE_HUGEPAGE`` environment variable.  ``import designer`` calls it.
