@@ -64,8 +64,8 @@ def checked_inputs(capacity, pair_flow, pair_link, pair_weight, n_flows, demand,
         hit = dead[link]
         if hit.any():
             starved = np.unique(flow[hit])
-        hit = dead[routes.link] if routes is not None else None
-        if hit is not None and hit.any():
+        hit = dead[routes.link] if routes is not None else link[:0]
+        if hit.any():
             dead_route = np.zeros(routes.n_routes, bool)
             dead_route[routes.route_of_entry()[hit]] = True
             starved = np.union1d(starved, routes.pair_flow[dead_route[routes.pair_route]])

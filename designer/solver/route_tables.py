@@ -54,12 +54,8 @@ class _FabricGroups:
     """
 
     def __init__(self, router: Router):
-        # What the groups read of their router, not the router itself: the router keeps
-        # the groups, and a reference back would make a cycle that only the cyclic
-        # garbage collector frees (see `keyed_rows.KeyedRows`).
-        self.snap, self.net, self.is_switch = router.snap, router.net, router.is_switch
-        s, g = router.snap, router.net
-        sw = router.is_switch
+        self._bind(router)
+        s, g, sw = self.snap, self.net, self.is_switch
         src = s.arc_src[g.arcs]
         # Switches with fabric arcs (not NVSwitches) numbered 0..S-1, and the CSR of the
         # arcs between them (in that numbering; the net CSR is sorted by source node, so
@@ -78,6 +74,12 @@ class _FabricGroups:
         self._table: np.ndarray | None = None
         self._hops = KeyedRows(self._hops_space())   # see `_next`
 
+    def _bind(self, router: Router) -> None:
+        """Keep what the groups read of ``router``, not the router itself: the router
+        keeps the groups, and a reference back would make a cycle that only the cyclic
+        garbage collector frees (see `keyed_rows.KeyedRows`)."""
+        self.snap, self.net, self.is_switch = router.snap, router.net, router.is_switch
+
     def rebased(self, router: Router, change,
                 net_reweighed: np.ndarray | None = None) -> _FabricGroups:
         """These groups for ``router``, the router of ``change.new`` (a
@@ -95,7 +97,7 @@ class _FabricGroups:
         """
         if not change.live:
             out = copy.copy(self)
-            out.snap, out.net, out.is_switch = router.snap, router.net, router.is_switch
+            out._bind(router)
             out._group, out._group_key = dict(self._group), dict(self._group_key)
             out._rows = list(self._rows)
             hops, self._hops = self._hops, KeyedRows(self._hops_space())
