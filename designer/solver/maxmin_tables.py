@@ -78,16 +78,17 @@ class RoutePairs:
         # Flow -> routes, for the flows that freeze: a table (row j: each flow's j-th
         # route, or n_routes for none) when flows take few routes each, so that settling
         # a batch's flows is one gather; else a CSR.  Pairs usually come in a few blocks,
-        # each listing a flow at most once in rising order (one block per hop, say):
-        # block j then fills row j, without sorting.
+        # each listing flows in rising order (one block per hop, say; a flow may be listed
+        # several times in a row, once per link of its hop): the blocks then give each
+        # pair's row without sorting (`_ranks`).  The few pairs past the table's rows
+        # (flows that take more routes than most) go to a small overflow CSR.
         self.fr_table = self.fr_table_mult = None
+        self.more = None
         # (Only if few slots would be empty: a gather of them costs as much as of routes.)
-        fits = lambda rows: rows <= _TABLE_ROWS and 2 * n_flows * rows <= 3 * flow.size  # noqa: E731
-        blocks = _rising_blocks(flow, _TABLE_ROWS)
-        if blocks is not None and fits(len(blocks)):
-            self._table(len(blocks), n_flows, mult)
-            for row, (a, b) in enumerate(blocks):
-                self._fill_row(row, flow[a:b], route[a:b], None if mult is None else mult[a:b])
+        most = min(_TABLE_ROWS, 3 * flow.size // (2 * max(n_flows, 1)))
+        blocks = _sorted_blocks(flow, _MAX_BLOCKS)
+        if blocks is not None and most >= 1:
+            self._table_from_blocks(flow, route, mult, blocks, n_flows, most)
             return
         order = _order(flow, n_flows)
         self.fr_ptr = csr(flow, n_flows)
@@ -95,7 +96,7 @@ class RoutePairs:
         self.fr_mult = None if mult is None else mult[order]
         counts = np.diff(self.fr_ptr)
         rows = int(counts.max(initial=0))
-        if rows and fits(rows):  # the CSR's columns, one row at a time
+        if rows and rows <= most:  # the CSR's columns, one row at a time
             self._table(rows, n_flows, mult)
             flows = np.flatnonzero(counts)
             for row in range(rows):
@@ -105,14 +106,54 @@ class RoutePairs:
                                None if mult is None else self.fr_mult[at])
             del self.fr_ptr, self.fr_route, self.fr_mult
 
+    def _table_from_blocks(self, flow, route, mult, blocks, n_flows, most):
+        """The flow -> routes table (at most ``most`` rows) from pairs in ``blocks``
+        (`_sorted_blocks`) and the overflow CSR of the pairs it has no row for.
+
+        A block's pairs of rank ``r`` among their flow's (`_ranks`) fill one row; the
+        largest blocks take the first rows, so the overflow holds the smallest."""
+        pieces = []  # (block size, ranks of the block's pairs, pairs past the ranks)
+        for a, b in blocks:
+            ranks, rest = _ranks(flow, a, b, most)
+            pieces.append((b - a, ranks, rest))
+        pieces.sort(key=lambda p: -p[0])  # (stable)
+        n_rows = min(most, sum(len(ranks) for _, ranks, _ in pieces))
+        self._table(n_rows, n_flows, mult)
+        row, over = 0, []
+        for _, ranks, rest in pieces:
+            for at in ranks:
+                if row < n_rows:
+                    self._fill_row(row, flow[at], route[at], None if mult is None else mult[at])
+                    row += 1
+                else:
+                    over.append(np.arange(at.start, at.stop, at.step) if isinstance(
+                        at, slice) else at)
+            if rest is not None:
+                over.append(rest)
+        if over:
+            self._overflow(np.concatenate(over), flow, route, mult, n_flows)
+
+    def _overflow(self, pairs, flow, route, mult, n_flows):
+        """The pairs ``pairs`` (positions) as a CSR over the flows that have any."""
+        flow, route = flow[pairs], route[pairs]
+        order = np.argsort(flow, kind="stable")
+        flow = flow[order]
+        head = np.flatnonzero(np.concatenate([[True], flow[1:] != flow[:-1]]))
+        self.more = np.zeros(n_flows, bool)
+        self.more[flow[head]] = True
+        self.more_flow = flow[head]                   # sorted
+        self.more_ptr = np.append(head, flow.size)
+        self.more_route = route[order]
+        self.more_mult = None if mult is None else mult[pairs][order]
+
     def _table(self, rows, n_flows, mult):
         self.fr_table = np.full((rows, n_flows), self.n_routes, np.int32)
         self.fr_table_mult = None if mult is None else np.zeros((rows, n_flows), mult.dtype)
 
     def _fill_row(self, row, flows, routes, mult):
-        self.fr_table[row, flows] = routes
+        self.fr_table[row][flows] = routes  # (1-D scatters: 2x faster than 2-D ones)
         if mult is not None:
-            self.fr_table_mult[row, flows] = mult
+            self.fr_table_mult[row][flows] = mult
 
     def entries(self, route, weight, local_link, count, frozen, stamp):
         """Unfrozen (flow, local link, weight) of ``route`` (global ids) crossing local
@@ -155,13 +196,24 @@ class RoutePairs:
         mine = slice(self.offset, self.offset + n)
         if self.fr_table is not None:
             route = np.take(self.fr_table, flows, axis=1).ravel()  # row by row
-            count = bincount(route, n + 1)[:n]
             per_pair = np.tile(rates, self.fr_table.shape[0])
+            mult = None if self.fr_table_mult is None else np.take(
+                self.fr_table_mult, flows, axis=1).ravel()
+            if self.more is not None:
+                extra = np.flatnonzero(self.more[flows])
+                if extra.size:
+                    at = np.searchsorted(self.more_flow, flows[extra])
+                    starts, stops = self.more_ptr[at], self.more_ptr[at + 1]
+                    pair = ranges(starts, stops)
+                    route = np.concatenate([route, self.more_route[pair]])
+                    per_pair = np.concatenate([per_pair, np.repeat(rates[extra], stops - starts)])
+                    if mult is not None:
+                        mult = np.concatenate([mult, self.more_mult[pair]])
+            count = bincount(route, n + 1)[:n]
             c[mine] += count
-            if self.fr_table_mult is None:
+            if mult is None:
                 k[mine] += count
             else:
-                mult = np.take(self.fr_table_mult, flows, axis=1).ravel()
                 k[mine] += bincount(route, n + 1, mult)[:n]
                 per_pair *= mult
             load[mine] += bincount(route, n + 1, per_pair)[:n]
@@ -183,19 +235,56 @@ class RoutePairs:
         load[mine] += bincount(route, n, per_pair)
 
 
-_TABLE_ROWS = 4  # most blocks of pairs that `RoutePairs` keeps as a flow -> routes table
+_TABLE_ROWS = 4  # most rows of a `RoutePairs` flow -> routes table
 
 
-def _rising_blocks(ids: np.ndarray, most: int) -> list[tuple[int, int]] | None:
-    """``ids`` cut into runs that strictly rise, as ``(start, stop)``; None if there are
+_MAX_BLOCKS = 64  # most blocks of sorted pairs that `RoutePairs` reads without sorting
+
+
+def _sorted_blocks(ids: np.ndarray, most: int) -> list[tuple[int, int]] | None:
+    """``ids`` cut into runs that never fall, as ``(start, stop)``; None if there are
     more than ``most`` (or no ids)."""
     if not ids.size:
         return None
-    cuts = np.flatnonzero(ids[1:] <= ids[:-1])
+    cuts = np.flatnonzero(ids[1:] < ids[:-1])
     if cuts.size >= most:
         return None
     bounds = [0, *(cuts + 1).tolist(), ids.size]
     return list(itertools.pairwise(bounds))
+
+
+def _ranks(flow: np.ndarray, a: int, b: int, most: int) -> tuple[list, np.ndarray | None]:
+    """The pairs ``a:b`` of ``flow`` (a block that lists flows in order, so a flow's pairs
+    are adjacent) by rank among their flow's pairs: one index (slice or positions) per
+    rank below ``most``, and the positions of the pairs of higher rank (or None).
+
+    Blocks usually list every flow the same number of times in a row (once per link of
+    a hop): then each rank is a strided slice, found without a pass per pair."""
+    f = flow[a:b]
+    first = np.flatnonzero(f[:_RUN_PROBE] != f[0])
+    run = int(first[0]) if first.size else 0  # the first flow's pairs
+    if run and f.size % run == 0 and np.array_equal(f[::run], f[run - 1::run]) \
+            and bool(np.all(f[run::run] > f[:-run:run])):
+        ranks = [slice(a + r, b, run) for r in range(min(run, most))]
+        rest = None if run <= most else np.flatnonzero(
+            np.arange(f.size) % run >= most) + a
+        return ranks, rest
+    head = np.empty(f.size, bool)
+    head[0] = True
+    np.not_equal(f[1:], f[:-1], out=head[1:])
+    at, ranked, ranks = head, np.zeros(f.size, bool), []
+    for _ in range(most):
+        ranks.append(np.flatnonzero(at) + a)
+        ranked |= at
+        nxt = np.zeros(f.size, bool)
+        np.greater(at[:-1], head[1:], out=nxt[1:])  # at[i-1] and not head[i]
+        if not nxt.any():
+            return ranks, None
+        at = nxt
+    return ranks, np.flatnonzero(~ranked) + a
+
+
+_RUN_PROBE = 64  # pairs `_ranks` reads to find a block's run length
 
 
 class LocalProblem:

@@ -360,18 +360,31 @@ def test_hashed_all_to_all_over_shared_host_routes_needs_many_levels(first_k, bl
 
 
 @pytest.mark.parametrize("with_mult", [False, True])
-@pytest.mark.parametrize(("blocks", "shuffle", "table"), [
-    ((500, 450, 400), False, True), ((500, 450, 400), True, True),
-    ((500, 450, 400, 350, 300), True, False), ((500, 40, 20), False, False)])
-def test_route_pairs_settle_alike_from_a_table_or_a_list(with_mult, blocks, shuffle, table):
-    # Pairs in blocks of these sizes, each listing flows once in rising order.  Flows
-    # that take at most four routes each, most of them about as many, go in a flow ->
-    # routes table (straight from the blocks, or from a CSR if shuffled); others in the
-    # CSR.  Settling some flows adds the same totals either way.
+@pytest.mark.parametrize(("blocks", "repeat", "shuffle", "table", "more"), [
+    ((500, 450, 400), 0, False, True, False),
+    ((500, 450, 400), 0, True, True, False),
+    ((500, 450, 400, 350, 300), 0, False, True, True),
+    ((500, 450, 400, 350, 300), 0, True, False, False),
+    ((500, 40, 20), 0, False, True, True),
+    ((500, 40, 20), 0, True, False, False),
+    ((300, 200, 250), 3, False, True, True),
+    ((300, 200, 250), 6, False, True, True),
+    ((500, 500), 2, False, True, False),
+    ((500, 500, 40), 2, True, False, False)])
+def test_route_pairs_settle_alike_from_a_table_or_a_list(with_mult, blocks, repeat, shuffle,
+                                                          table, more):
+    # Pairs in blocks of these sizes, each listing flows in rising order (each flow once,
+    # or with ``repeat`` up to that many times in a row; 2: exactly twice).  Where the
+    # blocks are kept in order, their pairs fill a flow -> routes table of as many rows
+    # as keep it dense, the pairs past them an overflow; shuffled, a CSR, turned into a
+    # table if every flow fits.  Settling some flows adds the same totals either way.
     rng = np.random.default_rng(4)
     n_flows, n_routes, offset = 500, 40, 3
-    flow = np.concatenate([np.sort(rng.choice(n_flows, size, replace=False))
-                           for size in blocks]).astype(np.int32)
+    parts = [np.sort(rng.choice(n_flows, size, replace=False)) for size in blocks]
+    if repeat:
+        parts = [np.repeat(p, 2 if repeat == 2 else rng.integers(1, repeat + 1, p.size))
+                 for p in parts]
+    flow = np.concatenate(parts).astype(np.int32)
     route = rng.integers(0, n_routes, flow.size).astype(np.int32)
     mult = rng.choice([0.5, 1.0, 2.0], flow.size) if with_mult else None
     if shuffle:
@@ -380,6 +393,9 @@ def test_route_pairs_settle_alike_from_a_table_or_a_list(with_mult, blocks, shuf
         mult = None if mult is None else mult[order]
     pairs = maxmin_tables.RoutePairs(flow, route, mult, offset, n_routes, n_flows)
     assert (pairs.fr_table is not None) == table
+    assert (pairs.more is not None) == more
+    if table:  # dense: no more slots than 1.5x the pairs
+        assert pairs.fr_table.size <= 1.5 * flow.size
     flows = np.sort(rng.choice(n_flows, 100, replace=False)).astype(np.int32)
     rates = rng.uniform(1.0, 2.0, flows.size)
     # By hand: every pair of a settled flow, at its route.
