@@ -131,6 +131,54 @@ def first_occurrence(keys: np.ndarray, space: int | None = None) -> tuple[np.nda
     return keys[is_first], at
 
 
+def first_occurrence_grouped(group: np.ndarray, item: np.ndarray,
+                             n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """`first_occurrence` of the keys ``(group, item)`` when ``group`` never falls (each
+    group's keys are adjacent) and ``item`` is in ``[0, n_items)``: a mask of the first
+    occurrences, and each key's position among them.
+
+    A table of each item's first position per group, for as many groups at a time as
+    keep it a few MB, replaces the sort (6x faster on the million keys of a level of
+    the 131,072-GPU fabric's DAG walk).
+
+    >>> first, at = first_occurrence_grouped(np.array([0, 0, 0, 1, 1]),
+    ...                                      np.array([3, 1, 3, 3, 3]), 4)
+    >>> first.tolist(), at.tolist()
+    ([True, True, False, True, False], [0, 1, 0, 2, 2])
+    """
+    n = len(group)
+    first = np.zeros(n, dtype=bool)
+    at = np.empty(n, dtype=np.int64)
+    if n == 0:
+        return first, at
+    per = max(1, _GROUPED_TABLE // max(n_items, 1))  # groups per table
+    table = np.full(min(per, int(group[-1] - group[0]) + 1) * n_items, _UNSEEN, np.int32)
+    # First group of each table, then one past the last group.
+    base = np.arange(int(group[0]), int(group[-1]) + per + 1, per)
+    bounds = np.searchsorted(group, base)
+    position = np.arange(n, dtype=np.int32)
+    seen = 0
+    for g, a, b in zip(base[:-1].tolist(), bounds[:-1].tolist(), bounds[1:].tolist(),
+                       strict=True):
+        if a == b:
+            continue
+        key = (group[a:b] - g) * n_items + item[a:b]
+        np.minimum.at(table, key, position[a:b])
+        head = table[key]
+        is_first = first[a:b]
+        np.equal(head, position[a:b], out=is_first)
+        rank = np.cumsum(is_first)
+        at[a:b] = rank[head - a]
+        at[a:b] += seen - 1
+        seen += int(rank[-1])
+        table[key] = _UNSEEN
+    return first, at
+
+
+_GROUPED_TABLE = 1 << 20  # entries of `first_occurrence_grouped`'s table (4 MB)
+_UNSEEN = np.iinfo(np.int32).max
+
+
 def unique_inverse(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(keys, return_inverse=True)`` for integer keys in ``[0, space)``; by
     marking a table instead of sorting when the space is small next to the number of
@@ -275,7 +323,8 @@ def split_by_capacity(arcs: np.ndarray, lengths: np.ndarray, cap: np.ndarray) ->
 
 
 def walk_levels(start: np.ndarray, hops: np.ndarray, arc_dst: np.ndarray, n_nodes: int,
-                next_hops: Callable[[np.ndarray, np.ndarray, int], RouteBatch]) -> RouteBatch:
+                next_hops: Callable[[np.ndarray, np.ndarray, int], RouteBatch],
+                node_index: np.ndarray | None = None) -> RouteBatch:
     """Capacity-split DAGs of many routes, walked together level by level.
 
     Route ``i`` leaves ``start[i]`` and takes ``hops[i]`` steps.  ``next_hops(route, node,
@@ -285,6 +334,9 @@ def walk_levels(start: np.ndarray, hops: np.ndarray, arc_dst: np.ndarray, n_node
     its next arcs and sums the arrivals in order (`np.bincount` adds sequentially, like a
     dict of running sums), so the result is bit for bit that of a per-route loop.  The
     route's arcs are listed level by level, nodes in arrival order, arcs in row order.
+    ``node_index`` (optional) numbers the nodes that routes reach ``0..m-1``: the nodes
+    of a level are then told apart by a table instead of a sort (same result, faster;
+    `first_occurrence_grouped`).
 
     >>> dst = np.array([1, 2, 3, 3])           # arcs 0: 0->1, 1: 0->2, 2: 1->3, 3: 2->3
     >>> rows = {0: ([0, 1], [0.5, 0.5]), 1: ([2], [1.0]), 2: ([3], [1.0])}
@@ -299,6 +351,7 @@ def walk_levels(start: np.ndarray, hops: np.ndarray, arc_dst: np.ndarray, n_node
     """
     n = len(start)
     space = n * n_nodes                         # bound on the (route, node) keys
+    n_index = 0 if node_index is None else int(node_index.max(initial=-1)) + 1
     cls = np.flatnonzero(hops > 0)
     node, frac = np.asarray(start, np.int64)[cls], np.ones(len(cls))
     out_cls, out_arc, out_w = [], [], []
@@ -315,21 +368,35 @@ def walk_levels(start: np.ndarray, hops: np.ndarray, arc_dst: np.ndarray, n_node
         # Next level: arrival nodes per route in first-arrival order, shares summed in
         # arrival order (routes that arrived at their target are done).
         going = np.repeat(hops[cls] > level, lengths)
+        arrive = arc_dst[step.arcs]
         if not going.all():
-            row_cls, share = row_cls[going], share[going]
-            uniq, at = first_occurrence(row_cls * n_nodes + arc_dst[step.arcs[going]], space)
+            row_cls, share, arrive = row_cls[going], share[going], arrive[going]
+        item = None if node_index is None else node_index[arrive]
+        if item is not None and item.min(initial=0) >= 0:
+            # (Routes stay in order level after level: ``row_cls`` never falls.)
+            first, at = first_occurrence_grouped(row_cls, item, n_index)
+            cls, node = row_cls[first], arrive[first]
         else:
-            uniq, at = first_occurrence(row_cls * n_nodes + arc_dst[step.arcs], space)
-        frac = np.bincount(at, weights=share, minlength=len(uniq))
-        cls, node = uniq // n_nodes, uniq % n_nodes
+            uniq, at = first_occurrence(row_cls * n_nodes + arrive, space)
+            cls, node = uniq // n_nodes, uniq % n_nodes
+        frac = np.bincount(at, weights=share, minlength=len(cls))
     if not out_cls:
         return RouteBatch(np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0),
                           np.asarray(hops, np.int64))
-    all_cls = np.concatenate(out_cls)
-    order = stable_argsort(all_cls, n)           # per route, levels in order
-    return RouteBatch(_ptr(np.bincount(all_cls, minlength=n)),
-                      np.concatenate(out_arc)[order].astype(np.int64),
-                      np.concatenate(out_w)[order], np.asarray(hops, np.int64))
+    # Per route, levels in order.  Each level lists routes in order (``row_cls`` never
+    # falls), so an entry's place is its route's start, plus the route's entries in the
+    # levels before, plus its rank among the route's entries of its level: no sort.
+    counts = [np.bincount(c, minlength=n) for c in out_cls]
+    ptr = _ptr(sum(counts))
+    arcs, weights = np.empty(int(ptr[-1]), np.int64), np.empty(int(ptr[-1]))
+    at = ptr[:-1].copy()                         # each route's next free place
+    for c, a, w, count in zip(out_cls, out_arc, out_w, counts, strict=True):
+        level_start = _ptr(count)[:-1]
+        place = (at - level_start)[c]
+        place += np.arange(len(c))
+        arcs[place], weights[place] = a, w
+        at += count
+    return RouteBatch(ptr, arcs, weights, np.asarray(hops, np.int64))
 
 
 # ----------------------------------------------------------------- subgraphs

@@ -330,7 +330,7 @@ class _FabricGroups:
             row, table = self._next(node, grp[pair], leaf_b[pair], hops[pair] - level)
             return table.take(row)
 
-        return walk_levels(leaf_a, hops, s.arc_dst, s.n_nodes, next_hops)
+        return walk_levels(leaf_a, hops, s.arc_dst, s.n_nodes, next_hops, self.index)
 
     # ---- single-path walks (ecmp, static)
     _CHUNK = 1 << 16   # flows walked at a time: temporaries stay small and in cache
