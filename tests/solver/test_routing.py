@@ -464,7 +464,7 @@ def test_batched_fabric_dags_equal_fabric_dag(fat_tree, monkeypatch, dense):
 
     if not dense:  # the sorted-key lookup that large fabrics use, one search at a time
         monkeypatch.setattr(KeyedRows, "_DENSE", 0)
-        monkeypatch.setattr(_FabricGroups, "_BFS_ENTRIES", 1)
+        monkeypatch.setattr(_FabricGroups, "_BFS_BATCH", 3)
     if dense == "sliced":  # next hops found a few states at a time, as at 131k GPUs
         monkeypatch.setattr(_FabricGroups, "_SLICE_ENTRIES", 5)
     snap, la, lb = fat_tree
