@@ -136,11 +136,18 @@ class SharedRoutes:
 
     def link_load(self, rates: np.ndarray, n_links: int) -> np.ndarray:
         """``sum_f m * w * rates[f]`` on each link: the load the routes put there."""
-        per_pair = rates[self.pair_flow]
-        if self.pair_mult is not None:
-            per_pair *= self.pair_mult
-        per_route = bincount(self.pair_route, self.n_routes, per_pair).astype(
-            np.float64, copy=False)  # int64 if there are no pairs
+        n_pairs = len(self.pair_flow)
+        step = _LOAD_SLICE if self.n_routes <= _SLICE else max(n_pairs, 1)
+        # Per route, in slices of pairs when there are few routes: a rate per pair would
+        # be a fresh array as long as the pairs (16 MB for an all-to-all among 1,024
+        # GPUs); with many routes, a slice's counts would cost more than that.
+        per_route = np.zeros(self.n_routes)
+        for a in range(0, n_pairs, step):
+            b = a + step
+            per_pair = rates[self.pair_flow[a:b]]
+            if self.pair_mult is not None:
+                per_pair *= self.pair_mult[a:b]
+            per_route += np.bincount(self.pair_route[a:b], per_pair, minlength=self.n_routes)
         ptr = self.ptr
         if len(self.link) <= _LOAD_SLICE:
             per_entry = np.repeat(per_route, np.diff(ptr))

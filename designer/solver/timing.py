@@ -100,17 +100,22 @@ def solve_phase(snap: Snapshot, phase) -> PhaseSolution:
         arc = int(mm.bottleneck[dead[0]])
         where = snap.arc_name(arc) if arc >= 0 else "a link"
         raise SolverError(f"zero-capacity path: {phase.flow_label[dead[0]]} crosses {where}")
-    per_byte = phase.flow_bytes / (rates * 1e9)
+    # Per-flow arrays are a million long in an all-to-all: computed in place, as each
+    # fresh one costs ~2,000 page faults.
+    per_byte = np.divide(phase.flow_bytes, rates)
+    per_byte /= 1e9
     slowest = int(np.argmax(per_byte))
     t = float(per_byte[slowest])
-    # Flows of a synchronous phase progress at the pace of the slowest one.
-    pace = phase.flow_bytes / t / 1e9
-    slowdown = pace / rates
+    # Flows of a synchronous phase progress at the pace of the slowest one: flow f at
+    # ``bytes_f / t``, slowed down by ``pace / rate = per_byte / t``.
+    slowdown = per_byte
+    slowdown /= t
     if np.ptp(slowdown) <= _SAME_PACE * slowdown.max():
         # Every flow slowed by the same factor (a ring's channels; any phase whose flows
         # finish together): the loads are the max-min loads scaled, no pass over pairs.
         load = mm.link_load * float(slowdown.max())
     else:
+        pace = phase.flow_bytes / (t * 1e9)
         load = _pair_load(phase, pace, snap.n_arcs)
         if routes is not None:
             load += routes.link_load(pace, snap.n_arcs)
