@@ -110,7 +110,7 @@ def diff_snapshots(old: Snapshot, new: Snapshot) -> SnapshotChange | None:
     """
     if old.node_ids is not new.node_ids and old.node_ids != new.node_ids:
         return None
-    if old.node_kind is not new.node_kind and old.node_kind != new.node_kind:
+    if old.node_kind is not new.node_kind and not np.array_equal(old.node_kind, new.node_kind):
         return None
     if old.routing != new.routing:
         return None

@@ -53,8 +53,8 @@ class Snapshot:
     generation: int
     routing: str
     node_ids: tuple[str, ...]
-    node_kind: tuple[str, ...]
-    node_model: tuple[str, ...]
+    node_kind: np.ndarray              # object (str) per node, read-only
+    node_model: np.ndarray             # object (str) per node, read-only
     link_ids: tuple[str, ...]          # every link; arcs 2k, 2k+1 belong to link_ids[k]
     arc_src: np.ndarray
     arc_dst: np.ndarray
