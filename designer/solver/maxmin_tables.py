@@ -87,8 +87,8 @@ class RoutePairs:
         # (Only if few slots would be empty: a gather of them costs as much as of routes.)
         most = min(_TABLE_ROWS, 3 * flow.size // (2 * max(n_flows, 1)))
         blocks = _sorted_blocks(flow, _MAX_BLOCKS)
-        if blocks is not None and most >= 1:
-            self._table_from_blocks(flow, route, mult, blocks, n_flows, most)
+        if blocks is not None and most >= 1 and self._table_from_blocks(
+                flow, route, mult, blocks, n_flows, most):
             return
         order = _order(flow, n_flows)
         self.fr_ptr = csr(flow, n_flows)
@@ -108,7 +108,8 @@ class RoutePairs:
 
     def _table_from_blocks(self, flow, route, mult, blocks, n_flows, most):
         """The flow -> routes table (at most ``most`` rows) from pairs in ``blocks``
-        (`_sorted_blocks`) and the overflow CSR of the pairs it has no row for.
+        (`_sorted_blocks`) and the overflow CSR of the pairs it has no row for; False
+        (nothing built) if more than `_MOST_OVERFLOW` of the pairs would overflow.
 
         A block's pairs of rank ``r`` among their flow's (`_ranks`) fill one row; the
         largest blocks take the first rows, so the overflow holds the smallest."""
@@ -118,6 +119,13 @@ class RoutePairs:
             pieces.append((b - a, ranks, rest))
         pieces.sort(key=lambda p: -p[0])  # (stable)
         n_rows = min(most, sum(len(ranks) for _, ranks, _ in pieces))
+        count = lambda at: len(range(at.start, at.stop, at.step)) if isinstance(  # noqa: E731
+            at, slice) else at.size
+        listed = [at for _, ranks, _ in pieces for at in ranks]
+        past = sum(map(count, listed[n_rows:])) + sum(
+            rest.size for _, _, rest in pieces if rest is not None)
+        if past > _MOST_OVERFLOW * flow.size:
+            return False  # a CSR of them all is about as dear, and smaller
         self._table(n_rows, n_flows, mult)
         row, over = 0, []
         for _, ranks, rest in pieces:
@@ -132,6 +140,7 @@ class RoutePairs:
                 over.append(rest)
         if over:
             self._overflow(np.concatenate(over), flow, route, mult, n_flows)
+        return True
 
     def _overflow(self, pairs, flow, route, mult, n_flows):
         """The pairs ``pairs`` (positions) as a CSR over the flows that have any."""
@@ -239,6 +248,7 @@ _TABLE_ROWS = 4  # most rows of a `RoutePairs` flow -> routes table
 
 
 _MAX_BLOCKS = 64  # most blocks of sorted pairs that `RoutePairs` reads without sorting
+_MOST_OVERFLOW = 0.25  # most of the pairs that may overflow a table built from blocks
 
 
 def _sorted_blocks(ids: np.ndarray, most: int) -> list[tuple[int, int]] | None:
