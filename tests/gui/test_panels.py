@@ -379,3 +379,27 @@ def test_timeline_legend_names_phases_of_no_named_kind(qtbot, result):
     panel.set_result(result)
     labels = [label.text for _, label in panel.legend.items]
     assert any(t.startswith("reduce-scatter, ") for t in labels), labels
+
+
+def test_a_long_title_breaks_at_its_commas_where_the_panel_is_narrow(qtbot, result):
+    from designer.gui.analysis.panels.base import _title_width
+
+    panel = _panel(qtbot, TimelinePanel)
+    label = panel.plot.titleLabel.item  # the title as laid out on screen
+
+    def lines_shown():
+        return len(label.toPlainText().splitlines())
+
+    panel.resize(1400, 300)
+    panel.set_result(result)
+    qtbot.waitUntil(lambda: panel.plot.vb.width() > 1000)
+    assert lines_shown() == 1  # one line where it fits
+    panel.resize(200, 300)  # (as narrow as the panel goes)
+    qtbot.waitUntil(lambda: lines_shown() > 1)
+    # Every line fits over the plot (a resize re-fits it), and nothing is lost.
+    lines = panel._shown_title.split("<br>")
+    assert len(lines) == lines_shown()
+    assert all(_title_width(line) <= panel.plot.vb.width() for line in lines)
+    assert " ".join(lines) == panel._title
+    panel.resize(1400, 300)
+    qtbot.waitUntil(lambda: lines_shown() == 1)

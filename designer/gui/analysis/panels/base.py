@@ -26,7 +26,7 @@ import pyqtgraph as pg
 import shiboken6
 from pyqtgraph.exporters import ImageExporter, SVGExporter
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt, Signal
-from PySide6.QtGui import QAction, QColor, QGuiApplication, QTextOption
+from PySide6.QtGui import QAction, QColor, QFont, QGuiApplication, QTextDocument, QTextOption
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -128,6 +128,38 @@ def format_seconds(s: float) -> str:
     return f"{s:.4g} s"
 
 
+def fit_title(html: str, width: float, measure) -> str:
+    """``html`` with lines broken after those of its ``", "`` that keep each line within
+    ``width`` as ``measure(html)`` gives it (existing ``<br>`` breaks are kept)."""
+    lines = []
+    for line in html.split("<br>"):
+        parts = line.split(", ")
+        current = parts[0]
+        for part in parts[1:]:
+            longer = f"{current}, {part}"
+            if measure(longer) <= width:
+                current = longer
+            else:
+                lines.append(current + ",")
+                current = part
+        lines.append(current)
+    return "<br>".join(lines)
+
+
+def _title_width(html: str) -> float:
+    """Width in pixels of a line of title, in the plot title's 10 pt font."""
+    doc = QTextDocument()
+    font = QFont(QGuiApplication.font())
+    font.setPointSizeF(10.0)
+    doc.setDefaultFont(font)
+    doc.setDocumentMargin(0)
+    doc.setHtml(html)
+    return doc.idealWidth()
+
+
+_TITLE_MARGIN = 16  # px the title keeps clear of the plot's edges
+
+
 @contextlib.contextmanager
 def _svg_close_path_support():
     """Let pyqtgraph's SVG exporter rewrite paths that contain close-path commands.
@@ -190,6 +222,7 @@ class PanelDock(QDockWidget):
         self.result = None
         self.message = ""
         self._title = ""
+        self._shown_title: str | None = None  # the title as laid out (lines broken)
         self._stale = False
 
         self.body = QWidget(self)
@@ -295,8 +328,18 @@ class PanelDock(QDockWidget):
         raise NotImplementedError
 
     def set_title(self, html: str) -> None:
-        """Title above the plot (kept across theme changes)."""
+        """Title above the plot (kept across theme changes), broken into lines at its
+        commas while the plot is too narrow for it (`fit_title`)."""
         self._title = html
+        self._shown_title = None
+        self._fit_title()
+
+    def _fit_title(self) -> None:
+        width = self.plot.vb.width() - _TITLE_MARGIN  # (the title is centred over it)
+        html = fit_title(self._title, width, _title_width) if width > 0 else self._title
+        if html == self._shown_title:
+            return  # (a new line of title resizes the view box, which calls back here)
+        self._shown_title = html
         self.plot.setTitle(html or None, color=self.theme.text.name(), size="10pt")
 
     def _redraw(self) -> None:
@@ -336,6 +379,7 @@ class PanelDock(QDockWidget):
 
     # ------------------------------------------------------------------ message
     def _on_viewbox_resized(self, _vb=None) -> None:
+        self._fit_title()
         self._place_message()
 
     def _place_message(self) -> None:
