@@ -273,7 +273,9 @@ def _ranks(flow: np.ndarray, a: int, b: int, most: int) -> tuple[list, np.ndarra
     f = flow[a:b]
     first = np.flatnonzero(f[:_RUN_PROBE] != f[0])
     run = int(first[0]) if first.size else 0  # the first flow's pairs
-    if run and f.size % run == 0 and np.array_equal(f[::run], f[run - 1::run]) \
+    # Runs of one length: each stride's first and last pairs are one flow (run 1: trivially)
+    # and flows rise from stride to stride.
+    if run and f.size % run == 0 and (run == 1 or np.array_equal(f[::run], f[run - 1::run])) \
             and bool(np.all(f[run::run] > f[:-run:run])):
         ranks = [slice(a + r, b, run) for r in range(min(run, most))]
         rest = None if run <= most else np.flatnonzero(
