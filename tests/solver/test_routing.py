@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -522,51 +521,3 @@ def test_walks_longer_than_one_chunk(fat_tree, monkeypatch):
     assert mixed.hops.tolist()[:2] == [0, 0] and mixed.hops.tolist()[4:] == [0, 0]
     assert mixed.hops[2] == mixed.hops[3] > 0
     assert len(mixed.arcs) == 2 * mixed.hops[2]
-
-
-# ----------------------------------------------------------------- array helpers
-@pytest.mark.parametrize("space", [50, 1 << 16, 1 << 20, 1 << 40])
-def test_sorting_helpers_match_numpy(space):
-    from designer.solver.route_arrays import (
-        distinct,
-        first_occurrence,
-        stable_argsort,
-        unique_inverse,
-    )
-
-    rng = np.random.default_rng(space % 97)
-    keys = rng.integers(0, space, 5000, dtype=np.int64)
-    keys[::7] = keys[0]  # plenty of repeats
-    assert stable_argsort(keys, space).tolist() == np.argsort(keys, kind="stable").tolist()
-    assert distinct(keys).tolist() == np.unique(keys).tolist()
-    uniq, at = first_occurrence(keys, space)
-    first = {}
-    for k in keys.tolist():
-        first.setdefault(k, len(first))
-    assert uniq.tolist() == list(first)
-    assert at.tolist() == [first[k] for k in keys.tolist()]
-    assert [x.tolist() for x in first_occurrence(keys)] == [uniq.tolist(), at.tolist()]
-    if space < 1 << 25:
-        u, inv = unique_inverse(keys, space)
-        ref_u, ref_inv = np.unique(keys, return_inverse=True)
-        assert u.tolist() == ref_u.tolist() and inv.tolist() == ref_inv.tolist()
-
-
-@pytest.mark.parametrize("table", [1, 7, 64, 1 << 20])
-def test_first_occurrence_by_groups_matches_the_sort(table):
-    # Keys (group, item) with groups in order, as a DAG walk's level lists them: the
-    # table of first positions, one group or a few at a time, gives the sort's answer.
-    from designer.solver import route_arrays
-    from designer.solver.route_arrays import first_occurrence, first_occurrence_grouped
-
-    rng = np.random.default_rng(table)
-    for _ in range(200):
-        n_items = int(rng.integers(1, 40))
-        group = np.sort(rng.integers(0, int(rng.integers(1, 60)), int(rng.integers(0, 400))))
-        group += int(rng.integers(0, 5))  # need not start at 0
-        item = rng.integers(0, n_items, group.size)
-        with mock.patch.object(route_arrays, "_GROUPED_TABLE", table):
-            first, at = first_occurrence_grouped(group, item, n_items)
-        uniq, ref_at = first_occurrence(group * n_items + item)
-        assert (group * n_items + item)[first].tolist() == uniq.tolist()
-        assert at.tolist() == ref_at.tolist()
