@@ -32,6 +32,7 @@ from designer.solver.route_recipe import (
     Piece,
     _cat,
     materialize,
+    nvlink_piece,
     raw_piece,
     shared_piece,
 )
@@ -60,7 +61,8 @@ class Phase:
     nvlink_hops: int
     net_hops: int
     routes: SharedRoutes | None = None
-    """Fabric routes shared by many flows (adaptive routing), on top of the pairs."""
+    """Routes shared by many flows, on top of the pairs: ranks' ways to and from the
+    fabric, fabric DAGs (adaptive routing), NVLink sprays that several flows cross."""
     recipe: PhaseRecipe | None = field(default=None, repr=False)
     """How the pairs and routes were assembled (`route_recipe`), for `route_reuse`."""
 
@@ -191,9 +193,6 @@ class FlowBuilder:
         same: np.ndarray | slice = slice(None) if n_cross == 0 else is_same
         cross: np.ndarray | slice = slice(None) if n_same == 0 else ~is_same
 
-        nv_a, nv_b = rl.gpu[a[same]], rl.gpu[b[same]]
-        nv = r.nvlink_routes(nv_a, nv_b)
-
         ac, bc = a[cross], b[cross]
         keys_cross = keys[cross] if s.routing == "ecmp" and n_cross else None
         # Usually every rank reaches the fabric and every NIC is cabled to a switch.
@@ -201,10 +200,40 @@ class FlowBuilder:
         if n_cross and not (switched and rl.ok.all()):
             self._check_ranks(ac, bc)
         if switched:
-            self._switched_transfers(flows[same], nv, (nv_a, nv_b), flows[cross], ac, bc,
-                                     keys_cross)
+            if n_same:
+                self._nvlink_transfers(flows[same], a[same], b[same])
+            self._switched_transfers(flows[cross], ac, bc, keys_cross)
             return
+        nv = r.nvlink_routes(rl.gpu[a[same]], rl.gpu[b[same]])
         self._direct_transfers(flows, same, cross, nv, ac, bc, keys_cross)
+
+    def _nvlink_transfers(self, flows: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+        """Route ranks ``a[i]`` -> ``b[i]`` (one domain each) into ``flows[i]`` over NVLink.
+
+        Where the batch crosses each spray several times (a ring's channels each take
+        nearly every hop of every domain), each distinct spray is kept once, as a
+        shared route (`route_recipe.nvlink_piece`): a fraction of the route table to
+        build, and of the pairs for the max-min solver to pass over.  Otherwise (an
+        all-to-all: every pair once) the sprays are the phase's own pairs.
+        """
+        s, r = self.snap, self.router
+        rl = r.rank_links()
+        span = int(s.gpu_local.max(initial=0)) + 1
+        # (sender, receiver's place in the domain) names a spray: a dense key.
+        key = a.astype(np.int64) * span
+        key += s.gpu_local[b]
+        uniq, inverse = unique_inverse(key, len(s.gpus) * span)
+        if 2 * len(uniq) > len(key):
+            nv_a, nv_b = rl.gpu[a], rl.gpu[b]
+            nv = r.nvlink_routes(nv_a, nv_b)
+            self.pieces.append(Piece("nv", flows, nv, (nv_a, nv_b)))
+            return
+        # The receiver of each distinct spray: from any transfer that has it.
+        first = np.empty(len(uniq), dtype=np.int64)
+        first[inverse] = np.arange(len(key))
+        ends = (rl.gpu[uniq // span], rl.gpu[b[first]])
+        nv = r.nvlink_routes(*ends)
+        self.shared.append(nvlink_piece(flows, inverse.astype(np.int32, copy=False), nv, ends))
 
     def _direct_transfers(self, flows, same, cross, nv: RouteBatch, ac, bc, keys) -> None:
         """`transfers` where some NIC is cabled to a NIC (servers back to back) or to
@@ -272,15 +301,12 @@ class FlowBuilder:
         if len(nv.hops):
             self.nv_fixed = max(self.nv_fixed, int(nv.hops.max()) - 1, 1)
 
-    def _switched_transfers(self, f_same, nv: RouteBatch, nv_ends, f_cross, ac, bc,
-                            keys) -> None:
-        """`transfers` when every NIC is cabled to a switch (the usual case): the NVLink
-        routes as pairs; per cross-domain transfer the sender's way out and the
-        receiver's way in as shared routes (`_access_legs`: the same for every peer), and
-        the fabric route, shared per pair of edge switches under adaptive routing (one
-        table of shared routes, written in place), else one walk per transfer."""
-        if len(f_same):
-            self.pieces.append(Piece("nv", f_same, nv, nv_ends))
+    def _switched_transfers(self, f_cross, ac, bc, keys) -> None:
+        """`transfers` across domains when every NIC is cabled to a switch (the usual
+        case): per transfer the sender's way out and the receiver's way in as shared
+        routes (`_access_legs`: the same for every peer), and the fabric route, shared
+        per pair of edge switches under adaptive routing (one table of shared routes,
+        written in place), else one walk per transfer."""
         m = len(ac)
         if not m:
             return

@@ -6,7 +6,10 @@ access legs followed by one adaptive DAG per pair of edge switches.  The recipe 
 for every row, the key that made it:
 
 ``nv``
-    the NVLink spray between two nodes of one domain (key: the two nodes);
+    the NVLink spray between two nodes of one domain (key: the two nodes); as pairs of
+    the phase, or, where the phase crosses each spray many times (a ring's channels
+    all take a domain's hops), as shared routes, one per distinct spray
+    (`SharedPiece.nv`);
 ``walk``
     the ECMP or static path of one transfer between two edge switches (key: its class of
     edge switches, its ECMP key and its destination rank);
@@ -68,6 +71,8 @@ class SharedPiece:
     """One `SharedRoutes` of a phase: its route table is the router's access legs (the
     first ``n_legs`` routes; 0: none) then, under adaptive routing, ``fab``: the DAG of
     each (``la[c]``, ``lb[c]``) class of edge switches (``fab.hops``: their hop counts).
+    Or, apart from those, NVLink sprays: ``nv`` is the whole table, row ``i`` the spray
+    from node ``ends[0][i]`` to node ``ends[1][i]`` (``nv.hops``: NVLink hop counts).
     ``routes`` is the table as built; who takes which route never changes."""
 
     routes: SharedRoutes
@@ -75,6 +80,15 @@ class SharedPiece:
     fab: RouteBatch | None = None
     la: np.ndarray | None = None
     lb: np.ndarray | None = None
+    nv: RouteBatch | None = None
+    ends: tuple[np.ndarray, np.ndarray] | None = None
+
+    def with_nv(self, nv: RouteBatch) -> SharedPiece:
+        """The same pairs over a new table of NVLink sprays (row for row)."""
+        r = self.routes
+        routes = SharedRoutes(nv.ptr, nv.arcs, nv.weights, r.pair_flow, r.pair_route,
+                              r.pair_mult, r.local)
+        return replace(self, routes=routes, nv=nv)
 
     def with_tables(self, legs: RouteBatch | None, fab: RouteBatch | None,
                     old_legs: RouteBatch | None = None) -> SharedPiece:
@@ -122,6 +136,17 @@ def shared_piece(routes: SharedRoutes, n_legs: int, fab: RouteBatch | None = Non
     return SharedPiece(routes, n_legs, _fab_view(routes, n_legs, fab), la, lb)
 
 
+def nvlink_piece(flows: np.ndarray, rows: np.ndarray, nv: RouteBatch,
+                 ends: tuple[np.ndarray, np.ndarray]) -> SharedPiece:
+    """Flow ``flows[i]`` crosses NVLink spray ``rows[i]`` of ``nv`` (row ``j`` from node
+    ``ends[0][j]`` to ``ends[1][j]``), as shared routes: each spray kept once however
+    many flows cross it.  The sprays are an endpoint's own routes (``local``: views that
+    name a transfer's ends expand them)."""
+    routes = SharedRoutes(nv.ptr, nv.arcs, nv.weights, flows, rows,
+                          local=np.ones(len(nv.hops), dtype=bool))
+    return SharedPiece(routes, 0, nv=nv, ends=ends)
+
+
 def _fab_view(routes: SharedRoutes, n_legs: int, fab: RouteBatch | None) -> RouteBatch | None:
     if fab is None:
         return None
@@ -143,7 +168,7 @@ class PhaseRecipe:
     def patchable(self) -> bool:
         """Whether every row has a key (no ``raw`` piece), so it can be recomputed."""
         return all(p.kind != "raw" for p in self.pieces) and all(
-            s.n_legs or s.fab is not None for s in self.shared)
+            s.n_legs or s.fab is not None or s.nv is not None for s in self.shared)
 
     def phase_hops(self) -> tuple[int, int]:
         """``(nvlink_hops, net_hops)`` of the phase: NVLink hops of its longest spray less
@@ -158,6 +183,8 @@ class PhaseRecipe:
         for s in self.shared:
             if s.fab is not None and len(s.fab.hops):
                 net = max(net, 2 + int(s.fab.hops.max()))
+            if s.nv is not None and len(s.routes.pair_route):
+                nv = max(nv, int(s.nv.hops.max()) - 1, 1)
         return nv, net
 
 
@@ -307,6 +334,8 @@ def phase_transfers(phase) -> Transfers | None:
     parts = []
     for sp in recipe.shared:
         routes = sp.routes
+        if sp.nv is not None:  # NVLink sprays: transfers inside a domain
+            continue
         if not sp.n_legs:  # fabric routes of back-to-back designs: ends not recorded
             return None
         n = sp.n_legs // 2
@@ -323,7 +352,7 @@ def phase_transfers(phase) -> Transfers | None:
                 return None
             parts.append(TransferPart(sender, receiver, n, table, np.arange(m),
                                       (walk.rows.ptr, walk.rows.arcs)))
-    return Transfers(tuple(parts))
+    return Transfers(tuple(parts)) if parts else None
 
 
 def _route_arcs(ptr: np.ndarray, arcs: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -17,7 +17,8 @@ What an edit invalidates:
 * an adaptive DAG (NVLink spray or fabric route between edge switches) whose arcs'
   capacities changed: the split of a hop uses the capacities of its next arcs, all of
   which are in the route, and a capacity never moves a distance;
-* every NVLink route of a domain where an NVLink arc changed in any way;
+* every NVLink route of a domain where an NVLink arc changed in any way (whether the
+  phase lists it as pairs or shares it among the flows that cross it);
 * after a fail or restore, a fabric route (DAG or ECMP/static walk) that crosses a
   removed arc, towards a switch whose distances changed, or through a switch whose
   choice of next hops towards its target gained or lost an arc;
@@ -223,7 +224,8 @@ class _Patcher:
         recipes = [ph.recipe for ph in plan.phases]
         if any(r is None or not r.patchable for r in recipes):
             return False
-        needs_ranks = any(r.shared or any(p.kind != "nv" for p in r.pieces) for r in recipes)
+        needs_ranks = any(any(s.nv is None for s in r.shared)
+                          or any(p.kind != "nv" for p in r.pieces) for r in recipes)
         return not needs_ranks or self._same_classes()
 
     def _same_classes(self) -> bool:
@@ -284,6 +286,15 @@ class _Patcher:
         return p if rows is p.rows else replace(p, rows=rows)
 
     def shared(self, s: SharedPiece) -> SharedPiece:
+        if s.nv is not None:   # NVLink sprays, as the ``nv`` pieces
+            a, b = s.ends
+            dirty = self._nv_dirty(a)
+            if self.change.live:
+                dirty |= self._rows_crossing(s.nv, self.gone_arc)
+            if not dirty.any():
+                return s
+            at = np.flatnonzero(dirty)
+            return s.with_nv(self._splice(s.nv, at, self.new.nvlink_routes(a[at], b[at])))
         legs = _access_legs(self.new) if s.n_legs else None
         old_legs = getattr(self.old, "_access_legs", None) if s.n_legs else None
         fab = s.fab

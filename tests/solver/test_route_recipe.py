@@ -1,6 +1,6 @@
-"""`route_recipe.phase_transfers`: a phase's transfers across NVLink domains read back
-from its recipe (sender, receiver, whole route), checked against the collective's own
-transfer list routed independently."""
+"""`route_recipe`: a phase's transfers across NVLink domains read back from its recipe
+(sender, receiver, whole route), checked against the collective's own transfer list
+routed independently; NVLink sprays shared by the flows that cross them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 
 from designer.model.commands import SetSetting
 from designer.model.templates import build_template
-from designer.solver.collectives import ring_order
+from designer.solver.collectives import plan_ring, ring_order
+from designer.solver.maxmin import max_min_rates
 from designer.solver.route_recipe import phase_transfers
 from designer.solver.routing import Router
 from designer.solver.snapshot import take_snapshot
@@ -61,3 +62,51 @@ def test_a_phase_without_a_recipe_names_no_transfers():
     snap = take_snapshot(build_template("hgx", gpu="H100"))
     plan = solve_collective(snap, sizes=[1 << 30], algorithm="ring").plan
     assert all(phase_transfers(p) is None for p in plan.phases)  # one domain: no legs
+
+
+# ----------------------------------------------------------------- NVLink sprays
+def _nv_pieces(phase):
+    shared = [s for s in phase.recipe.shared if s.nv is not None]
+    pieces = [p for p in phase.recipe.pieces if p.kind == "nv"]
+    return shared, pieces
+
+
+@pytest.mark.parametrize("design", ["hgx", "rail"])
+def test_a_ring_keeps_each_nvlink_spray_once_and_solves_as_the_pairs(design):
+    topo = (build_template("hgx", gpu="H100") if design == "hgx"
+            else build_template("rail-cluster", nodes=3))
+    snap = take_snapshot(topo)
+    router = Router(snap)
+    (phase,) = plan_ring(router, np.arange(snap.n_gpus), "allreduce").phases
+    (sp,), pieces = _nv_pieces(phase)
+    assert not pieces
+    a, b = sp.ends
+    # One route per distinct (sender, receiver), each the router's own spray; every
+    # channel crosses it (8 channels, hops shared between them).
+    assert len(set(zip(a.tolist(), b.tolist(), strict=True))) == len(a)
+    assert len(sp.routes.pair_route) >= 4 * len(a)
+    for i in range(len(a)):
+        arcs, weights = router.nvlink_route(int(a[i]), int(b[i]))
+        lo, hi = sp.routes.ptr[i], sp.routes.ptr[i + 1]
+        np.testing.assert_array_equal(sp.routes.link[lo:hi], arcs)
+        np.testing.assert_array_equal(sp.routes.weight[lo:hi], weights)
+    assert sp.routes.local.all()
+    # The shared form and the same incidence as plain pairs give the same rates.
+    flow, arc, weight = phase.pairs()
+    shared = max_min_rates(snap.arc_cap, phase.pair_flow, phase.pair_arc, phase.pair_weight,
+                           n_flows=phase.n_flows, routes=phase.routes)
+    plain = max_min_rates(snap.arc_cap, flow, arc, weight, n_flows=phase.n_flows)
+    np.testing.assert_allclose(shared.rates, plain.rates, rtol=1e-12)
+    np.testing.assert_allclose(shared.link_load, plain.link_load, rtol=1e-12, atol=1e-6)
+    # Views that name a transfer's ends see the sprays as pairs again.
+    local = phase.local_view()
+    assert local.routes is None or not local.routes.local[local.routes.pair_route].any()
+    assert len(local.pair_arc) == len(arc)
+
+
+def test_an_alltoall_lists_its_nvlink_sprays_as_pairs():
+    # Every (sender, receiver) once: nothing to share, the sprays stay the phase's pairs.
+    snap = take_snapshot(build_template("hgx", gpu="H100"))
+    plan = solve_collective(snap, "alltoall", sizes=[1 << 30]).plan
+    shared, pieces = _nv_pieces(plan.phases[0])
+    assert not shared and len(pieces) == 1 and len(pieces[0].flows) == 8 * 7
