@@ -370,3 +370,16 @@ def test_training_on_fewer_gpus_routes_its_own_ranks(qtbot):
                              ranks=list(range(16)))
     assert result.training.allreduce.n_ranks == 16
     assert result.training.allreduce.time_s[0] == alone.time_s[0]
+
+
+def test_a_result_builds_no_flow_index_without_a_gpu_to_outline(qtbot, ring):
+    # Built per result on the GUI thread, the index expands every endpoint route of the
+    # plan: only a GPU to outline (or a tooltip) asks for it.
+    overlay = ring.analysis.overlay
+    ring.scene.clearSelection()
+    with qtbot.waitSignal(ring.analysis.runner.result_ready, timeout=SOLVE_TIMEOUT_MS):
+        ring.document.push(SetLinkProps([f"{GPU}:n02-nvs1"], failed=True))
+    solved(qtbot, ring)
+    assert overlay._index is None
+    ring.scene.select_ids([GPU])
+    assert overlay._index is not None and overlay.path_links
