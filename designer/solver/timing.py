@@ -80,8 +80,10 @@ class CollectiveResult:
     plan: Plan | None = None  # the chosen plan (its phases' flows and pairs), for views
 
     def bottlenecks(self, snap: Snapshot, top: int = 10) -> list[tuple[str, float]]:
-        """The most utilised arcs as ``(arc name, utilisation)``, busiest first."""
-        order = np.argsort(-self.arc_util, kind="stable")[:top]
+        """The most utilised arcs as ``(arc name, utilisation)``, busiest first; arcs
+        whose utilisations differ only by rounding (1e-9) in arc order, so that the
+        list does not depend on the order the loads were summed in."""
+        order = np.argsort(-np.round(self.arc_util, 9), kind="stable")[:top]
         return [(snap.arc_name(int(a)), float(self.arc_util[a])) for a in order
                 if self.arc_util[a] > 0]
 
