@@ -15,7 +15,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QTimer, QtMsgType, qInstallMessageHandler
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication
 
 from designer import __version__
 from designer.gui.crash import install_crash_handler
@@ -74,6 +74,26 @@ def create_window(file: str | Path | None = None) -> tuple[MainWindow, str | Non
     return window, error
 
 
+def open_when_shown(window: MainWindow, file: str | Path) -> None:
+    """Open ``file`` in ``window`` once the event loop has shown it (File > Open's path:
+    a status line and a busy cursor while it loads, a message box if it cannot).
+
+    A large design takes seconds to read and draw; opened before the window was shown,
+    nothing at all appeared on screen meanwhile (~15 s for 16,384 GPUs).  The window is
+    shown when the windowing system has exposed it (polled for up to ~2 s) and painted
+    at once, since the load then holds this thread."""
+
+    def attempt(left: int = 100) -> None:
+        handle = window.windowHandle()
+        if left > 0 and (handle is None or not handle.isExposed()):
+            QTimer.singleShot(20, window, lambda: attempt(left - 1))
+            return
+        window.repaint()
+        window.files.open_file(Path(file))
+
+    QTimer.singleShot(0, window, attempt)
+
+
 def missing_display_library() -> str | None:
     """Why Qt would abort instead of opening a window on Linux, in one line (or None):
     no display at all, or X11 without libxcb-cursor (required by Qt >= 6.5)."""
@@ -104,15 +124,15 @@ def run(file: str | None = None, verbose: bool = False) -> int:
         return 1
     app = application()
     previous_qt_handler = qInstallMessageHandler(_on_qt_message)
-    window, error = create_window(file)
+    window, _ = create_window()
     crash = install_crash_handler(window)
     log.info("window open on %s", file or "the example design")
     window.show()
     # Fit once the docks have their sizes, so the design fills the canvas.
     QTimer.singleShot(0, window.view.fit)
-    if error:
-        QMessageBox.warning(window, "Cannot open design", error)
-    elif file is None:
+    if file is not None:
+        open_when_shown(window, file)
+    else:
         window.files.offer_recovery()
     try:
         code = app.exec()

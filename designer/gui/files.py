@@ -18,7 +18,7 @@ import logging
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QSettings, Signal
+from PySide6.QtCore import QObject, QSettings, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMenu, QMessageBox
 
@@ -186,12 +186,23 @@ class FileController(QObject):
                 return False
         if not self.maybe_save():
             return False
+        # A large design takes seconds to read and draw (~15 s at 16,384 GPUs), all on
+        # this thread: say so first, painted now, and show a busy cursor meanwhile.
+        self.message.emit(f"Opening {Path(path).name}…")
+        self.window.statusBar().repaint()
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        busy = True
         try:
             self.document.open(Path(path))
         except DesignError as exc:
             log.info("cannot open %s: %s", path, exc)
+            QApplication.restoreOverrideCursor()
+            busy = False
             self._error("Cannot open design", str(exc))
             return False
+        finally:
+            if busy:
+                QApplication.restoreOverrideCursor()
         log.info("opened %s: %d nodes", path, len(self.document.topology))
         self.recent.add(path)
         self.message.emit(f"Opened {path}")

@@ -11,7 +11,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QApplication, QMenu
 
-from designer.gui.app import create_window
+from designer.gui.app import create_window, open_when_shown
 from designer.gui.canvas.items import GroupItem, LinkItem, NodeItem
 from designer.io.fabric_json import save
 from designer.model.commands import MoveNodes, RemoveNodes
@@ -210,6 +210,52 @@ def test_create_window_opens_a_file(qtbot, tmp_path):
         close_window(win)
 
 
+def test_a_file_given_at_start_opens_once_the_window_shows(qtbot, tmp_path, monkeypatch):
+    # fabric-designer FILE: the window first (on the example), then the file, saying so.
+    path = tmp_path / "pod.fabric.json"
+    save(build_template("superpod", gpu="H100", sus=1), path)
+    win, _ = open_window(qtbot)
+    try:
+        seen = {}
+        real_open = win.document.open
+
+        def spy(p):
+            seen["status"] = win.statusBar().currentMessage()
+            cursor = QApplication.overrideCursor()
+            seen["cursor"] = cursor.shape() if cursor is not None else None
+            seen["visible"] = win.isVisible()
+            real_open(p)
+
+        monkeypatch.setattr(win.document, "open", spy)
+        open_when_shown(win, path)
+        assert win.document.path is None  # not yet: after the window is up
+        qtbot.waitUntil(lambda: win.document.path == path, timeout=10_000)
+        assert seen == {"status": "Opening pod.fabric.json…",
+                        "cursor": Qt.CursorShape.WaitCursor, "visible": True}
+        assert QApplication.overrideCursor() is None
+        assert "pod.fabric.json" in win.windowTitle()
+    finally:
+        close_window(win)
+
+
+def test_a_bad_file_given_at_start_leaves_the_example_and_no_busy_cursor(
+        qtbot, tmp_path, monkeypatch):
+    path = tmp_path / "bad.fabric.json"
+    path.write_text("{ not json")
+    win, _ = open_window(qtbot)
+    try:
+        shown = []
+        monkeypatch.setattr(win.files, "_error", lambda title, text: shown.append(text))
+        nodes = set(win.scene.nodes)
+        open_when_shown(win, path)
+        qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
+        assert "bad.fabric.json" in shown[0]
+        assert set(win.scene.nodes) == nodes and win.document.path is None
+        assert QApplication.overrideCursor() is None
+    finally:
+        close_window(win)
+
+
 @pytest.mark.parametrize(
     "content", ["{ not json", json.dumps({"nodes": 3})], ids=["syntax", "shape"]
 )
@@ -317,6 +363,8 @@ def test_run_with_a_bad_file_warns_once_and_shows_the_example(
     shown = []
 
     def fake_exec(*_args):
+        # The file opens once the loop runs (`open_when_shown`): let it, until it warns.
+        qtbot.waitUntil(lambda: bool(dialogs), timeout=10_000)
         (win,) = [
             w
             for w in QApplication.topLevelWidgets()
