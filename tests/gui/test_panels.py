@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from xml.dom import minidom
 
 import numpy as np
@@ -403,3 +404,45 @@ def test_a_long_title_breaks_at_its_commas_where_the_panel_is_narrow(qtbot, resu
     assert " ".join(lines) == panel._title
     panel.resize(1400, 300)
     qtbot.waitUntil(lambda: lines_shown() == 1)
+
+
+def test_a_narrow_timeline_keeps_its_legend_and_bars_inside_the_panel(qtbot, ecmp_result):
+    # A hierarchical all-reduce has three kinds of bars: one row of three legend entries
+    # was wider than a narrow dock and widened the plot past its edge.
+    panel = _panel(qtbot, TimelinePanel)
+    panel.resize(1400, 300)
+    panel.set_result(ecmp_result)
+    assert len(panel.legend.items) == 3
+    qtbot.waitUntil(lambda: panel.legend.columnCount == 3)
+    panel.resize(420, 300)
+    qtbot.waitUntil(lambda: panel.legend.columnCount < 3)
+    qtbot.wait(50)
+    width = panel.graphics.viewport().width()
+    assert panel.legend.width() <= width
+    # The plot (and its bars' right end) lies within the view.
+    right = panel.plot.mapRectToScene(panel.plot.vb.boundingRect()).right()
+    assert right <= width
+    panel.resize(1400, 300)
+    qtbot.waitUntil(lambda: panel.legend.columnCount == 3)
+
+
+def test_fit_title_breaks_at_commas_then_colons_then_spaces_never_in_a_tag():
+    from designer.gui.analysis.panels.base import fit_title
+
+    def measure(html):  # characters shown (tags take no room)
+        return len(re.sub(r"<[^>]*>", "", html))
+
+    title = "all-reduce of 1 GiB on 16384 GPUs: <b>6.48 ms</b>, collnet, busbw 332 GB/s"
+    assert fit_title(title, 200, measure) == title
+    lines = fit_title(title, 50, measure).split("<br>")
+    assert lines == ["all-reduce of 1 GiB on 16384 GPUs: <b>6.48 ms</b>,",
+                     "collnet, busbw 332 GB/s"]
+    lines = fit_title(title, 40, measure).split("<br>")
+    assert lines[0] == "all-reduce of 1 GiB on 16384 GPUs:"  # a colon before spaces
+    for width in (40, 25, 12):
+        lines = fit_title(title, width, measure).split("<br>")
+        assert " ".join(lines) == title
+        assert all(measure(line) <= width for line in lines)
+    tagged = 'x <span style="color: red">a: b</span>, y'
+    assert all("<span" not in line or 'style="color: red"' in line
+               for line in fit_title(tagged, 4, measure).split("<br>"))

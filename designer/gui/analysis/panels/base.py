@@ -25,7 +25,7 @@ from typing import Any
 import pyqtgraph as pg
 import shiboken6
 from pyqtgraph.exporters import ImageExporter, SVGExporter
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QFont, QGuiApplication, QTextDocument, QTextOption
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -129,21 +129,57 @@ def format_seconds(s: float) -> str:
 
 
 def fit_title(html: str, width: float, measure) -> str:
-    """``html`` with lines broken after those of its ``", "`` that keep each line within
-    ``width`` as ``measure(html)`` gives it (existing ``<br>`` breaks are kept)."""
-    lines = []
+    """``html`` with lines broken so that each stays within ``width`` as
+    ``measure(html)`` gives it (existing ``<br>`` breaks are kept): after its ``", "``
+    first, then, in a piece still too wide, after its ``": "``, then at its spaces (never
+    inside a tag).  A word wider than ``width`` keeps a line of its own."""
+    lines: list[str] = []
     for line in html.split("<br>"):
-        parts = line.split(", ")
-        current = parts[0]
-        for part in parts[1:]:
-            longer = f"{current}, {part}"
-            if measure(longer) <= width:
-                current = longer
-            else:
-                lines.append(current + ",")
-                current = part
-        lines.append(current)
+        lines.extend(_wrap(line, width, measure, (", ", ": ", " ")))
     return "<br>".join(lines)
+
+
+def _wrap(text: str, width: float, measure, seps: tuple[str, ...]) -> list[str]:
+    """Lines of ``text`` within ``width``, broken after ``seps[0]`` where it does, and
+    pieces still too wide by the separators after it."""
+    if not seps or measure(text) <= width:
+        return [text]
+    sep, rest = seps[0], seps[1:]
+    parts = _split_outside_tags(text, sep)
+    head = sep.rstrip()  # kept at the end of a line broken there ("," or ":")
+    lines: list[str] = []
+    current = None
+    for i, part in enumerate(parts):
+        piece = part + (head if i < len(parts) - 1 else "")
+        if current is not None and measure(f"{current} {piece}") <= width:
+            current = f"{current} {piece}"
+            continue
+        if current is not None:
+            lines.append(current)
+        wrapped = _wrap(piece, width, measure, rest)
+        lines.extend(wrapped[:-1])
+        current = wrapped[-1]
+    lines.append(current if current is not None else "")
+    return lines
+
+
+def _split_outside_tags(text: str, sep: str) -> list[str]:
+    """``text.split(sep)``, except where ``sep`` falls inside an HTML tag."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        c = text[i]
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth = max(depth - 1, 0)
+        elif depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            i += len(sep)
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
 
 
 def _title_width(html: str) -> float:
@@ -334,13 +370,33 @@ class PanelDock(QDockWidget):
         self._shown_title = None
         self._fit_title()
 
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        # The plot cannot shrink below its title's widest line, so a narrower panel may
+        # not resize the view box: fit the title to the panel as well.
+        self._fit_title()
+
     def _fit_title(self) -> None:
-        width = self.plot.vb.width() - _TITLE_MARGIN  # (the title is centred over it)
+        # Over the view box (the title is centred over it), and never wider than what
+        # the panel shows of it: a title too wide holds the whole plot wider than that.
+        shown = self.graphics.viewport().width() - self.plot.getAxis("left").width() - 8
+        width = min(self.plot.vb.width(), shown) - _TITLE_MARGIN
         html = fit_title(self._title, width, _title_width) if width > 0 else self._title
         if html == self._shown_title:
             return  # (a new line of title resizes the view box, which calls back here)
         self._shown_title = html
         self.plot.setTitle(html or None, color=self.theme.text.name(), size="10pt")
+        self.refit_plot()
+
+    def refit_plot(self) -> None:
+        """Size the plot to the panel again once its layout has taken in a change (a
+        title or legend laid out anew): the plot is only re-sized when the panel is,
+        and one narrower panel ago it may have been held wider by its old title."""
+        def apply() -> None:
+            g = self.graphics
+            if shiboken6.isValid(g) and g.centralWidget is not None:
+                g.centralWidget.setGeometry(g.range)
+        QTimer.singleShot(0, self, apply)
 
     def _redraw(self) -> None:
         self._stale = False

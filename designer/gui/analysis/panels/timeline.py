@@ -29,6 +29,8 @@ from designer.model.catalog import FAMILIES
 from designer.solver.snapshot import Snapshot
 
 BAR_HEIGHT = 0.6
+_LEGEND_COLUMNS = 4  # legend entries a row, where the panel is wide enough
+_LEGEND_MARGIN = 8   # px the legend keeps clear of the panel's sides
 #: Bars with more steps than this show no step ticks (they would fill the bar).
 MAX_STEP_TICKS = 64
 
@@ -148,7 +150,7 @@ class TimelinePanel(PanelDock):
         self.plot.setMouseEnabled(x=True, y=False)
         self.plot.invertY(True)
         self.plot.showGrid(x=True, y=False, alpha=0.2)
-        self.legend = pg.LegendItem(colCount=4, labelTextSize="8pt")
+        self.legend = pg.LegendItem(colCount=_LEGEND_COLUMNS, labelTextSize="8pt")
         self.graphics.addItem(self.legend, row=1, col=0)
         self.hover = pg.TextItem(anchor=(0, 1))
         self.hover.setZValue(100)
@@ -206,6 +208,7 @@ class TimelinePanel(PanelDock):
                                      brush=self._scheme_color(kind, scope), pen=outline)
             self._legend_samples.append(sample)
             self.legend.addItem(sample, f"{title}, {SCOPE_TITLES[scope]}")
+        self._fit_legend()
 
         ranks = focus.n_ranks
         # The dock (and its View-menu entry) is named after the collective shown.
@@ -215,6 +218,28 @@ class TimelinePanel(PanelDock):
             f"{collective_title(focus.collective)} of {format_bytes(int(focus.sizes[0]))} on "
             f"{ranks} GPUs: <b>{format_seconds(float(focus.time_s[0]))}</b>, "
             f"{focus.algorithm}, busbw {float(focus.busbw_GBps[0]):.0f} GB/s")
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """As many legend entries a row as the panel's width holds (at most
+        `_LEGEND_COLUMNS`): a row wider than the panel widened the whole plot past the
+        dock's edge, cutting off the bars' ends and the last entries."""
+        n = len(self.legend.items)
+        if not n:
+            return
+        room = self.graphics.width() - 2 * _LEGEND_MARGIN
+        for columns in range(min(_LEGEND_COLUMNS, n), 0, -1):
+            self.legend.setColumnCount(columns)
+            if self.legend.layout.preferredWidth() <= room:
+                break
+        # The entries' own layout changed: let the plot's layout size the legend anew.
+        self.legend.setGeometry(0, 0, self.legend.layout.preferredWidth(),
+                                self.legend.layout.preferredHeight())
+        self.legend.updateGeometry()
+        self.refit_plot()
 
     def _draw_step_ticks(self) -> None:
         xs, ys = [], []
