@@ -191,18 +191,15 @@ class FileController(QObject):
         self.message.emit(f"Opening {Path(path).name}…")
         self.window.statusBar().repaint()
         QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
-        busy = True
         try:
-            self.document.open(Path(path))
+            try:
+                self.document.open(Path(path))
+            finally:
+                QApplication.restoreOverrideCursor()  # (before any message box)
         except DesignError as exc:
             log.info("cannot open %s: %s", path, exc)
-            QApplication.restoreOverrideCursor()
-            busy = False
             self._error("Cannot open design", str(exc))
             return False
-        finally:
-            if busy:
-                QApplication.restoreOverrideCursor()
         log.info("opened %s: %d nodes", path, len(self.document.topology))
         self.recent.add(path)
         self.message.emit(f"Opened {path}")

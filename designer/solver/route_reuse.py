@@ -264,19 +264,14 @@ class _Patcher:
         if p.kind == "legs":
             return replace(p, rows=_access_legs(self.new).take(p.keys[0]))
         rows = p.rows
-        gone = self._rows_crossing(rows, self.gone_arc) if self.change.live else \
-            np.zeros(len(rows.hops), dtype=bool)
         if p.kind == "nv":
-            a, b = p.keys
-            dirty = gone | self._nv_dirty(a)
-            if dirty.any():
-                at = np.flatnonzero(dirty)
-                rows = self._splice(rows, at, self.new.nvlink_routes(a[at], b[at]))
+            rows = self._nv_patched(rows, *p.keys)
         else:  # walk
             la, lb, cls, wkeys, dest, mode = p.keys
-            dirty = gone
+            dirty = np.zeros(len(rows.hops), dtype=bool)
             if self.change.live:
-                dirty = dirty | self._fabric_dirty(rows, la[cls], lb[cls])
+                dirty = self._rows_crossing(rows, self.gone_arc)
+                dirty |= self._fabric_dirty(rows, la[cls], lb[cls])
             if dirty.any():
                 at = np.flatnonzero(dirty)
                 uniq, sub = np.unique(cls[at], return_inverse=True)
@@ -287,14 +282,8 @@ class _Patcher:
 
     def shared(self, s: SharedPiece) -> SharedPiece:
         if s.nv is not None:   # NVLink sprays, as the ``nv`` pieces
-            a, b = s.ends
-            dirty = self._nv_dirty(a)
-            if self.change.live:
-                dirty |= self._rows_crossing(s.nv, self.gone_arc)
-            if not dirty.any():
-                return s
-            at = np.flatnonzero(dirty)
-            return s.with_nv(self._splice(s.nv, at, self.new.nvlink_routes(a[at], b[at])))
+            nv = self._nv_patched(s.nv, *s.ends)
+            return s if nv is s.nv else s.with_nv(nv)
         legs = _access_legs(self.new) if s.n_legs else None
         old_legs = getattr(self.old, "_access_legs", None) if s.n_legs else None
         fab = s.fab
@@ -328,6 +317,18 @@ class _Patcher:
         return splice(rows, at, new)
 
     # ---------------------------------------------------------------- NVLink
+    def _nv_patched(self, rows: RouteBatch, a: np.ndarray, b: np.ndarray) -> RouteBatch:
+        """NVLink sprays ``rows`` (row ``i`` from node ``a[i]`` to ``b[i]``) with the rows
+        the change can alter recomputed: in a domain whose NVLink changed, or crossing
+        a removed arc; the very table when none."""
+        dirty = self._nv_dirty(a)
+        if self.change.live:
+            dirty |= self._rows_crossing(rows, self.gone_arc)
+        if not dirty.any():
+            return rows
+        at = np.flatnonzero(dirty)
+        return self._splice(rows, at, self.new.nvlink_routes(a[at], b[at]))
+
     def _nv_dirty(self, a: np.ndarray) -> np.ndarray:
         """Rows (NVLink sprays from nodes ``a``) in a domain where an NVLink arc changed."""
         if not self.nv_changed:

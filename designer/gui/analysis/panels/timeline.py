@@ -231,10 +231,13 @@ class TimelinePanel(PanelDock):
         if not n:
             return
         room = self.graphics.width() - 2 * _LEGEND_MARGIN
+        before = self.legend.columnCount
         for columns in range(min(_LEGEND_COLUMNS, n), 0, -1):
             self.legend.setColumnCount(columns)
             if self.legend.layout.preferredWidth() <= room:
                 break
+        if self.legend.columnCount == before:
+            return  # (a resize that keeps the rows: nothing to lay out again)
         # The entries' own layout changed: let the plot's layout size the legend anew.
         self.legend.setGeometry(0, 0, self.legend.layout.preferredWidth(),
                                 self.legend.layout.preferredHeight())
