@@ -383,7 +383,7 @@ def test_timeline_legend_names_phases_of_no_named_kind(qtbot, result):
 
 
 def test_a_long_title_breaks_at_its_commas_where_the_panel_is_narrow(qtbot, result):
-    from designer.gui.analysis.panels.base import _title_width
+    from designer.gui.analysis.panels.titles import title_width as _title_width
 
     panel = _panel(qtbot, TimelinePanel)
     label = panel.plot.titleLabel.item  # the title as laid out on screen
@@ -427,7 +427,7 @@ def test_a_narrow_timeline_keeps_its_legend_and_bars_inside_the_panel(qtbot, ecm
 
 
 def test_fit_title_breaks_at_commas_then_colons_then_spaces_never_in_a_tag():
-    from designer.gui.analysis.panels.base import fit_title
+    from designer.gui.analysis.panels.titles import fit_title
 
     def measure(html):  # characters shown (tags take no room)
         return len(re.sub(r"<[^>]*>", "", html))

@@ -26,7 +26,7 @@ import pyqtgraph as pg
 import shiboken6
 from pyqtgraph.exporters import ImageExporter, SVGExporter
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QFont, QGuiApplication, QTextDocument, QTextOption
+from PySide6.QtGui import QAction, QColor, QGuiApplication, QTextOption
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from designer.gui.analysis.panels.titles import fit_title, title_width
 from designer.gui.canvas.style import Theme, system_theme
 from designer.gui.idle import IdleWork
 from designer.io.atomic import atomic_write_bytes, atomic_write_text
@@ -126,71 +127,6 @@ def format_seconds(s: float) -> str:
         if a < limit:
             return f"{s * scale:.3g} {unit}"
     return f"{s:.4g} s"
-
-
-def fit_title(html: str, width: float, measure) -> str:
-    """``html`` with lines broken so that each stays within ``width`` as
-    ``measure(html)`` gives it (existing ``<br>`` breaks are kept): after its ``", "``
-    first, then, in a piece still too wide, after its ``": "``, then at its spaces (never
-    inside a tag).  A word wider than ``width`` keeps a line of its own."""
-    lines: list[str] = []
-    for line in html.split("<br>"):
-        lines.extend(_wrap(line, width, measure, (", ", ": ", " ")))
-    return "<br>".join(lines)
-
-
-def _wrap(text: str, width: float, measure, seps: tuple[str, ...]) -> list[str]:
-    """Lines of ``text`` within ``width``, broken after ``seps[0]`` where it does, and
-    pieces still too wide by the separators after it."""
-    if not seps or measure(text) <= width:
-        return [text]
-    sep, rest = seps[0], seps[1:]
-    parts = _split_outside_tags(text, sep)
-    head = sep.rstrip()  # kept at the end of a line broken there ("," or ":")
-    lines: list[str] = []
-    current = None
-    for i, part in enumerate(parts):
-        piece = part + (head if i < len(parts) - 1 else "")
-        if current is not None and measure(f"{current} {piece}") <= width:
-            current = f"{current} {piece}"
-            continue
-        if current is not None:
-            lines.append(current)
-        wrapped = _wrap(piece, width, measure, rest)
-        lines.extend(wrapped[:-1])
-        current = wrapped[-1]
-    lines.append(current if current is not None else "")
-    return lines
-
-
-def _split_outside_tags(text: str, sep: str) -> list[str]:
-    """``text.split(sep)``, except where ``sep`` falls inside an HTML tag."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        c = text[i]
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            depth = max(depth - 1, 0)
-        elif depth == 0 and text.startswith(sep, i):
-            parts.append(text[start:i])
-            i += len(sep)
-            start = i
-            continue
-        i += 1
-    parts.append(text[start:])
-    return parts
-
-
-def _title_width(html: str) -> float:
-    """Width in pixels of a line of title, in the plot title's 10 pt font."""
-    doc = QTextDocument()
-    font = QFont(QGuiApplication.font())
-    font.setPointSizeF(10.0)
-    doc.setDefaultFont(font)
-    doc.setDocumentMargin(0)
-    doc.setHtml(html)
-    return doc.idealWidth()
 
 
 _TITLE_MARGIN = 16  # px the title keeps clear of the plot's edges
@@ -381,7 +317,7 @@ class PanelDock(QDockWidget):
         # the panel shows of it: a title too wide holds the whole plot wider than that.
         shown = self.graphics.viewport().width() - self.plot.getAxis("left").width() - 8
         width = min(self.plot.vb.width(), shown) - _TITLE_MARGIN
-        html = fit_title(self._title, width, _title_width) if width > 0 else self._title
+        html = fit_title(self._title, width, title_width) if width > 0 else self._title
         if html == self._shown_title:
             return  # (a new line of title resizes the view box, which calls back here)
         self._shown_title = html
