@@ -13,7 +13,8 @@ identity check.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 import numpy as np
 
@@ -105,7 +106,9 @@ class ColumnCache:
     def gpus_in_order(self, f: FrozenColumns, gpu_nodes: np.ndarray) -> np.ndarray:
         hit = self._gpu_order
         if hit is None or hit[0] is not f.node_ids or not np.array_equal(hit[1], gpu_nodes):
-            names = [f.node_ids[i] for i in gpu_nodes.tolist()]
+            names = itemgetter(*gpu_nodes.tolist())(f.node_ids) if gpu_nodes.size else ()
+            if len(gpu_nodes) == 1:
+                names = (names,)             # itemgetter of one index gives the item
             order = gpu_nodes[_sorted_by_natural_key(names)].astype(np.int32)
             order.setflags(write=False)  # shared by the snapshots that reuse it
             hit = self._gpu_order = (f.node_ids, gpu_nodes.copy(), order)
@@ -138,19 +141,33 @@ def cache_of(topology: Topology) -> ColumnCache:
     return cache
 
 
-def _sorted_by_natural_key(ids: list[str]) -> np.ndarray:
+def _sorted_by_natural_key(ids: Sequence[str]) -> np.ndarray:
     """Positions of ``ids`` in natural order (``gpu-2`` before ``gpu-10``).
 
     When every id has the same shape (the same text with digit runs of equal length, as
     template ids are zero-padded), plain string order is natural order and much cheaper:
-    the shapes are compared as arrays of code points, digits masked.
+    the shapes are compared as arrays of code points, digits masked.  ASCII ids of one
+    length (every template's) are read as one block of bytes, and ids already in order
+    (as a template adds them) need no sort at all.
     """
-    if not ids:
+    n = len(ids)
+    if not n:
         return np.zeros(0, dtype=np.int64)
+    width = len(ids[0])
+    joined = "".join(ids)
+    if (width and len(joined) == n * width and joined.isascii()
+            and not np.any(np.fromiter(map(len, ids), np.int64, n) != width)):
+        raw = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).reshape(n, width)
+        digit = (raw >= 48) & (raw <= 57)
+        if np.array_equal(digit, np.broadcast_to(digit[0], digit.shape)) and (
+                raw[:, ~digit[0]] == raw[0, ~digit[0]]).all():
+            text = raw.reshape(-1).view(f"S{width}")     # byte order = code point order
+            if bool(np.all(text[1:] >= text[:-1])):
+                return np.arange(n)
+            return np.argsort(text, kind="stable")
     text = np.array(ids)                         # fixed-width unicode, zero-padded
-    points = text.view(np.uint32).reshape(len(ids), -1)
+    points = text.view(np.uint32).reshape(n, -1)
     shape = np.where((points >= 48) & (points <= 57), 48, points)
     if (shape == shape[0]).all():
         return np.argsort(text, kind="stable")
-    return np.array(sorted(range(len(ids)), key=lambda k: natural_key(ids[k])),
-                    dtype=np.int64)
+    return np.array(sorted(range(n), key=lambda k: natural_key(ids[k])), dtype=np.int64)

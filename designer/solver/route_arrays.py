@@ -282,6 +282,9 @@ def _scatter(batch: RouteBatch, rows: np.ndarray, n: int) -> RouteBatch:
 
 def _concat(parts: list[RouteBatch]) -> RouteBatch:
     """Route ``i`` is the routes ``i`` of ``parts`` one after another (same count each)."""
+    full = [p for p in parts if len(p.arcs)]
+    if len(full) == 1 and all(not p.hops.any() for p in parts if p is not full[0]):
+        return full[0]          # the others are empty (a GPU's own PCIe link: no relay)
     lengths = np.stack([p.lengths for p in parts], axis=1)       # (routes, parts)
     ptr = _ptr(lengths.sum(axis=1))
     pool_at = np.cumsum([0] + [len(p.arcs) for p in parts[:-1]])

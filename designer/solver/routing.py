@@ -69,7 +69,7 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
 from designer.solver.route_nvlink import NvlinkTables
 from designer.solver.route_tables import _FabricGroups
 from designer.solver.shared_routes import argsort_ids
-from designer.solver.snapshot import NVLINK, PCIE, SWITCH_KINDS, Snapshot
+from designer.solver.snapshot import NVLINK, PCIE, Snapshot
 
 
 class Router:
@@ -91,12 +91,11 @@ class Router:
         compute = np.repeat(s.compute_links(), 2)  # planes are per link
         net = (s.arc_family != NVLINK) & (s.arc_family != PCIE) & compute
         self.net = _Subgraph(s, net, by_src)
-        self.is_switch = np.fromiter(map(SWITCH_KINDS.__contains__, s.node_kind), bool,
-                                     s.n_nodes)
+        self.pcie = _Subgraph(s, s.arc_family == PCIE, by_src)
+        self.is_switch = s.node_switch
         self._edge: dict[int, int] = {}   # NIC -> its first compute switch arc
         self._dag: dict[tuple[int, int], Route] = {}
         self._nv: dict[tuple[int, int], Route] = {}
-        self._pcie_table: tuple[np.ndarray, np.ndarray] | None = None
         self._edge_table: np.ndarray | None = None
         self._nv_batch: NvlinkTables | None = None
         self._fabric: _FabricGroups | None = None
@@ -238,18 +237,25 @@ class Router:
         return arc
 
     def pcie_arcs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """First PCIe arc ``a[i] -> b[i]`` (lowest arc index), or -1 where there is none."""
-        if self._pcie_table is None:
-            s = self.snap
-            arcs = np.flatnonzero(s.arc_family == PCIE)
-            keys = s.arc_src[arcs].astype(np.int64) * s.n_nodes + s.arc_dst[arcs]
-            uniq, first = np.unique(keys, return_index=True)  # first = lowest arc index
-            self._pcie_table = (uniq, arcs[first])
-        uniq, first_arc = self._pcie_table
-        keys = np.asarray(a, dtype=np.int64) * self.snap.n_nodes + np.asarray(b, np.int64)
-        at = np.minimum(np.searchsorted(uniq, keys), max(len(uniq) - 1, 0))
-        found = (uniq[at] == keys) if len(uniq) else np.zeros(len(keys), bool)
-        return np.where(found, first_arc[at] if len(uniq) else -1, -1)
+        """First PCIe arc ``a[i] -> b[i]`` (lowest arc index), or -1 where there is none
+        (or where ``a[i]`` or ``b[i]`` is -1).
+
+        A scan of the PCIe arcs out of each ``a[i]`` (a few per GPU or NIC), in arc order.
+        """
+        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        g = self.pcie
+        out = np.full(len(a), -1, dtype=np.int64)
+        ask = np.flatnonzero((a >= 0) & (b >= 0))
+        lengths = g.ptr[a[ask] + 1] - g.ptr[a[ask]]
+        pos = ragged_arange(g.ptr[a[ask]], lengths)
+        owner = np.repeat(np.arange(len(ask)), lengths)
+        hit = np.flatnonzero(g.dst[pos] == b[ask][owner])
+        if hit.size:
+            who = owner[hit]
+            first = np.ones(len(hit), dtype=bool)
+            np.not_equal(who[1:], who[:-1], out=first[1:])   # each query's first match
+            out[ask[who[first]]] = g.arcs[pos[hit[first]]]
+        return out
 
     def edge_arc(self, nic: int) -> int:
         """The arc from ``nic`` to the switch it is cabled to (most capacity first)."""
@@ -261,21 +267,24 @@ class Router:
         return self._edge[nic]
 
     def edge_arcs(self) -> np.ndarray:
-        """`edge_arc` of every node (-1 where it has no compute-fabric arc)."""
+        """`edge_arc` of every endpoint (-1 where it has no compute-fabric arc, and for
+        switches: they are no endpoints, and hold most of the fabric's arcs)."""
         if self._edge_table is None:
             s, g = self.snap, self.net
             out = np.full(s.n_nodes, -1, dtype=np.int64)
-            if g.arcs.size:
-                src = s.arc_src[g.arcs]
-                cap = s.arc_cap[g.arcs]
-                nodes = np.flatnonzero(np.diff(g.ptr))
-                best = np.full(s.n_nodes, -np.inf)
-                best[nodes] = np.maximum.reduceat(cap, g.ptr[nodes])  # max: order-free
+            nodes = np.flatnonzero((np.diff(g.ptr) > 0) & ~self.is_switch)
+            if nodes.size:
+                lengths = g.ptr[nodes + 1] - g.ptr[nodes]
+                pos = ragged_arange(g.ptr[nodes], lengths)
+                cap = s.arc_cap[g.arcs[pos]]
+                best = np.maximum.reduceat(cap, _ptr(lengths)[:-1])  # max: order-free
                 # First arc (in CSR order, as np.argmax picks) reaching its node's maximum.
-                hit = np.flatnonzero(cap == best[src])
-                at = src[hit]                                 # sorted: the CSR's order
-                first = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
-                out[at[first]] = g.arcs[hit[first]]
+                owner = np.repeat(np.arange(len(nodes)), lengths)
+                hit = np.flatnonzero(cap == best[owner])
+                at = owner[hit]
+                first = np.ones(len(hit), dtype=bool)
+                np.not_equal(at[1:], at[:-1], out=first[1:])
+                out[nodes[at[first]]] = g.arcs[pos[hit[first]]]
             self._edge_table = out
         return self._edge_table
 

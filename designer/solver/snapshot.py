@@ -55,6 +55,7 @@ class Snapshot:
     node_ids: tuple[str, ...]
     node_kind: np.ndarray              # object (str) per node, read-only
     node_model: np.ndarray             # object (str) per node, read-only
+    node_switch: np.ndarray            # bool per node: its kind is in SWITCH_KINDS
     link_ids: tuple[str, ...]          # every link; arcs 2k, 2k+1 belong to link_ids[k]
     arc_src: np.ndarray
     arc_dst: np.ndarray
@@ -126,26 +127,29 @@ class Snapshot:
 
 def _components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Connected-component label per node for the undirected edges (src, dst): the
-    smallest node index of the component."""
+    smallest node index of the component.
+
+    Each round hooks, for every edge whose ends carry different labels, the larger label
+    (a root) under the smaller one (`np.minimum.at`), then jumps pointers until every
+    node points at its root.  Labels only fall and a root keeps its own, so the
+    component's smallest node stays a root and ends up everyone's label.  No sort: NVLink
+    domains (stars of GPUs and switches, meshes, tori) settle in two or three rounds.
+    """
     label = np.arange(n)
-    if len(src) == 0:
-        return label
-    # Edges in both directions, sorted by their first end, so that each sweep takes the
-    # minimum over a node's neighbours with one reduceat (a minimum is order-free).
-    u = np.concatenate([src, dst]).astype(np.int64)
-    v = np.concatenate([dst, src]).astype(np.int64)
-    order = np.argsort(u, kind="stable")
-    u, v = u[order], v[order]
-    starts = np.flatnonzero(np.r_[True, u[1:] != u[:-1]])
-    heads = u[starts]
-    # Label propagation with pointer jumping: converges in O(log n) sweeps on these graphs.
-    while True:
-        new = label.copy()
-        new[heads] = np.minimum(new[heads], np.minimum.reduceat(label[v], starts))
-        new = new[new]
-        if np.array_equal(new, label):
-            return label
-        label = new
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    while len(src):
+        a, b = label[src], label[dst]
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        differ = lo != hi
+        if not differ.any():
+            break
+        np.minimum.at(label, hi[differ], lo[differ])
+        while True:
+            jumped = label[label]
+            if np.array_equal(jumped, label):
+                break
+            label = jumped
+    return label
 
 
 def _domains(label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -266,23 +270,25 @@ def _arcs(capture: DesignCapture) -> _Arcs:
     t_fam = fact(lambda t: FAMILIES.index(t.family), np.int8)
     arc_plane, compute = cache.link_planes(c)
 
-    ends = np.stack([c.a_idx, c.b_idx], axis=1).astype(np.int32).reshape(-1, 2)
-    arc_src = ends.reshape(-1)  # a, b, a, b ... -> arcs a->b then b->a
-    arc_dst = ends[:, ::-1].reshape(-1)
-    arc_tech = np.repeat(tech_of, 2)
+    # Arcs a->b then b->a for every link: arc_src = a, b, a, b ...
+    arc_src = np.empty(2 * len(c.a_idx), dtype=np.int32)
+    arc_dst = np.empty_like(arc_src)
+    arc_src[0::2] = arc_dst[1::2] = c.a_idx
+    arc_src[1::2] = arc_dst[0::2] = c.b_idx
+    latency = np.repeat(t_lat[tech_of], 2)
+    latency += node_latency[arc_dst]
     fields = dict(
         node_ids=c.node_ids, node_kind=kinds, node_model=models, link_ids=tuple(c.keys),
-        arc_src=arc_src, arc_dst=np.ascontiguousarray(arc_dst),
-        arc_latency_s=t_lat[arc_tech] + node_latency[arc_dst],
-        arc_jitter_s=t_jit[arc_tech], arc_plane=arc_plane,
+        arc_src=arc_src, arc_dst=arc_dst, arc_latency_s=latency,
+        arc_jitter_s=np.repeat(t_jit[tech_of], 2), arc_plane=arc_plane,
         links=LinkPositions(c.link_pos),
     )
     # Node facts that failures leave alone, so that a fail does not recompute them.
-    is_kind = {k: c.kind_of == i for i, k in enumerate(c.kind_names)}
-    kind = lambda *ks: np.logical_or.reduce(  # noqa: E731
-        [is_kind[k] for k in ks if k in is_kind] + [np.zeros(len(c.node_ids), bool)])
+    kind = lambda *ks: np.array(  # noqa: E731  one gather per mask
+        [k in ks for k in c.kind_names], dtype=bool).reshape(-1)[c.kind_of]
     model_flag = lambda f: np.array(  # noqa: E731
         [bool(s.get(f, False)) for s in specs], dtype=bool)[model_of]
+    fields["node_switch"] = kind(*SWITCH_KINDS)
     node = dict(gpu=kind("gpu"), nic=kind("nic"),
                 nv_switch=kind("nvswitch", "nvlink-switch-tray"),
                 fabric=kind("leaf", "spine", "core", "switch"),
@@ -290,7 +296,7 @@ def _arcs(capture: DesignCapture) -> _Arcs:
     for v in [*fields.values(), compute, *node.values()]:
         if isinstance(v, np.ndarray):
             v.setflags(write=False)  # shared by the snapshots that reuse them
-    return _Arcs(fields=fields, family=t_fam[arc_tech], compute=compute,
+    return _Arcs(fields=fields, family=np.repeat(t_fam[tech_of], 2), compute=compute,
                  rate=t_GBps[tech_of], eff=t_eff[tech_of], tech=tech, node=node)
 
 
@@ -316,8 +322,9 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     nv = fam == NVLINK
     # The NVLink domains change only with the NVLink links: a what-if on the network
     # reuses them (`ColumnCache.nvlink_components`).
-    comp = cache.nvlink_components(c, live & (arcs.family[0::2] == NVLINK),
-                                   lambda: _components(n, arc_src[nv], arc_dst[nv]))
+    nv_link = live & (arcs.family[0::2] == NVLINK)
+    comp = cache.nvlink_components(c, nv_link,
+                                   lambda: _components(n, a_idx[nv_link], b_idx[nv_link]))
     gpu_domain, gpu_local = cache.derived("domains", (comp, gpus),
                                           lambda: _domains(comp[gpus]))
 

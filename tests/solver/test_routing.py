@@ -316,6 +316,33 @@ def test_pcie_arc_lookup():
         r.pcie_arc(idx(snap, "g0"), idx(snap, "c1"))
 
 
+def test_a_nic_cabled_twice_leaves_by_its_fattest_cable_first_of_equals():
+    topo = small_fabric()
+    topo.add_link(Link("c0-L1", "c0", "L1", "ib-ndr", count=2))   # fatter than c0-L0
+    topo.add_link(Link("c1-L1", "c1", "L1", "ib-ndr"))            # as fat as c1-L0
+    snap = take_snapshot(topo)
+    table = Router(snap).edge_arcs()
+    assert snap.link_ids[table[idx(snap, "c0")] // 2] == "c0-L1"
+    assert snap.link_ids[table[idx(snap, "c1")] // 2] == "c1-L0"       # the first one
+    assert table[idx(snap, "c1")] % 2 == 0                              # c1 -> L0
+    assert table[idx(snap, "L0")] == -1 and table[idx(snap, "g0")] == -1
+
+
+def test_pcie_arcs_take_the_lowest_of_parallel_links_and_skip_failed_ones():
+    topo = small_fabric()
+    topo.add_link(Link("g1-c1-b", "g1", "c1", "pcie5"))   # a second link, added later
+    topo.add_link(Link("c0-g0-b", "c0", "g0", "pcie5"))   # reversed ends
+    topo.update_link("g0-c0", failed=True)
+    snap = take_snapshot(topo)
+    r = Router(snap)
+    g0, c0, g1, c1, L0 = (idx(snap, x) for x in ("g0", "c0", "g1", "c1", "L0"))
+    arcs = r.pcie_arcs(np.array([g1, c1, g0, c0, g0, -1, g1]),
+                       np.array([c1, g1, c0, g0, L0, c1, -1]))
+    names = [None if a < 0 else snap.link_ids[a // 2] for a in arcs.tolist()]
+    assert names == ["g1-c1", "g1-c1", "c0-g0-b", "c0-g0-b", None, None, None]
+    assert [snap.node_ids[snap.arc_src[a]] for a in arcs[:4]] == ["g1", "c1", "g0", "c0"]
+
+
 # ----------------------------------------------------------------- batched = per pair
 def degraded(topo: Topology, seed: int, fail: float = 0.0) -> Topology:
     """Unequal capacities: bundles of several links lose some with probability 0.4 (so

@@ -218,6 +218,48 @@ def test_gpus_are_in_natural_id_order():
     assert natural_key("n2-gpu10") > natural_key("n2-gpu9") > natural_key("n1-gpu10")
 
 
+
+@pytest.mark.parametrize("seed", range(4))
+def test_natural_order_of_gpu_ids_matches_natural_key(seed):
+    # Same-shaped ASCII ids (read as one block of bytes), in order or shuffled, and
+    # ids of other shapes, lengths or alphabets: the order natural_key gives.
+    from designer.solver.design_columns import _sorted_by_natural_key
+
+    rng = np.random.default_rng(seed)
+    padded = [f"n{i:03d}-gpu{j}" for i in range(1, 40) for j in range(8)]
+    cases = [padded, list(rng.permutation(padded)), ["gpu-10", "gpu-2", "gpu-1"],
+             ["n1-gpu10", "n10-gpu1", "n2-gpu3"], ["gpü-1", "gpü-0"], ["a-1", "b-1", "a-0"],
+             ["x"], ["a01", "a01", "a00"]]
+    cases += [["".join(rng.choice(list("ab01-9"), int(rng.integers(3, 5))))
+               for _ in range(int(rng.integers(1, 12)))] for _ in range(200)]
+    for ids in cases:
+        got = [natural_key(ids[i]) for i in _sorted_by_natural_key(ids)]
+        assert got == sorted(map(natural_key, ids)), ids
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_components_match_networkx(seed):
+    import networkx as nx
+
+    from designer.solver.snapshot import _components
+
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        n = int(rng.integers(1, 80))
+        m = int(rng.integers(0, 2 * n))
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        g = nx.Graph()
+        g.add_nodes_from(range(n))
+        g.add_edges_from(zip(src.tolist(), dst.tolist(), strict=True))
+        want = np.empty(n, dtype=np.int64)
+        for comp in nx.connected_components(g):
+            want[list(comp)] = min(comp)
+        assert _components(n, src, dst).tolist() == want.tolist()
+    # A long path numbered against its order needs more than one round.
+    order = rng.permutation(500)
+    assert (_components(500, order[:-1], order[1:]) == 0).all()
+
+
 def test_hgx_is_one_nvlink_domain():
     snap = take_snapshot(build_template("hgx", gpu="H100"))
     assert snap.n_gpus == 8
