@@ -406,6 +406,24 @@ def test_a_long_title_breaks_at_its_commas_where_the_panel_is_narrow(qtbot, resu
     qtbot.waitUntil(lambda: lines_shown() == 1)
 
 
+def test_a_title_of_several_lines_gets_their_height_above_the_plot(qtbot, ecmp_result):
+    # pyqtgraph gives a title one 30 px row: in a short, narrow dock the lines beyond
+    # the first spilled off the panel's top and over the plot.  The title also spans
+    # the axis column, so the timeline's long row names do not squeeze it.
+    panel = _panel(qtbot, TimelinePanel)
+    title = panel.plot.titleLabel
+    panel.resize(400, 240)
+    panel.set_result(ecmp_result)
+    qtbot.waitUntil(lambda: "<br>" in (panel._shown_title or ""))
+    qtbot.wait(50)
+    text = title.item.mapRectToScene(title.item.boundingRect())
+    box = panel.plot.vb.mapRectToScene(panel.plot.vb.boundingRect())
+    assert text.top() >= 0                      # not cut off at the top
+    assert text.bottom() <= box.top() + 1       # not over the plot
+    assert text.left() < panel.plot.getAxis("left").mapRectToScene(
+        panel.plot.getAxis("left").boundingRect()).right()  # over the axis column too
+
+
 def test_a_narrow_timeline_keeps_its_legend_and_bars_inside_the_panel(qtbot, ecmp_result):
     # A hierarchical all-reduce has three kinds of bars: one row of three legend entries
     # was wider than a narrow dock and widened the plot past its edge.

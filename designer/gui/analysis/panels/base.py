@@ -212,6 +212,11 @@ class PanelDock(QDockWidget):
         # One export path (ours, atomic): no pyqtgraph context menu with its own dialog.
         self.plot.setMenuEnabled(False)
         self.plot.showGrid(x=True, y=True, alpha=0.2)
+        # The title spans the axes' columns too: long y labels (the timeline's rows)
+        # would otherwise leave it a narrow strip and many lines.
+        layout = self.plot.layout
+        layout.removeItem(self.plot.titleLabel)
+        layout.addItem(self.plot.titleLabel, 0, 0, 1, layout.columnCount())
 
         self._message_item = QGraphicsTextItem(self.plot.vb)
         self._message_item.document().setDefaultTextOption(
@@ -313,15 +318,21 @@ class PanelDock(QDockWidget):
         self._fit_title()
 
     def _fit_title(self) -> None:
-        # Over the view box (the title is centred over it), and never wider than what
-        # the panel shows of it: a title too wide holds the whole plot wider than that.
-        shown = self.graphics.viewport().width() - self.plot.getAxis("left").width() - 8
-        width = min(self.plot.vb.width(), shown) - _TITLE_MARGIN
+        # Over the whole plot (axes included), and never wider than what the panel
+        # shows of it: a title too wide holds the whole plot wider than that.
+        width = self.graphics.viewport().width() - 8 - _TITLE_MARGIN
         html = fit_title(self._title, width, title_width) if width > 0 else self._title
         if html == self._shown_title:
             return  # (a new line of title resizes the view box, which calls back here)
         self._shown_title = html
         self.plot.setTitle(html or None, color=self.theme.text.name(), size="10pt")
+        if html:
+            # pyqtgraph gives the title a row of 30 px: one line.  Each further line
+            # would spill over the plot and off the top of a short panel.
+            label = self.plot.titleLabel
+            height = max(30, math.ceil(label.item.boundingRect().height()) + 4)
+            label.setMaximumHeight(height)
+            self.plot.layout.setRowFixedHeight(0, height)
         self.refit_plot()
 
     def refit_plot(self) -> None:
