@@ -260,11 +260,28 @@ def test_a_rebased_router_answers_like_a_fresh_one(design):
                 out.append(outcome(lambda r=r, a=a, b=b: r.nvlink_route(int(a), int(b))))
             out.append(outcome(lambda r=r: r.rank_links()))
             out.append(outcome(lambda r=r: r.edge_arcs()))
+            nic = snap.gpu_nic
+            out.append(outcome(lambda r=r, g=gpus, c=nic: r.pcie_arcs(g, c)))
+            out.append(outcome(lambda r=r, g=gpus, c=nic: r.pcie_arcs(c, g)))
             r.answers = out
         for x, y in zip(got.answers, want.answers, strict=True):
             assert x[1] == y[1]
             _same_value(x[0], y[0])
         edit(topo, rng)
+
+
+def test_a_capacity_edit_leaves_switches_without_an_edge_arc():
+    # Edge arcs are an endpoint's (a NIC's) way into the fabric; a capacity edit between
+    # two switches recomputes them for its ends, which must stay without one, as in a
+    # fresh router's table.
+    topo = small_fabric(uplinks=(1, 1))
+    memo = RouteMemo()
+    memo.router(take_snapshot(topo)).edge_arcs()
+    topo.update_link("L0-S0", count=3)
+    snap = take_snapshot(topo)
+    got = memo.router(snap).edge_arcs()
+    assert got.tolist() == Router(snap).edge_arcs().tolist()
+    assert got[snap.node_ids.index("L0")] == -1
 
 
 def _same_value(a, b):
