@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping, Sequence
-from operator import itemgetter
 
 import numpy as np
 
@@ -106,9 +105,7 @@ class ColumnCache:
     def gpus_in_order(self, f: FrozenColumns, gpu_nodes: np.ndarray) -> np.ndarray:
         hit = self._gpu_order
         if hit is None or hit[0] is not f.node_ids or not np.array_equal(hit[1], gpu_nodes):
-            names = itemgetter(*gpu_nodes.tolist())(f.node_ids) if gpu_nodes.size else ()
-            if len(gpu_nodes) == 1:
-                names = (names,)             # itemgetter of one index gives the item
+            names = list(map(f.node_ids.__getitem__, gpu_nodes.tolist()))
             order = gpu_nodes[_sorted_by_natural_key(names)].astype(np.int32)
             order.setflags(write=False)  # shared by the snapshots that reuse it
             hit = self._gpu_order = (f.node_ids, gpu_nodes.copy(), order)

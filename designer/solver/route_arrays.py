@@ -86,6 +86,17 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return s[keep]
 
 
+def run_heads(values: np.ndarray) -> np.ndarray:
+    """Mask of the entries that differ from the one before (the first of each run).
+
+    >>> run_heads(np.array([4, 4, 7, 7, 7, 4])).tolist()
+    [True, False, True, False, False, True]
+    """
+    head = np.ones(len(values), dtype=bool)
+    np.not_equal(values[1:], values[:-1], out=head[1:])
+    return head
+
+
 def stable_argsort(keys: np.ndarray, space: int) -> np.ndarray:
     """``np.argsort(keys, kind="stable")`` for integer keys in ``[0, space)``: numpy sorts
     16-bit keys by radix, so keys below 2**32 go by two radix passes (low half, then high
@@ -423,8 +434,16 @@ class _Subgraph:
     def neighbours(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Positions (into ``arcs``) of the arcs out of ``nodes``, and each one's node."""
         nodes = np.asarray(nodes, dtype=np.int64)
+        pos, at = self.out_arcs(nodes)
+        return pos, nodes[at]
+
+    def out_arcs(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (into ``arcs``) of the arcs out of ``nodes[i]`` for each ``i`` in
+        turn (arc order within a node), and the ``i`` of each."""
+        nodes = np.asarray(nodes, dtype=np.int64)
         lengths = self.ptr[nodes + 1] - self.ptr[nodes]
-        return ragged_arange(self.ptr[nodes], lengths), np.repeat(nodes, lengths)
+        return (ragged_arange(self.ptr[nodes], lengths),
+                np.repeat(np.arange(len(nodes)), lengths))
 
     def dist_to(self, target: int, through: np.ndarray | None = None) -> np.ndarray:
         """Hop distance of every node to ``target`` (-1 unreachable).  With ``through``

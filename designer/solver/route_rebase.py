@@ -228,14 +228,10 @@ def _nv_tables(old: Router, new: Router, change: SnapshotChange):
 
 def _edge_table(router: Router, table: np.ndarray, arcs: np.ndarray) -> np.ndarray:
     """`Router.edge_arcs` after the capacities of network ``arcs`` changed: recomputed for
-    their source nodes that are endpoints (the first arc of the node's largest
-    capacity; switches have none)."""
-    s, g = router.snap, router.net
+    their source nodes."""
     out = table.copy()
-    src = np.unique(s.arc_src[arcs])
-    for v in src[~router.is_switch[src]].tolist():
-        arcs = g.arcs[g.ptr[v]:g.ptr[v + 1]]
-        out[v] = arcs[int(np.argmax(s.arc_cap[arcs]))] if arcs.size else -1
+    src = np.unique(router.snap.arc_src[arcs])
+    out[src] = router.edge_arcs_of(src)
     return out
 
 

@@ -63,6 +63,7 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
     distinct,
     first_occurrence,
     ragged_arange,
+    run_heads,
     segment_sums,
     unique_inverse,
 )
@@ -246,15 +247,10 @@ class Router:
         g = self.pcie
         out = np.full(len(a), -1, dtype=np.int64)
         ask = np.flatnonzero((a >= 0) & (b >= 0))
-        lengths = g.ptr[a[ask] + 1] - g.ptr[a[ask]]
-        pos = ragged_arange(g.ptr[a[ask]], lengths)
-        owner = np.repeat(np.arange(len(ask)), lengths)
+        pos, owner = g.out_arcs(a[ask])
         hit = np.flatnonzero(g.dst[pos] == b[ask][owner])
-        if hit.size:
-            who = owner[hit]
-            first = np.ones(len(hit), dtype=bool)
-            np.not_equal(who[1:], who[:-1], out=first[1:])   # each query's first match
-            out[ask[who[first]]] = g.arcs[pos[hit[first]]]
+        first = hit[run_heads(owner[hit])]                 # each query's first match
+        out[ask[owner[first]]] = g.arcs[pos[first]]
         return out
 
     def edge_arc(self, nic: int) -> int:
@@ -267,26 +263,31 @@ class Router:
         return self._edge[nic]
 
     def edge_arcs(self) -> np.ndarray:
-        """`edge_arc` of every endpoint (-1 where it has no compute-fabric arc, and for
-        switches: they are no endpoints, and hold most of the fabric's arcs)."""
+        """`edge_arc` of every node (`edge_arcs_of`), computed once."""
         if self._edge_table is None:
-            s, g = self.snap, self.net
-            out = np.full(s.n_nodes, -1, dtype=np.int64)
-            nodes = np.flatnonzero((np.diff(g.ptr) > 0) & ~self.is_switch)
-            if nodes.size:
-                lengths = g.ptr[nodes + 1] - g.ptr[nodes]
-                pos = ragged_arange(g.ptr[nodes], lengths)
-                cap = s.arc_cap[g.arcs[pos]]
-                best = np.maximum.reduceat(cap, _ptr(lengths)[:-1])  # max: order-free
-                # First arc (in CSR order, as np.argmax picks) reaching its node's maximum.
-                owner = np.repeat(np.arange(len(nodes)), lengths)
-                hit = np.flatnonzero(cap == best[owner])
-                at = owner[hit]
-                first = np.ones(len(hit), dtype=bool)
-                np.not_equal(at[1:], at[:-1], out=first[1:])
-                out[nodes[at[first]]] = g.arcs[pos[hit[first]]]
+            out = np.full(self.snap.n_nodes, -1, dtype=np.int64)
+            nodes = np.flatnonzero((np.diff(self.net.ptr) > 0) & ~self.is_switch)
+            out[nodes] = self.edge_arcs_of(nodes)
             self._edge_table = out
         return self._edge_table
+
+    def edge_arcs_of(self, nodes: np.ndarray) -> np.ndarray:
+        """`edge_arc` of each of ``nodes``: its compute-fabric arc of most capacity, the
+        first of equals (in CSR order, as np.argmax picks); -1 where it has none, and for
+        switches (they are no endpoints, and hold most of the fabric's arcs)."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        g = self.net
+        out = np.full(len(nodes), -1, dtype=np.int64)
+        ask = np.flatnonzero(~self.is_switch[nodes])
+        pos, owner = g.out_arcs(nodes[ask])
+        if pos.size:
+            cap = self.snap.arc_cap[g.arcs[pos]]
+            best = np.full(len(ask), -np.inf)
+            np.maximum.at(best, owner, cap)                  # max: order-free
+            hit = np.flatnonzero(cap == best[owner])
+            first = hit[run_heads(owner[hit])]
+            out[ask[owner[first]]] = g.arcs[pos[first]]
+        return out
 
     def _reverse(self, arc: int) -> int:
         return arc ^ 1  # arcs come in (a->b, b->a) pairs
