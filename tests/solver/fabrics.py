@@ -1,4 +1,7 @@
-"""Small hand-built fabrics shared by the solver tests."""
+"""Small hand-built fabrics shared by the solver tests, and helpers to read routes by
+node name."""
+
+from collections import defaultdict
 
 from designer.model.topology import Link, Node, Topology
 
@@ -43,3 +46,15 @@ def host_nic_fabric(hosts: int = 2, gpus_per_host: int = 2, nics_per_host: int =
             t.add_link(Link(f"h{i}-c{i}{j}", f"h{i}", f"c{i}{j}", "pcie5"))
             t.add_link(Link(f"c{i}{j}-L0", f"c{i}{j}", "L0", "ib-ndr"))
     return t
+
+
+def named(snap, route) -> dict[tuple[str, str], float]:
+    """A route as {(from, to): weight}, parallel arcs summed."""
+    out: dict[tuple[str, str], float] = defaultdict(float)
+    for arc, w in zip(*route, strict=True):
+        out[(snap.node_ids[snap.arc_src[arc]], snap.node_ids[snap.arc_dst[arc]])] += float(w)
+    return dict(out)
+
+
+def idx(snap, node_id: str) -> int:
+    return snap.node_ids.index(node_id)

@@ -1,0 +1,220 @@
+"""Batched routes equal the per-pair ones, arc for arc and bit for bit: NVLink sprays of
+many pairs (domains built alike, degraded, cut into batches), fabric DAGs and ECMP /
+static walks of many flows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fabrics import named
+
+from designer.model.templates import build_template
+from designer.model.topology import Topology
+from designer.solver.routing import Router
+from designer.solver.snapshot import take_snapshot
+
+
+def degraded(topo: Topology, seed: int, fail: float = 0.0) -> Topology:
+    """Unequal capacities: bundles of several links lose some with probability 0.4 (so
+    NVLink domains built alike all differ), and a fraction ``fail`` of the switch-to-switch
+    bundles fail."""
+    rng = np.random.default_rng(seed)
+    switches = {"leaf", "spine", "core"}
+    for link in list(topo.links()):
+        ends = {topo.node(link.a).kind, topo.node(link.b).kind}
+        if link.count > 1 and rng.random() < 0.4:
+            topo.update_link(link.id, count=int(rng.integers(1, link.count)))
+        elif ends <= switches and rng.random() < fail:
+            topo.update_link(link.id, failed=True)
+    return topo
+
+
+def domain_pairs(snap) -> tuple[np.ndarray, np.ndarray]:
+    """Every ordered pair of GPUs (node indices) of one NVLink domain, self pairs too."""
+    a, b = [], []
+    for d in range(snap.n_domains):
+        gpus = snap.gpus[snap.gpu_domain == d].astype(np.int64)
+        a.append(np.repeat(gpus, len(gpus)))
+        b.append(np.tile(gpus, len(gpus)))
+    return np.concatenate(a), np.concatenate(b)
+
+
+def assert_same_routes(batch, routes) -> None:
+    """Batch route i is ``routes[i]`` arc for arc and bit for bit."""
+    assert len(batch.ptr) == len(routes) + 1
+    for i, (arcs, w) in enumerate(routes):
+        got_arcs, got_w = batch.route(i)
+        assert got_arcs.tolist() == arcs.tolist(), f"route {i}"
+        assert got_w.tolist() == w.tolist(), f"route {i}"
+
+
+NVLINK_DESIGNS = {
+    # every domain different: 30% of the NVLink bundles of 4 HGX B200 lose links
+    "degraded hgx": lambda: degraded(build_template("rail-cluster", nodes=4, gpu="B200"), 1),
+    # GPUs forward (multi-hop shortest paths, several of them)
+    "torus": lambda: build_template("torus3d", x=4, y=3, z=2),
+    # 18 switch chips per GPU with unequal capacities (sums over more than 8 arcs)
+    "degraded nvl72": lambda: degraded(build_template("nvl72"), 2),
+    "hgx a100": lambda: build_template("hgx", gpu="A100"),
+}
+
+
+@pytest.mark.parametrize("design", NVLINK_DESIGNS)
+def test_batched_nvlink_routes_equal_the_per_pair_spray(design):
+    snap = take_snapshot(NVLINK_DESIGNS[design]())
+    a, b = domain_pairs(snap)
+    if len(a) > 2000:  # NVL72: a sample of the 5,184 pairs, self pairs included
+        pick = np.random.default_rng(0).choice(len(a), 2000, replace=False)
+        a, b = np.concatenate([a[pick], a[:3]]), np.concatenate([b[pick], a[:3]])
+    batch = Router(snap).nvlink_routes(a, b)
+    single = Router(snap)
+    pairs = list(zip(a.tolist(), b.tolist(), strict=True))
+    assert_same_routes(batch, [single.nvlink_route(x, y) for x, y in pairs])
+    hops = [0 if x == y else int(single.nvlink.dist_to(y)[x]) for x, y in pairs]
+    assert batch.hops.tolist() == hops
+    if design == "torus":
+        assert batch.hops.max() >= 3  # really multi-hop
+
+
+def test_degraded_domains_get_their_own_routes():
+    # Two HGX boards, one of them with a thinner gpu0 bundle: their routes differ (no
+    # template shared by mistake), and each splits by its own capacities.
+    topo = build_template("rail-cluster", nodes=2, gpu="H100")
+    topo.update_link(next(lk.id for lk in topo.links()
+                          if {lk.a, lk.b} == {"n02-gpu0", "n02-nvs0"}), count=1)
+    snap = take_snapshot(topo)
+    g = {snap.node_ids[n]: int(n) for n in snap.gpus}
+    batch = Router(snap).nvlink_routes(np.array([g["n01-gpu0"], g["n02-gpu0"]]),
+                                       np.array([g["n01-gpu5"], g["n02-gpu5"]]))
+    first, second = named(snap, batch.route(0)), named(snap, batch.route(1))
+    assert first[("n01-gpu0", "n01-nvs0")] == pytest.approx(5 / 18)
+    assert second[("n02-gpu0", "n02-nvs0")] == pytest.approx(1 / 14)
+    assert second[("n02-nvs0", "n02-gpu5")] == pytest.approx(1 / 14)
+    assert second[("n02-gpu0", "n02-nvs1")] == pytest.approx(4 / 14)
+
+
+def test_nvlink_routes_to_oneself_are_empty():
+    snap = take_snapshot(build_template("hgx", gpu="H100"))
+    gpus = snap.gpus.astype(np.int64)
+    batch = Router(snap).nvlink_routes(gpus, gpus)
+    assert batch.ptr.tolist() == [0] * (len(gpus) + 1) and batch.hops.tolist() == [0] * 8
+    mixed = Router(snap).nvlink_routes(gpus[:2], gpus[1::-1])   # gpu0 -> gpu1, gpu1 -> gpu0
+    assert mixed.lengths.tolist() == [8, 8] and mixed.hops.tolist() == [2, 2]
+
+
+def test_nvlink_batches_cut_by_target_give_the_same_routes(monkeypatch):
+    from designer.solver import route_nvlink
+    from designer.solver.keyed_rows import KeyedRows
+
+    snap = take_snapshot(NVLINK_DESIGNS["degraded hgx"]())
+    a, b = domain_pairs(snap)
+    whole = Router(snap).nvlink_routes(a, b)
+    monkeypatch.setattr(route_nvlink, "_MAX_TABLE", 25)  # two targets per search
+    monkeypatch.setattr(KeyedRows, "_DENSE", 0)          # templates found by binary search
+    cut = Router(snap).nvlink_routes(a, b)
+    assert_same_routes(cut, [whole.route(i) for i in range(len(a))])
+    assert cut.hops.tolist() == whole.hops.tolist()
+
+
+def test_domain_classes_survive_hash_collisions(monkeypatch):
+    # Domains are grouped by a hash of their arc lists; colliding hashes must not merge
+    # domains that differ (every hash equal: the byte-by-byte fallback decides).
+    from designer.solver import route_nvlink
+
+    snap = take_snapshot(NVLINK_DESIGNS["degraded hgx"]())
+    a, b = domain_pairs(snap)
+    expect = Router(snap).nvlink_routes(a, b)
+    n_classes = len(Router(snap)._nv_tables().dom.class_rep)
+    monkeypatch.setattr(route_nvlink, "_row_hash", lambda rows: np.zeros(len(rows), np.uint64))
+    router = Router(snap)
+    assert len(router._nv_tables().dom.class_rep) == n_classes > 1
+    assert_same_routes(router.nvlink_routes(a, b), [expect.route(i) for i in range(len(a))])
+
+
+def fabric_design():
+    """A 3-tier fat-tree (k=6) with unequal bundle sizes and some failed switch links."""
+    topo = build_template("fat-tree", k=6)
+    rng = np.random.default_rng(5)
+    for link in list(topo.links()):
+        kinds = {topo.node(link.a).kind, topo.node(link.b).kind}
+        if kinds <= {"leaf", "spine", "core"}:
+            if rng.random() < 0.08:
+                topo.update_link(link.id, failed=True)
+            else:
+                topo.update_link(link.id, count=int(rng.integers(1, 4)))
+    return take_snapshot(topo)
+
+
+@pytest.fixture(scope="module")
+def fat_tree():
+    snap = fabric_design()
+    leaves = np.array([i for i, k in enumerate(snap.node_kind) if k == "leaf"])
+    la, lb = np.repeat(leaves, len(leaves)), np.tile(leaves, len(leaves))
+    return snap, la, lb
+
+
+@pytest.mark.parametrize("dense", [True, False, "sliced"])
+def test_batched_fabric_dags_equal_fabric_dag(fat_tree, monkeypatch, dense):
+    from designer.solver.keyed_rows import KeyedRows
+    from designer.solver.route_tables import _FabricGroups
+
+    if not dense:  # the sorted-key lookup that large fabrics use, one search at a time
+        monkeypatch.setattr(KeyedRows, "_DENSE", 0)
+        monkeypatch.setattr(_FabricGroups, "_BFS_BATCH", 3)
+    if dense == "sliced":  # next hops found a few states at a time, as at 131k GPUs
+        monkeypatch.setattr(_FabricGroups, "_SLICE_ENTRIES", 5)
+    snap, la, lb = fat_tree
+    single = Router(snap)
+    routes = [single.fabric_dag(int(x), int(y)) for x, y in zip(la, lb, strict=True)]
+    batch = Router(snap).fabric_dags(la, lb)
+    assert_same_routes(batch, routes)
+    assert batch.hops.tolist() == [
+        0 if x == y else int(single.net.dist_to(int(y), through=single.is_switch)[x])
+        for x, y in zip(la, lb, strict=True)]
+    # some pairs lost paths to the failures: weights differ from an even split
+    assert len({round(float(w), 9) for _, ws in routes for w in ws}) > 4
+
+
+@pytest.mark.parametrize("mode", ["ecmp", "static"])
+def test_batched_fabric_walks_equal_fabric_paths(fat_tree, mode):
+    snap, la, lb = fat_tree
+    rng = np.random.default_rng(1)
+    pick = rng.choice(len(la), 400)
+    la, lb = la[pick], lb[pick]
+    keys = rng.integers(0, 1 << 40, len(la))
+    dest = rng.integers(0, 500, len(la))
+    router = Router(snap, seed=11)
+    walks = Router(snap, seed=11).fabric_walks(la, lb, keys, dest, mode)
+    for i in range(len(la)):
+        _, path = router.fabric_paths(int(la[i]), int(lb[i]), keys[i:i + 1], dest[i:i + 1],
+                                      mode)
+        assert walks.route(i)[0].tolist() == path.tolist()
+        assert walks.hops[i] == len(path)
+    assert np.all(walks.weights == 1.0)
+    # by class: the same walks
+    _, first, cls = np.unique(la * snap.n_nodes + lb, return_index=True, return_inverse=True)
+    by_class = Router(snap, seed=11).class_walks(la[first], lb[first], cls, keys, dest, mode)
+    assert by_class.arcs.tolist() == walks.arcs.tolist()
+    assert by_class.ptr.tolist() == walks.ptr.tolist()
+
+
+def test_walks_longer_than_one_chunk(fat_tree, monkeypatch):
+    from designer.solver.route_tables import _FabricGroups
+
+    snap, la, lb = fat_tree
+    keys = np.arange(len(la)) * 7919
+    whole = Router(snap).fabric_walks(la, lb, keys, keys, "ecmp")
+    monkeypatch.setattr(_FabricGroups, "_CHUNK", 7)
+    chunked = Router(snap).fabric_walks(la, lb, keys, keys, "ecmp")
+    assert chunked.arcs.tolist() == whole.arcs.tolist()
+    assert chunked.ptr.tolist() == whole.ptr.tolist()
+    # chunks of flows that stay on their leaf (no hop) between ones that do not
+    i = int(np.flatnonzero(la != lb)[0])
+    leaf = (la[i], lb[i])
+    a = np.array([leaf[0], leaf[0], leaf[0], leaf[1], leaf[1], leaf[1]])
+    b = np.array([leaf[0], leaf[0], leaf[1], leaf[0], leaf[1], leaf[1]])
+    monkeypatch.setattr(_FabricGroups, "_CHUNK", 2)
+    mixed = Router(snap).fabric_walks(a, b, np.arange(6), np.arange(6), "static")
+    assert mixed.hops.tolist()[:2] == [0, 0] and mixed.hops.tolist()[4:] == [0, 0]
+    assert mixed.hops[2] == mixed.hops[3] > 0
+    assert len(mixed.arcs) == 2 * mixed.hops[2]
