@@ -1,11 +1,10 @@
 """Array building blocks of routing: routes as (arcs, weights) batches, ragged ranges,
-segment sums, the seeded ECMP hash, level-by-level DAG walks and CSR subgraphs with
+segment sums, the seeded ECMP hash, capacity splits and CSR subgraphs with
 breadth-first distances.  Pure numpy, shared by `routing`, `route_tables`,
 `route_nvlink` and `keyed_rows` (route tables looked up by key)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -334,83 +333,6 @@ def split_by_capacity(arcs: np.ndarray, lengths: np.ndarray, cap: np.ndarray) ->
     c = cap[arcs]
     ratio = c / np.repeat(segment_sums(c, ptr[:-1], lengths), lengths)
     return RouteBatch(ptr, arcs, ratio, lengths)
-
-
-def walk_levels(start: np.ndarray, hops: np.ndarray, arc_dst: np.ndarray, n_nodes: int,
-                next_hops: Callable[[np.ndarray, np.ndarray, int], RouteBatch],
-                node_index: np.ndarray | None = None) -> RouteBatch:
-    """Capacity-split DAGs of many routes, walked together level by level.
-
-    Route ``i`` leaves ``start[i]`` and takes ``hops[i]`` steps.  ``next_hops(route, node,
-    level)`` gives, for each state (a node reached by a route at a level), one row of next
-    arcs with the fraction of the state's share each gets.  Per route this is a walk that
-    keeps the nodes of a level in order of first arrival, splits each node's share over
-    its next arcs and sums the arrivals in order (`np.bincount` adds sequentially, like a
-    dict of running sums), so the result is bit for bit that of a per-route loop.  The
-    route's arcs are listed level by level, nodes in arrival order, arcs in row order.
-    ``node_index`` (optional) numbers the nodes that routes reach ``0..m-1``: the nodes
-    of a level are then told apart by a table instead of a sort (same result, faster;
-    `first_occurrence_grouped`).
-
-    >>> dst = np.array([1, 2, 3, 3])           # arcs 0: 0->1, 1: 0->2, 2: 1->3, 3: 2->3
-    >>> rows = {0: ([0, 1], [0.5, 0.5]), 1: ([2], [1.0]), 2: ([3], [1.0])}
-    >>> def step(route, node, level):
-    ...     parts = [rows[int(v)] for v in node]
-    ...     lengths = np.array([len(a) for a, _ in parts])
-    ...     return RouteBatch(_ptr(lengths), np.concatenate([a for a, _ in parts]),
-    ...                       np.concatenate([w for _, w in parts]), lengths)
-    >>> out = walk_levels(np.array([0]), np.array([2]), dst, 4, step)
-    >>> out.arcs.tolist(), out.weights.tolist()
-    ([0, 1, 2, 3], [0.5, 0.5, 0.5, 0.5])
-    """
-    n = len(start)
-    space = n * n_nodes                         # bound on the (route, node) keys
-    n_index = 0 if node_index is None else int(node_index.max(initial=-1)) + 1
-    cls = np.flatnonzero(hops > 0)
-    node, frac = np.asarray(start, np.int64)[cls], np.ones(len(cls))
-    out_cls, out_arc, out_w = [], [], []
-    level = 0
-    while cls.size:
-        step = next_hops(cls, node, level)
-        lengths = step.lengths
-        share = step.weights * np.repeat(frac, lengths)
-        row_cls = np.repeat(cls, lengths)
-        out_cls.append(row_cls)
-        out_arc.append(step.arcs)
-        out_w.append(share)
-        level += 1
-        # Next level: arrival nodes per route in first-arrival order, shares summed in
-        # arrival order (routes that arrived at their target are done).
-        going = np.repeat(hops[cls] > level, lengths)
-        arrive = arc_dst[step.arcs]
-        if not going.all():
-            row_cls, share, arrive = row_cls[going], share[going], arrive[going]
-        item = None if node_index is None else node_index[arrive]
-        if item is not None and item.min(initial=0) >= 0:
-            # (Routes stay in order level after level: ``row_cls`` never falls.)
-            first, at = first_occurrence_grouped(row_cls, item, n_index)
-            cls, node = row_cls[first], arrive[first]
-        else:
-            uniq, at = first_occurrence(row_cls * n_nodes + arrive, space)
-            cls, node = uniq // n_nodes, uniq % n_nodes
-        frac = np.bincount(at, weights=share, minlength=len(cls))
-    if not out_cls:
-        return RouteBatch(np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0),
-                          np.asarray(hops, np.int64))
-    # Per route, levels in order.  Each level lists routes in order (``row_cls`` never
-    # falls), so an entry's place is its route's start, plus the route's entries in the
-    # levels before, plus its rank among the route's entries of its level: no sort.
-    counts = [np.bincount(c, minlength=n) for c in out_cls]
-    ptr = _ptr(sum(counts))
-    arcs, weights = np.empty(int(ptr[-1]), np.int64), np.empty(int(ptr[-1]))
-    at = ptr[:-1].copy()                         # each route's next free place
-    for c, a, w, count in zip(out_cls, out_arc, out_w, counts, strict=True):
-        level_start = _ptr(count)[:-1]
-        place = (at - level_start)[c]
-        place += np.arange(len(c))
-        arcs[place], weights[place] = a, w
-        at += count
-    return RouteBatch(ptr, arcs, weights, np.asarray(hops, np.int64))
 
 
 # ----------------------------------------------------------------- subgraphs

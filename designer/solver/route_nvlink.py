@@ -10,7 +10,7 @@ batch cheap:
   the class (`_Domains`).
 * Templates still missing are found all at once (`NvlinkTables.spray`): distances to
   every target by one breadth-first search over all of them, then one level-by-level
-  walk of every DAG (`route_arrays.walk_levels`) with the arithmetic of the per-pair
+  walk of every DAG (`route_walk.walk_levels`) with the arithmetic of the per-pair
   route, so a degraded cluster, whose domains all differ, costs array work, not a
   Python loop per pair.
 """
@@ -32,8 +32,8 @@ from designer.solver.route_arrays import (
     ragged_arange,
     split_by_capacity,
     unique_inverse,
-    walk_levels,
 )
+from designer.solver.route_walk import walk_levels
 from designer.solver.shared_routes import argsort_ids
 from designer.solver.snapshot import NVLINK, Snapshot
 

@@ -20,8 +20,8 @@ from designer.solver.route_arrays import (
     split_by_capacity,
     stable_argsort,
     unique_inverse,
-    walk_levels,
 )
+from designer.solver.route_walk import walk_shared
 
 if TYPE_CHECKING:
     from designer.solver.routing import Router
@@ -339,7 +339,10 @@ class _FabricGroups:
     def dags(self, leaf_a: np.ndarray, leaf_b: np.ndarray) -> RouteBatch:
         """Adaptive DAGs of pairs of distinct switches, walked together level by level.
 
-        Per pair this is `Router._dag_fractions` (see `route_arrays.walk_levels`)."""
+        Per pair this is `Router._dag_fractions` (see `route_walk.walk_levels`); until
+        the last hop a switch's next hops depend only on the target's group, so pairs
+        whose first hop leaves them alike share the levels in between
+        (`route_walk.walk_shared`)."""
         s = self.snap
         grp = self.groups_of(leaf_b)
         hops = self.distance(leaf_a, leaf_b)
@@ -348,7 +351,7 @@ class _FabricGroups:
             row, table = self._next(node, grp[pair], leaf_b[pair], hops[pair] - level)
             return table.take(row)
 
-        return walk_levels(leaf_a, hops, s.arc_dst, s.n_nodes, next_hops, self.index)
+        return walk_shared(leaf_a, hops, grp, s.arc_dst, s.n_nodes, next_hops, self.index)
 
     # ---- single-path walks (ecmp, static)
     _CHUNK = 1 << 16   # flows walked at a time: temporaries stay small and in cache

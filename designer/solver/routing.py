@@ -380,6 +380,9 @@ class Router:
         fast = np.flatnonzero(groups.covers(leaf_a, leaf_b) & differ)
         slow = np.flatnonzero(~groups.covers(leaf_a, leaf_b) & differ)
         walked = groups.dags(leaf_a[fast], leaf_b[fast])
+        if not slow.size:    # the usual case: the walked table as it is, no copy
+            return RouteBatch(_scatter(walked, fast, len(leaf_a)).ptr, walked.arcs,
+                              walked.weights, hops)
         routes = [self.fabric_dag(int(leaf_a[i]), int(leaf_b[i])) for i in slow.tolist()]
         lengths = np.zeros(len(leaf_a), dtype=np.int64)
         lengths[fast] = walked.lengths

@@ -1,0 +1,114 @@
+"""Shared DAG walks (`route_walk.walk_shared`): pairs of edge switches that leave alike
+walk their middle levels once, and the result is still the per-pair DAG, arc for arc and
+bit for bit; also the frontier `walk_from` keeps, and the block copies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_routing_batched import assert_same_routes
+
+from designer.model.templates import build_template
+from designer.solver import route_walk
+from designer.solver.route_arrays import RouteBatch, _ptr
+from designer.solver.routing import Router
+from designer.solver.snapshot import take_snapshot
+
+
+def leaf_pairs(snap) -> tuple[np.ndarray, np.ndarray]:
+    leaves = np.array([i for i, k in enumerate(snap.node_kind) if k == "leaf"])
+    return np.repeat(leaves, len(leaves)), np.tile(leaves, len(leaves))
+
+
+def middles_walked(monkeypatch) -> list[int]:
+    """Record how many routes each middle walk (the one from level 1) takes."""
+    seen: list[int] = []
+    walk = route_walk.walk_from
+
+    def spy(front, stop, level, *args, **kwargs):
+        if level == 1:
+            seen.append(len(stop))
+        return walk(front, stop, level, *args, **kwargs)
+
+    monkeypatch.setattr(route_walk, "walk_from", spy)
+    return seen
+
+
+def per_pair(snap, la, lb):
+    single = Router(snap)
+    return [single.fabric_dag(int(x), int(y)) for x, y in zip(la, lb, strict=True)]
+
+
+@pytest.fixture(scope="module")
+def healthy():
+    """A 3-tier fat tree (k=4): leaves of other pods are four hops away."""
+    snap = take_snapshot(build_template("fat-tree", k=4))
+    return (snap, *leaf_pairs(snap))
+
+
+def test_alike_pairs_walk_their_middle_once(healthy, monkeypatch):
+    snap, la, lb = healthy
+    expect = per_pair(snap, la, lb)
+    seen = middles_walked(monkeypatch)
+    batch = Router(snap).fabric_dags(la, lb)
+    assert_same_routes(batch, expect)
+    deep = int((batch.hops >= 3).sum())
+    assert deep > 0 and len(seen) == 1
+    # Both leaves of a pod split alike over its two spines, so the pairs going to one
+    # remote pod (two targets, one group) share one middle: a quarter as many walks.
+    assert seen[0] * 4 == deep
+
+
+def test_a_leaf_that_splits_differently_walks_its_own_middle(monkeypatch):
+    topo = build_template("fat-tree", k=4)
+    leaf = next(n for n in topo.nodes() if n.kind == "leaf")
+    up = next(lk for lk in topo.links()
+              if leaf.id in (lk.a, lk.b) and {topo.node(lk.a).kind, topo.node(lk.b).kind}
+              == {"leaf", "spine"})
+    topo.update_link(up.id, count=up.count + 2)      # this leaf leans on one spine
+    snap = take_snapshot(topo)
+    la, lb = leaf_pairs(snap)
+    expect = per_pair(snap, la, lb)
+    seen = middles_walked(monkeypatch)
+    batch = Router(snap).fabric_dags(la, lb)
+    assert_same_routes(batch, expect)
+    # The pairs from that leaf to each of the 3 remote pods no longer share.
+    healthy = int((batch.hops >= 3).sum()) // 4
+    assert seen == [healthy + 3]
+
+
+def test_hash_collisions_cost_sharing_not_correctness(healthy, monkeypatch):
+    """With every frontier hashed alike, rows that differ are told apart state by
+    state: the routes are still exact."""
+    snap, la, lb = healthy
+    expect = per_pair(snap, la, lb)
+    monkeypatch.setattr(route_walk, "_hash", lambda keys, salt: np.zeros(len(keys), np.uint64))
+    assert_same_routes(Router(snap).fabric_dags(la, lb), expect)
+
+
+@pytest.mark.parametrize("long_block", [1, 10**9])
+def test_block_copies_as_slices_or_index_arrays(healthy, monkeypatch, long_block):
+    snap, la, lb = healthy
+    expect = per_pair(snap, la, lb)
+    monkeypatch.setattr(route_walk, "_LONG_BLOCK", long_block)
+    assert_same_routes(Router(snap).fabric_dags(la, lb), expect)
+
+
+def test_walk_from_keeps_where_each_route_stops():
+    # arcs 0: 0->1, 1: 0->2, 2: 1->3, 3: 2->3; node 0 splits 1/4 : 3/4.
+    dst = np.array([1, 2, 3, 3])
+    rows = {0: ([0, 1], [0.25, 0.75]), 1: ([2], [1.0]), 2: ([3], [1.0])}
+
+    def step(route, node, level):
+        parts = [rows[int(v)] for v in node]
+        lengths = np.array([len(a) for a, _ in parts])
+        return RouteBatch(_ptr(lengths), np.concatenate([a for a, _ in parts]),
+                          np.concatenate([w for _, w in parts]), lengths)
+
+    # Route 0 takes one level, route 1 two, route 2 none: it stays where it starts.
+    front = route_walk.Frontier(np.array([0, 1, 2]), np.array([0, 0, 1]), np.ones(3))
+    out, end = route_walk.walk_from(front, np.array([1, 2, 0]), 0, dst, 4, step, keep=True)
+    assert [out.route(i)[0].tolist() for i in range(3)] == [[0, 1], [0, 1, 2, 3], []]
+    assert end.route.tolist() == [0, 0, 1, 2]
+    assert end.node.tolist() == [1, 2, 3, 1]
+    assert end.frac.tolist() == [0.25, 0.75, 1.0, 1.0]
