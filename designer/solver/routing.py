@@ -29,7 +29,7 @@ Besides the per-pair methods (`Router.nvlink_route`, `Router.fabric_dag`,
 collective planners use: `Router.nvlink_routes`, `Router.fabric_dags` and
 `Router.fabric_walks` return `RouteBatch` tables built with array code, identical arc for
 arc and bit for bit to the per-pair answers, so a 16k-GPU ring or a million-pair
-all-to-all needs no Python loop per transfer.  Two structural
+all-to-all needs no Python loop per transfer.  Three structural
 shortcuts make that possible:
 
 * NVLink domains built alike (same links in the same order with the same capacities,
@@ -41,6 +41,8 @@ shortcuts make that possible:
   distance to every other switch, so one breadth-first search serves the whole group,
   and the next hops of a (switch, group) are found once and kept (`route_tables`):
   adaptive DAGs and ECMP/static walks of every flow are then array gathers.
+* Classes whose first hop leaves them alike (same spines, same shares, targets of one
+  group) walk the middle levels of their adaptive DAGs once (`route_walk.walk_shared`).
 """
 
 from __future__ import annotations
