@@ -386,7 +386,8 @@ class FlowBuilder:
             i = int(np.flatnonzero(cls_hops < 0)[0])
             r.fabric_dag(int(la[i]), int(lb[i]))  # raises naming the pair
         if s.routing == "adaptive":
-            return r.fabric_dags(la, lb), inverse, (la, lb)   # one DAG per class, shared
+            # One DAG per class, shared.
+            return r.fabric_dags(la, lb, hops=cls_hops), inverse, (la, lb)
         # Static routing picks by destination; the keys are ECMP's alone.
         wkeys = bc if keys is None else keys
         walks = r.class_walks(la, lb, inverse, wkeys, bc, s.routing, hops=cls_hops)

@@ -336,8 +336,10 @@ class _FabricGroups:
         return table
 
     # ---- adaptive DAGs
-    def dags(self, leaf_a: np.ndarray, leaf_b: np.ndarray) -> RouteBatch:
-        """Adaptive DAGs of pairs of distinct switches, walked together level by level.
+    def dags(self, leaf_a: np.ndarray, leaf_b: np.ndarray,
+             hops: np.ndarray | None = None) -> RouteBatch:
+        """Adaptive DAGs of pairs of distinct switches (``hops``: their distances, if
+        known), walked together level by level.
 
         Per pair this is `Router._dag_fractions` (see `route_walk.walk_levels`); until
         the last hop a switch's next hops depend only on the target's group, so pairs
@@ -345,7 +347,8 @@ class _FabricGroups:
         (`route_walk.walk_shared`)."""
         s = self.snap
         grp = self.groups_of(leaf_b)
-        hops = self.distance(leaf_a, leaf_b)
+        if hops is None:
+            hops = self.distance(leaf_a, leaf_b)
 
         def next_hops(pair: np.ndarray, node: np.ndarray, level: int) -> RouteBatch:
             row, table = self._next(node, grp[pair], leaf_b[pair], hops[pair] - level)

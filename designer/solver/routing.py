@@ -364,8 +364,10 @@ class Router:
         out[diff] = hops[inverse.reshape(-1)]
         return out
 
-    def fabric_dags(self, leaf_a: np.ndarray, leaf_b: np.ndarray) -> RouteBatch:
-        """`fabric_dag` of each pair, as one table (``hops``: switch-to-switch hops).
+    def fabric_dags(self, leaf_a: np.ndarray, leaf_b: np.ndarray, *,
+                    hops: np.ndarray | None = None) -> RouteBatch:
+        """`fabric_dag` of each pair, as one table (``hops``: switch-to-switch hops, as
+        `fabric_hops` gives them, which the caller may pass when it has them).
 
         The DAGs of all pairs are walked together, level by level, with exactly the
         arithmetic of `fabric_dag` (same splits, same order), so the arrays are identical.
@@ -373,7 +375,8 @@ class Router:
         places) fall back to `fabric_dag` pair by pair.
         """
         leaf_a, leaf_b = np.asarray(leaf_a, np.int64), np.asarray(leaf_b, np.int64)
-        hops = self.fabric_hops(leaf_a, leaf_b)
+        hops = (self.fabric_hops(leaf_a, leaf_b) if hops is None
+                else np.asarray(hops, np.int64))
         if np.any(hops < 0):
             i = int(np.flatnonzero(hops < 0)[0])
             self.fabric_dag(int(leaf_a[i]), int(leaf_b[i]))  # raises naming the pair
@@ -381,7 +384,7 @@ class Router:
         differ = leaf_a != leaf_b
         fast = np.flatnonzero(groups.covers(leaf_a, leaf_b) & differ)
         slow = np.flatnonzero(~groups.covers(leaf_a, leaf_b) & differ)
-        walked = groups.dags(leaf_a[fast], leaf_b[fast])
+        walked = groups.dags(leaf_a[fast], leaf_b[fast], hops[fast])
         if not slow.size:    # the usual case: the walked table as it is, no copy
             return RouteBatch(_scatter(walked, fast, len(leaf_a)).ptr, walked.arcs,
                               walked.weights, hops)
