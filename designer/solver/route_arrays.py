@@ -1,6 +1,6 @@
 """Array building blocks of routing: routes as (arcs, weights) batches, ragged ranges,
 segment sums, the seeded ECMP hash, capacity splits and CSR subgraphs with
-breadth-first distances.  Pure numpy, shared by `routing`, `route_tables`,
+breadth-first distances.  Pure numpy, shared by `routing`, `route_tables`, `route_walk`,
 `route_nvlink` and `keyed_rows` (route tables looked up by key)."""
 
 from __future__ import annotations
