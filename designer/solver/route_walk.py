@@ -16,6 +16,7 @@ from designer.solver.route_arrays import (
     _ptr,
     first_occurrence,
     first_occurrence_grouped,
+    join_rows,
     ragged_arange,
 )
 
@@ -189,14 +190,15 @@ def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: 
     deep = np.flatnonzero(hops >= 3)
     reps = deep[rep[deep] == deep]
     # Where each route stands before its last hop (``at``, ``size``: its states in
-    # ``pool``) and the middle levels it lists (``mid_at``, ``mid_len``: in ``middle``):
-    # a two-hop route stands where its first hop left it and has no middle; a longer one
-    # has its representative's middle, walked once from the representative's frontier.
+    # ``pool_node`` and ``pool_frac``) and the middle levels it lists (``mid_at``,
+    # ``mid_len``: in ``middle``): a two-hop route stands where its first hop left it and
+    # has no middle; a longer one has its representative's middle, walked once from the
+    # representative's frontier.
     own = np.bincount(front.route, minlength=n)
     at, size = _ptr(own)[:-1], own
     mid_at, mid_len = np.zeros(n, np.int64), np.zeros(n, np.int64)
     middle_arcs, middle_w = np.zeros(0, np.int64), np.zeros(0)
-    pool = front
+    pool_node, pool_frac = front.node, front.frac
     if reps.size:
         renum = np.full(n, -1, dtype=np.int64)
         renum[reps] = np.arange(len(reps))
@@ -210,53 +212,23 @@ def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: 
         size[deep] = ends[which]
         mid_at[deep], mid_len[deep] = middle.ptr[:-1][which], middle.lengths[which]
         middle_arcs, middle_w = middle.arcs, middle.weights
-        pool = Frontier(np.concatenate([front.route, before_last.route]),
-                        np.concatenate([front.node, before_last.node]),
-                        np.concatenate([front.frac, before_last.frac]))
+        pool_node = np.concatenate([front.node, before_last.node])
+        pool_frac = np.concatenate([front.frac, before_last.frac])
     pos = ragged_arange(at, size)
     route = np.repeat(np.arange(n), size)
     last_arcs, last_w = np.zeros(0, np.int64), np.zeros(0)
     last_len = np.zeros(n, np.int64)
     if route.size:
-        step = next_hops(route, pool.node[pos], hops[route] - 1)
+        step = next_hops(route, pool_node[pos], hops[route] - 1)
         last_arcs = step.arcs
-        last_w = step.weights * np.repeat(pool.frac[pos], step.lengths)
+        last_w = step.weights * np.repeat(pool_frac[pos], step.lengths)
         last_len = np.bincount(np.repeat(route, step.lengths), minlength=n)
     # Each route: its first hop, its representative's middle, its last hop.
-    parts = [(first.ptr[:-1], first.lengths, first.arcs, first.weights),
-             (mid_at, mid_len, middle_arcs, middle_w),
-             (_ptr(last_len)[:-1], last_len, last_arcs, last_w)]
-    ptr = _ptr(sum(p[1] for p in parts))
-    arcs, weights = np.empty(int(ptr[-1]), np.int64), np.empty(int(ptr[-1]))
-    placed = ptr[:-1].copy()
-    for src_at, length, a, w in parts:
-        _copy_blocks(arcs, weights, placed, a, w, src_at, length)
-        placed += length
+    ptr, arcs, weights = join_rows([
+        (first.ptr[:-1], first.lengths, first.arcs, first.weights),
+        (mid_at, mid_len, middle_arcs, middle_w),
+        (_ptr(last_len)[:-1], last_len, last_arcs, last_w)])
     return RouteBatch(ptr, arcs, weights, hops)
-
-
-_LONG_BLOCK = 256   # entries from which a block is copied as a slice (see `_copy_blocks`)
-
-
-def _copy_blocks(arcs: np.ndarray, weights: np.ndarray, at: np.ndarray, src_arcs: np.ndarray,
-                 src_weights: np.ndarray, src_at: np.ndarray, length: np.ndarray) -> None:
-    """``arcs[at[i]:at[i] + length[i]] = src_arcs[src_at[i]:...]``, and weights alike,
-    for every ``i``.
-
-    Long blocks (the shared middles of a fabric's DAGs: 8,192 entries each at 131,072
-    GPUs) are copied as slices, one memcpy each, where index arrays for them would be
-    as large as the copy (building and following them took 0.25 s for the 2.4 million
-    entries of that ring, the slices 0.02-0.1 s); there are at most ``1 / _LONG_BLOCK``
-    as many as the entries they hold.  Short ones go through index arrays, all at once."""
-    long = length >= _LONG_BLOCK
-    for i in np.flatnonzero(long).tolist():
-        d, s_, m = int(at[i]), int(src_at[i]), int(length[i])
-        arcs[d:d + m] = src_arcs[s_:s_ + m]
-        weights[d:d + m] = src_weights[s_:s_ + m]
-    short = ~long
-    take = ragged_arange(src_at[short], length[short])
-    put = ragged_arange(at[short], length[short])
-    arcs[put], weights[put] = src_arcs[take], src_weights[take]
 
 
 def _alike(front: Frontier, hops: np.ndarray, kind: np.ndarray) -> np.ndarray:

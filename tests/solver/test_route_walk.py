@@ -9,7 +9,7 @@ import pytest
 from test_routing_batched import assert_same_routes
 
 from designer.model.templates import build_template
-from designer.solver import route_walk
+from designer.solver import route_arrays, route_walk
 from designer.solver.route_arrays import RouteBatch, _ptr
 from designer.solver.routing import Router
 from designer.solver.snapshot import take_snapshot
@@ -90,7 +90,7 @@ def test_hash_collisions_cost_sharing_not_correctness(healthy, monkeypatch):
 def test_block_copies_as_slices_or_index_arrays(healthy, monkeypatch, long_block):
     snap, la, lb = healthy
     expect = per_pair(snap, la, lb)
-    monkeypatch.setattr(route_walk, "_LONG_BLOCK", long_block)
+    monkeypatch.setattr(route_arrays, "_LONG_BLOCK", long_block)
     assert_same_routes(Router(snap).fabric_dags(la, lb), expect)
 
 
