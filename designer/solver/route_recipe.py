@@ -24,7 +24,8 @@ for every row, the key that made it:
 it).  `materialize` turns a recipe into a `Phase`; the builder uses it for every phase it
 makes, and `route_reuse` for phases whose changed rows it has recomputed after an edit,
 so that a patched phase is assembled by the very code that assembles a fresh one.  Once
-materialized, the pieces keep views into the phase's arrays, not copies.
+materialized, the pieces, and the entries of the shared routes, are views into the
+phase's arrays, not copies.
 """
 
 from __future__ import annotations
@@ -212,12 +213,39 @@ def materialize(recipe: PhaseRecipe, name: str, flow_bytes: np.ndarray,
         rows = RouteBatch(p.rows.ptr, pair_arc[at:at + n], pair_weight[at:at + n], p.rows.hops)
         pieces.append(replace(p, rows=rows))
         at += n
-    recipe = replace(recipe, pieces=tuple(pieces))
     routes = (SharedRoutes.concat([s.routes for s in recipe.shared]) if recipe.shared
               else None)
+    recipe = replace(recipe, pieces=tuple(pieces), shared=_on_views(recipe.shared, routes))
     nv_hops, net_hops = recipe.phase_hops()
     return phase_type(name, pair_flow, pair_arc, pair_weight, flow_bytes, flow_label, steps,
                       nv_hops, net_hops, routes, recipe)
+
+
+def _on_views(shared: tuple[SharedPiece, ...], routes: SharedRoutes | None
+              ) -> tuple[SharedPiece, ...]:
+    """``shared`` with each piece's entries (arcs and weights) re-pointed at its slice of
+    ``routes``, their concatenation, where the dtypes match.
+
+    Why: the pieces' own copies (the largest, a fabric's class DAGs after the access
+    legs, holds ~4 million entries at 131,072 GPUs) are then freed before the max-min
+    solver allocates its arrays, which can take their memory instead of fresh pages.
+    """
+    if len(shared) < 2:
+        return shared
+    out, at = [], 0
+    for sp in shared:
+        r = sp.routes
+        n = int(r.ptr[-1])
+        link, weight = routes.link[at:at + n], routes.weight[at:at + n]
+        at += n
+        if link.dtype != r.link.dtype or weight.dtype != r.weight.dtype:
+            out.append(sp)
+            continue
+        view = SharedRoutes(r.ptr, link, weight, r.pair_flow, r.pair_route, r.pair_mult,
+                            r.local)
+        nv = None if sp.nv is None else RouteBatch(sp.nv.ptr, link, weight, sp.nv.hops)
+        out.append(replace(sp, routes=view, fab=_fab_view(view, sp.n_legs, sp.fab), nv=nv))
+    return tuple(out)
 
 
 def _cat(xs: list[np.ndarray], dt) -> np.ndarray:

@@ -110,3 +110,32 @@ def test_an_alltoall_lists_its_nvlink_sprays_as_pairs():
     plan = solve_collective(snap, "alltoall", sizes=[1 << 30]).plan
     shared, pieces = _nv_pieces(plan.phases[0])
     assert not shared and len(pieces) == 1 and len(pieces[0].flows) == 8 * 7
+
+
+def test_shared_pieces_are_views_of_the_phase_routes_not_copies():
+    # A ring across servers: NVLink sprays and the legs + class DAGs, two shared pieces,
+    # concatenated for the solver; the recipe's pieces must then point into that one
+    # table (their own copies freed), with the same entries as a fresh router gives.
+    # 40 servers: more than one leaf per rail, so some class DAGs cross the spines.
+    snap = take_snapshot(build_template("rail-cluster", nodes=40))
+    router = Router(snap)
+    (phase,) = plan_ring(router, np.arange(snap.n_gpus), "allreduce").phases
+    shared = phase.recipe.shared
+    assert len(shared) == 2 and {sp.nv is not None for sp in shared} == {True, False}
+    at = 0
+    for sp in shared:
+        n = int(sp.routes.ptr[-1])
+        for part in (sp.routes.link, sp.routes.weight):
+            assert np.shares_memory(part, phase.routes.link) or np.shares_memory(
+                part, phase.routes.weight)
+        np.testing.assert_array_equal(sp.routes.link, phase.routes.link[at:at + n])
+        np.testing.assert_array_equal(sp.routes.weight, phase.routes.weight[at:at + n])
+        table = sp.nv if sp.nv is not None else sp.fab
+        assert len(table.arcs) and np.shares_memory(table.arcs, phase.routes.link)
+        at += n
+    assert at == len(phase.routes.link)
+    # The fabric piece's class DAGs are still the router's own.
+    fab = next(sp for sp in shared if sp.fab is not None)
+    again = Router(snap).fabric_dags(fab.la, fab.lb)
+    np.testing.assert_array_equal(fab.fab.arcs, again.arcs)
+    np.testing.assert_array_equal(fab.fab.weights, again.weights)
