@@ -31,6 +31,7 @@ from designer.solver.route_recipe import (
     PhaseRecipe,
     Piece,
     _cat,
+    legs_and_dags_piece,
     materialize,
     nvlink_piece,
     raw_piece,
@@ -305,8 +306,9 @@ class FlowBuilder:
         """`transfers` across domains when every NIC is cabled to a switch (the usual
         case): per transfer the sender's way out and the receiver's way in as shared
         routes (`_access_legs`: the same for every peer), and the fabric route, shared
-        per pair of edge switches under adaptive routing (one table of shared routes,
-        written in place), else one walk per transfer."""
+        per pair of edge switches under adaptive routing (the router's table of class
+        DAGs, after the legs' table: `route_recipe.legs_and_dags_piece`), else one walk
+        per transfer."""
         m = len(ac)
         if not m:
             return
@@ -325,19 +327,16 @@ class FlowBuilder:
         pair_flow[m:2 * m] = f_cross
         pair_route[:m] = ac
         np.add(bc, n, out=pair_route[m:2 * m])
-        local = np.ones(2 * n, dtype=bool)
-        ptr, link, weight = legs.ptr, legs.arcs, legs.weights
         if adaptive:
+            # The legs' table and the DAGs' stay apart until the phase's table is written
+            # (`route_recipe.materialize`): joining them here would copy every entry.
             pair_flow[2 * m:] = f_cross
             np.add(fab_at, 2 * n, out=pair_route[2 * m:])
-            local = np.concatenate([local, np.zeros(len(fab.ptr) - 1, dtype=bool)])
-            ptr = np.concatenate([ptr, fab.ptr[1:] + ptr[-1]])
-            link = np.concatenate([link, fab.arcs])
-            weight = np.concatenate([weight, fab.weights])
-        routes = SharedRoutes(ptr, link, weight, pair_flow, pair_route, local=local)
-        if adaptive:
-            self.shared.append(shared_piece(routes, 2 * n, fab, *fab_keys[:2]))
+            self.shared.append(legs_and_dags_piece(legs, fab, pair_flow, pair_route,
+                                                   *fab_keys[:2]))
         else:  # one walk per transfer, in order
+            routes = SharedRoutes(legs.ptr, legs.arcs, legs.weights, pair_flow, pair_route,
+                                  local=np.ones(2 * n, dtype=bool))
             self.shared.append(shared_piece(routes, 2 * n))
             self.pieces.append(Piece("walk", f_cross, fab, fab_keys))
 

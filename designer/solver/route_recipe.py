@@ -74,7 +74,12 @@ class SharedPiece:
     each (``la[c]``, ``lb[c]``) class of edge switches (``fab.hops``: their hop counts).
     Or, apart from those, NVLink sprays: ``nv`` is the whole table, row ``i`` the spray
     from node ``ends[0][i]`` to node ``ends[1][i]`` (``nv.hops``: NVLink hop counts).
-    ``routes`` is the table as built; who takes which route never changes."""
+    ``routes`` is the table as built; who takes which route never changes.
+
+    ``joined`` False (only between `phases.FlowBuilder` and `materialize`): ``routes``
+    holds the legs' entries alone, and ``fab``'s rows (the router's table) follow them,
+    to be written once into the phase's table instead of joined here and copied there.
+    """
 
     routes: SharedRoutes
     n_legs: int
@@ -83,6 +88,7 @@ class SharedPiece:
     lb: np.ndarray | None = None
     nv: RouteBatch | None = None
     ends: tuple[np.ndarray, np.ndarray] | None = None
+    joined: bool = True
 
     def with_nv(self, nv: RouteBatch) -> SharedPiece:
         """The same pairs over a new table of NVLink sprays (row for row)."""
@@ -135,6 +141,20 @@ def shared_piece(routes: SharedRoutes, n_legs: int, fab: RouteBatch | None = Non
                  la: np.ndarray | None = None, lb: np.ndarray | None = None) -> SharedPiece:
     """A `SharedPiece` whose ``fab`` rows are views into ``routes``."""
     return SharedPiece(routes, n_legs, _fab_view(routes, n_legs, fab), la, lb)
+
+
+def legs_and_dags_piece(legs: RouteBatch, fab: RouteBatch, pair_flow: np.ndarray,
+                        pair_route: np.ndarray, la: np.ndarray, lb: np.ndarray
+                        ) -> SharedPiece:
+    """Pairs over the access legs (routes ``0 .. len(legs) - 1``, an endpoint's own) and
+    then the class DAGs ``fab`` (class ``(la[c], lb[c])``), left unjoined
+    (``joined=False``) for `materialize` to write into the phase's table."""
+    n_legs = len(legs.ptr) - 1
+    ptr = np.concatenate([legs.ptr, fab.ptr[1:] + legs.ptr[-1]])
+    local = np.zeros(len(ptr) - 1, dtype=bool)
+    local[:n_legs] = True
+    routes = SharedRoutes(ptr, legs.arcs, legs.weights, pair_flow, pair_route, local=local)
+    return SharedPiece(routes, n_legs, fab, la, lb, joined=False)
 
 
 def nvlink_piece(flows: np.ndarray, rows: np.ndarray, nv: RouteBatch,
@@ -213,8 +233,10 @@ def materialize(recipe: PhaseRecipe, name: str, flow_bytes: np.ndarray,
         rows = RouteBatch(p.rows.ptr, pair_arc[at:at + n], pair_weight[at:at + n], p.rows.hops)
         pieces.append(replace(p, rows=rows))
         at += n
-    routes = (SharedRoutes.concat([s.routes for s in recipe.shared]) if recipe.shared
-              else None)
+    routes = None
+    if recipe.shared:
+        tails = [None if s.joined else (s.fab.arcs, s.fab.weights) for s in recipe.shared]
+        routes = SharedRoutes.concat([s.routes for s in recipe.shared], tails, ids)
     recipe = replace(recipe, pieces=tuple(pieces), shared=_on_views(recipe.shared, routes))
     nv_hops, net_hops = recipe.phase_hops()
     return phase_type(name, pair_flow, pair_arc, pair_weight, flow_bytes, flow_label, steps,
@@ -224,13 +246,13 @@ def materialize(recipe: PhaseRecipe, name: str, flow_bytes: np.ndarray,
 def _on_views(shared: tuple[SharedPiece, ...], routes: SharedRoutes | None
               ) -> tuple[SharedPiece, ...]:
     """``shared`` with each piece's entries (arcs and weights) re-pointed at its slice of
-    ``routes``, their concatenation, where the dtypes match.
+    ``routes``, the phase's table written from them, and every piece joined.
 
     Why: the pieces' own copies (the largest, a fabric's class DAGs after the access
     legs, holds ~4 million entries at 131,072 GPUs) are then freed before the max-min
-    solver allocates its arrays, which can take their memory instead of fresh pages.
+    solver allocates its arrays.
     """
-    if len(shared) < 2:
+    if len(shared) == 1 and shared[0].routes is routes:
         return shared
     out, at = [], 0
     for sp in shared:
@@ -238,13 +260,11 @@ def _on_views(shared: tuple[SharedPiece, ...], routes: SharedRoutes | None
         n = int(r.ptr[-1])
         link, weight = routes.link[at:at + n], routes.weight[at:at + n]
         at += n
-        if link.dtype != r.link.dtype or weight.dtype != r.weight.dtype:
-            out.append(sp)
-            continue
         view = SharedRoutes(r.ptr, link, weight, r.pair_flow, r.pair_route, r.pair_mult,
                             r.local)
         nv = None if sp.nv is None else RouteBatch(sp.nv.ptr, link, weight, sp.nv.hops)
-        out.append(replace(sp, routes=view, fab=_fab_view(view, sp.n_legs, sp.fab), nv=nv))
+        out.append(replace(sp, routes=view, fab=_fab_view(view, sp.n_legs, sp.fab), nv=nv,
+                           joined=True))
     return tuple(out)
 
 

@@ -15,6 +15,7 @@ multiplicity ``m`` puts ``m * w * rate_f`` on every link of ``r`` with weight ``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -182,17 +183,42 @@ class SharedRoutes:
                             None if self.local is None else self.local)
 
     @classmethod
-    def concat(cls, parts: list[SharedRoutes]) -> SharedRoutes:
-        """Routes of several sets side by side (route ids renumbered)."""
+    def concat(cls, parts: list[SharedRoutes],
+               tails: Sequence[tuple[np.ndarray, np.ndarray] | None] | None = None,
+               link_dtype: type | None = None) -> SharedRoutes:
+        """Routes of several sets side by side (route ids renumbered).
+
+        ``tails[i]``, if given, is ``(link, weight)`` entries that follow
+        ``parts[i]``'s own, where ``parts[i].ptr`` already counts them (a set whose
+        entries are written here, once, rather than joined first and copied again).
+        ``link_dtype``: the links' type in a result that is written (narrower than the
+        parts' where the caller knows the ids fit); default: numpy's common type of the
+        parts'.  One set with no tail, its links of that type, is returned as it is.
+        """
+        tails = [None] * len(parts) if tails is None else list(tails)
         if len(parts) == 1:
-            return parts[0]
+            p, tail = parts[0], tails[0]
+            if tail is None and (link_dtype is None or p.link.dtype == link_dtype):
+                return p
+            # The entries alone are written: the pairs need no renumbering.
+            links, weights = [p.link], [p.weight]
+            if tail is not None:
+                links.append(tail[0])
+                weights.append(tail[1])
+            link, weight = _written(links, weights, int(p.ptr[-1]), link_dtype)
+            return cls(p.ptr, link, weight, p.pair_flow, p.pair_route, p.pair_mult, p.local)
         ptrs, base_entry, base_route = [np.zeros(1, np.int64)], 0, 0
-        route_ids = []
-        for p in parts:
+        route_ids, links, weights = [], [], []
+        for p, tail in zip(parts, tails, strict=True):
             ptrs.append(p.ptr[1:] + base_entry)
             route_ids.append(p.pair_route + base_route)
             base_entry += int(p.ptr[-1])
             base_route += p.n_routes
+            links.append(p.link)
+            weights.append(p.weight)
+            if tail is not None:
+                links.append(tail[0])
+                weights.append(tail[1])
         mult = None
         if any(p.pair_mult is not None for p in parts):
             mult = np.concatenate([np.ones(len(p.pair_flow)) if p.pair_mult is None
@@ -202,9 +228,8 @@ class SharedRoutes:
             local = np.concatenate([np.zeros(p.n_routes, bool) if p.local is None
                                     else p.local for p in parts])
         ids = np.int32 if base_route < 2**31 else np.int64
-        return cls(np.concatenate(ptrs), np.concatenate([p.link for p in parts]),
-                   np.concatenate([p.weight for p in parts]).astype(np.float64, copy=False),
-                   np.concatenate([p.pair_flow for p in parts]),
+        link, weight = _written(links, weights, base_entry, link_dtype)
+        return cls(np.concatenate(ptrs), link, weight, np.concatenate([p.pair_flow for p in parts]),
                    np.concatenate(route_ids).astype(ids, copy=False), mult, local)
 
     def checked(self, n_links: int, n_flows: int | None) -> SharedRoutes:
@@ -238,6 +263,17 @@ class SharedRoutes:
             if mult.shape != flow.shape or not np.all((mult > 0) & np.isfinite(mult)):
                 raise SolverError("routes.pair_mult must be finite and > 0, one per pair")
         return SharedRoutes(ptr, _ids(link), weight, _ids(flow), _ids(route), mult, self.local)
+
+
+def _written(links: list[np.ndarray], weights: list[np.ndarray], n: int,
+             link_dtype: type | None) -> tuple[np.ndarray, np.ndarray]:
+    """``links`` and ``weights`` end to end (``n`` entries), written straight into arrays
+    of the result's types (no wider copy first)."""
+    link = np.empty(n, link_dtype or np.result_type(*links))
+    np.concatenate(links, out=link, casting="same_kind")
+    weight = np.empty(n, np.float64)
+    np.concatenate(weights, out=weight, casting="same_kind")
+    return link, weight
 
 
 def _ids(ids: np.ndarray) -> np.ndarray:

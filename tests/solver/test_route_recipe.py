@@ -134,6 +134,8 @@ def test_shared_pieces_are_views_of_the_phase_routes_not_copies():
         assert len(table.arcs) and np.shares_memory(table.arcs, phase.routes.link)
         at += n
     assert at == len(phase.routes.link)
+    # Written once, as int32 ids, and every piece joined.
+    assert phase.routes.link.dtype == np.int32 and all(sp.joined for sp in shared)
     # The fabric piece's class DAGs are still the router's own.
     fab = next(sp for sp in shared if sp.fab is not None)
     again = Router(snap).fabric_dags(fab.la, fab.lb)

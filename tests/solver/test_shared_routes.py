@@ -412,3 +412,26 @@ def test_route_pairs_settle_alike_from_a_table_or_a_list(with_mult, blocks, repe
     np.testing.assert_allclose(k, np.bincount(at, m[on], n), rtol=1e-12)
     np.testing.assert_array_equal(c, np.bincount(at, minlength=n))
     np.testing.assert_allclose(load, np.bincount(at, m[on] * rate_of[flow[on]], n), rtol=1e-12)
+
+
+def test_concat_writes_tails_after_their_part_as_if_joined_first():
+    a = SharedRoutes.build([[0, 1], [2]], [[0.5, 0.5], [1.0]], [0, 1], [0, 1])
+    b = SharedRoutes.build([[3], [4, 5], [6]], [[1.0], [0.25, 0.75], [1.0]], [1, 2, 2],
+                           [0, 1, 2])
+    # b's last two routes as a tail: its part holds route 0's entries, its ptr all three.
+    head = SharedRoutes(b.ptr, b.link[:1], b.weight[:1], b.pair_flow, b.pair_route)
+    tail = (b.link[1:], b.weight[1:])
+    want = SharedRoutes.concat([a, b])
+    for parts in ([a, head], [head]):
+        tails = [None] * (len(parts) - 1) + [tail]
+        got = SharedRoutes.concat(parts, tails, np.int32)
+        ref = want if len(parts) == 2 else b
+        assert got.link.dtype == np.int32 and got.weight.dtype == np.float64
+        for x, y in zip(got.expand(), ref.expand(), strict=True):
+            np.testing.assert_array_equal(x, y)
+        np.testing.assert_array_equal(got.ptr, ref.ptr)
+    # One part, no tail, links already of the type: the very object.
+    assert SharedRoutes.concat([a]) is a
+    assert SharedRoutes.concat([a], None, a.link.dtype) is a
+    narrowed = SharedRoutes.concat([a], None, np.int32 if a.link.dtype != np.int32 else np.int64)
+    assert narrowed is not a and narrowed.pair_route is a.pair_route
