@@ -172,9 +172,19 @@ def _ring_transfers(fb: FlowBuilder, flows: np.ndarray, orders: np.ndarray, chai
     """Ring ``f`` follows ``orders[f]``: transfer ``i`` goes ``orders[f, i] -> orders[f,
     i + 1]`` (wrapping unless ``chain``) with ECMP key ``channel[f] * n + i``."""
     n = orders.shape[1]
-    i = np.arange(n - 1 if chain else n)
-    keys = channel[:, None] * n + i
-    fb.transfers(np.repeat(flows, len(i)), orders[:, i], orders[:, (i + 1) % n], keys)
+    m = n - 1 if chain else n
+    # Ids as `FlowBuilder.transfers` keeps them, and each array made once: at 131,072
+    # GPUs every whole-ring copy is 1M entries of fresh memory.
+    idx = np.int32 if max(fb.n_flows, fb.snap.n_gpus) < 2**31 else np.int64
+    orders = orders.astype(idx, copy=False)
+    if chain:
+        a, b = orders[:, :-1], orders[:, 1:]
+    else:
+        a, b = orders, np.roll(orders, -1, axis=1)
+    keys = None
+    if fb.snap.routing == "ecmp":   # read under ECMP alone
+        keys = channel[:, None] * n + np.arange(m)
+    fb.transfers(np.repeat(flows.astype(idx, copy=False), m), a, b, keys)
 
 
 def _ring_phase(router: Router, ranks: np.ndarray, collective: str, name: str,

@@ -169,9 +169,10 @@ class FlowBuilder:
         self.transfers(np.array([flow]), np.array([a]), np.array([b]), np.array([key]))
 
     def transfers(self, flows: np.ndarray, a: np.ndarray, b: np.ndarray,
-                  keys: np.ndarray) -> None:
+                  keys: np.ndarray | None) -> None:
         """Route rank ``a[i]`` -> ``b[i]`` into ``flows[i]`` for every ``i``, in order, with
-        array code (``keys[i]``: the transfer's ECMP hash key, read under ECMP only).
+        array code (``keys[i]``: the transfer's ECMP hash key, read under ECMP only; None
+        will do for other routing).
 
         Inside an NVLink domain: the NVLink spray.  Across domains: the sender's way to
         its NIC (`RankLinks.access_up`), the NIC's cable, the fabric between the two
@@ -183,7 +184,6 @@ class FlowBuilder:
         idx = np.int32 if max(self.n_flows, s.n_gpus) < 2**31 else np.int64
         flows, a, b = (np.asarray(x).reshape(-1).astype(idx, copy=False)
                        for x in (flows, a, b))
-        keys = np.asarray(keys).reshape(-1)
         if a.size == 0:
             return
         rl = r.rank_links()
@@ -195,7 +195,11 @@ class FlowBuilder:
         cross: np.ndarray | slice = slice(None) if n_same == 0 else ~is_same
 
         ac, bc = a[cross], b[cross]
-        keys_cross = keys[cross] if s.routing == "ecmp" and n_cross else None
+        keys_cross = None
+        if s.routing == "ecmp" and n_cross:
+            if keys is None:
+                raise ValueError("transfers under ECMP need their hash keys")
+            keys_cross = np.asarray(keys).reshape(-1)[cross]
         # Usually every rank reaches the fabric and every NIC is cabled to a switch.
         switched = bool(r.is_switch[rl.leaves[rl.leaves >= 0]].all())
         if n_cross and not (switched and rl.ok.all()):

@@ -382,9 +382,11 @@ class _Subgraph:
         if by_src is None:  # every arc, sorted by source node (stable: arc order within)
             by_src = np.argsort(snap.arc_src, kind="stable")
         self.arcs = by_src[arc_mask[by_src]]           # arcs sorted by source node
-        counts = np.bincount(snap.arc_src[self.arcs], minlength=snap.n_nodes)
-        self.ptr = np.zeros(snap.n_nodes + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.ptr[1:])
+        # Sources in order, so node v's arcs start where the first source >= v stands
+        # (searchsorted, not bincount, which first copies int32 ids to int64).
+        src = snap.arc_src[self.arcs]
+        self.ptr = np.searchsorted(src, np.arange(snap.n_nodes + 1, dtype=src.dtype))
+        del src
         self.dst = snap.arc_dst[self.arcs]
         # Links are full duplex and masks are per link, so the arcs into a node are the
         # reverses of the arcs out of it: a BFS towards a target can walk out-arcs.

@@ -89,14 +89,18 @@ class _Domains:
         for shape in distinct(shape_key).tolist():
             doms = np.flatnonzero(shape_key == shape)
             m = int(n_arcs[doms[0]])
-            at = self.arc_ptr[doms][:, None] + np.arange(m)
-            arcs = self.arcs[at]
-            rows = np.concatenate([self.rel[snap.arc_src[arcs]], self.rel[snap.arc_dst[arcs]],
-                                   snap.arc_cap[arcs].view(np.int64)], axis=1)
-            first, inverse = _distinct_rows(rows)
+            first, inverse = _distinct_rows(lambda d, m=m: self._signature(snap, d, m), doms)
             self.dom_class[doms] = len(reps) + inverse
             reps.extend(doms[first].tolist())
         self.class_rep = np.array(reps, dtype=np.int64)
+
+    def _signature(self, snap: Snapshot, doms: np.ndarray, m: int) -> np.ndarray:
+        """One row per domain of ``doms`` (``m`` arcs each): its arcs' relative ends and
+        capacities (bits), in arc order."""
+        at = self.arc_ptr[doms][:, None] + np.arange(m)
+        arcs = self.arcs[at]
+        return np.concatenate([self.rel[snap.arc_src[arcs]], self.rel[snap.arc_dst[arcs]],
+                               snap.arc_cap[arcs].view(np.int64)], axis=1)
 
 
 def _node_domains(snap: Snapshot, graph: _Subgraph) -> np.ndarray:
@@ -125,32 +129,53 @@ def _row_hash(rows: np.ndarray) -> np.ndarray:
         return (rows.view(np.uint64) * (mix | np.uint64(1))).sum(axis=1, dtype=np.uint64)
 
 
-def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of an int64 matrix, numbered in order of first appearance: the row
-    index of each one's first appearance, and each row's number.
+_ROW_BLOCK = 1 << 20  # signature entries made at a time by `_distinct_rows`
+
+
+def _distinct_rows(rows_of, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows among ``rows_of(items)`` (an int64 matrix, one row per item),
+    numbered in order of first appearance: the index (into ``items``) of each one's
+    first appearance, and each row's number.
 
     Rows are grouped by a 64-bit hash, then checked equal to their group's first row;
-    only if two different rows share a hash does it compare rows as bytes (a dict)."""
-    rows = np.ascontiguousarray(rows)
-    if rows.size == 0:
-        return np.zeros(min(len(rows), 1), np.int64), np.zeros(len(rows), np.int64)
-    _, first, inverse = np.unique(_row_hash(rows), return_index=True, return_inverse=True)
+    only if two different rows share a hash does it compare rows as bytes (a dict).
+    Rows are made a block of items at a time, once to hash and once to check: a 131,072
+    GPU cluster's 16,384 domains sign with ~3 million entries, whose whole matrix and
+    its temporaries would be ~70 MB of fresh memory.
+    """
+    n = len(items)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    probe = rows_of(items[:1])
+    if probe.shape[1] == 0:
+        return np.zeros(1, np.int64), np.zeros(n, np.int64)
+    step = max(1, _ROW_BLOCK // probe.shape[1])
+    blocks = [slice(i, min(i + step, n)) for i in range(0, n, step)]
+    whole = rows_of(items) if len(blocks) == 1 else None  # one block: made once, kept
+
+    def block_rows(b: slice) -> np.ndarray:
+        return whole if whole is not None else rows_of(items[b])
+
+    hashes = np.concatenate([_row_hash(block_rows(b)) for b in blocks])
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
-    if np.array_equal(rows, rows[first[inverse]]):
+    reps = whole[first] if whole is not None else rows_of(items[first])
+    if all(np.array_equal(block_rows(b), reps[inverse[b]]) for b in blocks):
         # Number the groups in order of first appearance.
         rank = np.empty(len(first), dtype=np.int64)
         rank[np.argsort(first, kind="stable")] = np.arange(len(first))
         return np.sort(first), rank[inverse]
     seen: dict[bytes, int] = {}
     firsts: list[int] = []
-    number = np.empty(len(rows), dtype=np.int64)
-    for i, row in enumerate(rows):
-        key = row.tobytes()
-        k = seen.get(key)
-        if k is None:
-            k = seen[key] = len(firsts)
-            firsts.append(i)
-        number[i] = k
+    number = np.empty(n, dtype=np.int64)
+    for b in blocks:
+        for i, row in enumerate(np.ascontiguousarray(block_rows(b)), start=b.start):
+            key = row.tobytes()
+            k = seen.get(key)
+            if k is None:
+                k = seen[key] = len(firsts)
+                firsts.append(i)
+            number[i] = k
     return np.array(firsts, dtype=np.int64), number
 
 

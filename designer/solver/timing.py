@@ -114,8 +114,11 @@ def solve_phase(snap: Snapshot, phase) -> PhaseSolution:
     slowdown /= t
     if np.ptp(slowdown) <= _SAME_PACE * slowdown.max():
         # Every flow slowed by the same factor (a ring's channels; any phase whose flows
-        # finish together): the loads are the max-min loads scaled, no pass over pairs.
-        load = mm.link_load * float(slowdown.max())
+        # finish together): the loads are the max-min loads scaled, no pass over pairs
+        # (in place: the result is this call's own, and a copy is a page fault per 512
+        # arcs).
+        load = mm.link_load
+        load *= float(slowdown.max())
     else:
         pace = phase.flow_bytes / (t * 1e9)
         load = _pair_load(phase, pace, snap.n_arcs)
@@ -123,6 +126,21 @@ def solve_phase(snap: Snapshot, phase) -> PhaseSolution:
             load += routes.link_load(pace, snap.n_arcs)
     return PhaseSolution(phase.name, phase.steps, t, rates, load,
                          int(mm.bottleneck[slowest]), phase.flow_label[slowest])
+
+
+def _busiest_load(phases: list[PhaseSolution], n_arcs: int) -> np.ndarray:
+    """Each arc's load in its busiest phase (GB/s).  One phase: its own array, made
+    read-only as it is now shared (a copy would be a page fault per 512 arcs)."""
+    if not phases:
+        return np.zeros(n_arcs)
+    if len(phases) == 1:
+        load = phases[0].arc_load_GBps
+        load.flags.writeable = False
+        return load
+    load = phases[0].arc_load_GBps.copy()
+    for p in phases[1:]:
+        np.maximum(load, p.arc_load_GBps, out=load)
+    return load
 
 
 _LOAD_SLICE = 1 << 16  # pairs per slice of `_pair_load`
@@ -284,7 +302,7 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
     algbw = sizes_arr / time_s / 1e9
     busbw = algbw * nccl_model.bus_factor(collective, len(rank_arr))
     protocol = np.array([preds[b].protocol[i] for i, b in enumerate(best)])
-    load = np.max([p.arc_load_GBps for p in phases], axis=0) if phases else np.zeros(snap.n_arcs)
+    load = _busiest_load(phases, snap.n_arcs)
     util = np.divide(load, snap.arc_cap, out=np.zeros_like(load), where=snap.arc_cap > 0)
     timeline = _timeline(plan, phases, float(preds[top].time_s[-1]), snap)
     t_end = time.perf_counter()

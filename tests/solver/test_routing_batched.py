@@ -116,18 +116,29 @@ def test_nvlink_batches_cut_by_target_give_the_same_routes(monkeypatch):
     assert cut.hops.tolist() == whole.hops.tolist()
 
 
-def test_domain_classes_survive_hash_collisions(monkeypatch):
+@pytest.mark.parametrize("collide", [True, False])
+@pytest.mark.parametrize("block", [None, 1, 50])
+def test_domain_classes_survive_hash_collisions(monkeypatch, collide, block):
     # Domains are grouped by a hash of their arc lists; colliding hashes must not merge
-    # domains that differ (every hash equal: the byte-by-byte fallback decides).
+    # domains that differ (every hash equal: the byte-by-byte fallback decides).  Their
+    # signatures are made a block of domains at a time: one domain, or a few, per block
+    # must give the same classes as all at once.
     from designer.solver import route_nvlink
 
     snap = take_snapshot(NVLINK_DESIGNS["degraded hgx"]())
     a, b = domain_pairs(snap)
     expect = Router(snap).nvlink_routes(a, b)
-    n_classes = len(Router(snap)._nv_tables().dom.class_rep)
-    monkeypatch.setattr(route_nvlink, "_row_hash", lambda rows: np.zeros(len(rows), np.uint64))
+    dom = Router(snap)._nv_tables().dom
+    n_classes, classes = len(dom.class_rep), dom.dom_class.copy()
+    if collide:
+        monkeypatch.setattr(route_nvlink, "_row_hash",
+                            lambda rows: np.zeros(len(rows), np.uint64))
+    if block is not None:
+        monkeypatch.setattr(route_nvlink, "_ROW_BLOCK", block)
     router = Router(snap)
-    assert len(router._nv_tables().dom.class_rep) == n_classes > 1
+    again = router._nv_tables().dom
+    assert len(again.class_rep) == n_classes > 1
+    np.testing.assert_array_equal(again.dom_class, classes)
     assert_same_routes(router.nvlink_routes(a, b), [expect.route(i) for i in range(len(a))])
 
 
