@@ -270,6 +270,10 @@ class BatchSteps:
                 capped = capped[np.isinf(rates[capped])]
                 if capped.size:
                     new = lp.distinct(np.concatenate([new, capped]))
+                    # Flows capped at their demand are on any links: the promise of
+                    # one link's flows (none overflows its table) does not hold for
+                    # them.
+                    more = True
             if new.size:
                 rates[new] = level
                 frozen_weight, frozen_pairs = lp.entries_of(new, more)

@@ -435,3 +435,19 @@ def test_concat_writes_tails_after_their_part_as_if_joined_first():
     assert SharedRoutes.concat([a], None, a.link.dtype) is a
     narrowed = SharedRoutes.concat([a], None, np.int32 if a.link.dtype != np.int32 else np.int64)
     assert narrowed is not a and narrowed.pair_route is a.pair_route
+
+
+def test_a_flow_capped_at_its_demand_in_a_one_link_level_counts_all_its_entries():
+    # Found by the property test above: link 0 (capacity 0) freezes its flows alone, and
+    # flow 3, capped at its demand of 0 in the same level, has more entries on link 1
+    # than a flow's row of the batch's table holds.  Its overflow entries must be taken
+    # off link 1 too, or link 1 keeps an unfrozen pair no flow owns (the batch raised).
+    case = ([0.0, 1.0],
+            ([0, 1, 1, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3],
+             [0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1],
+             [1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]),
+            SharedRoutes.build([[1, 1]], [[0.5, 0.5]], [3, 3], [0, 0], [1.0, 1.0]),
+            [math.inf, math.inf, math.inf, 0.0], 4)
+    with mock.patch.object(maxmin_steps, "FIRST_K", 3), \
+            mock.patch.object(maxmin_levels, "FEW_FLOWS", 0):
+        assert_routes_match_reference(*case, strategies=("global", "auto"))
