@@ -95,17 +95,27 @@ class LevelFilling:
             residual = cap - fl.load
             residual[residual <= SATURATED_RTOL * cap] = 0.0
         # Residual >= 0: x / 0 is inf, or nan on a link with neither room nor flows,
-        # which fmin and the comparison below ignore.
+        # which fmin and the comparison below ignore.  The shares go a slice of links
+        # at a time, twice (for the level, then for the links at it): a whole array of
+        # them would be fresh memory, a page fault per 512 links.
+        cuts = range(0, cap.size, SLICE)
+        level = np.inf
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = residual / unfrozen
-        level = float(np.fmin.reduce(share, initial=np.inf))
+            for a in cuts:
+                share = residual[a:a + SLICE] / unfrozen[a:a + SLICE]
+                level = min(level, float(np.fmin.reduce(share, initial=np.inf)))
         active = self.active
         if fl.dem is not None:
             level = min(level, float(fl.dem[active].min(initial=np.inf)))
         if not level < np.inf:  # a flow on routes without links and no demand
             raise RuntimeError("max-min levels stalled; please report this input")
         tie = level * fl.slack
-        self._freeze_crossing(fl, share <= tie)
+        hit = np.empty(cap.size, dtype=bool)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for a in cuts:
+                np.less_equal(residual[a:a + SLICE] / unfrozen[a:a + SLICE], tie,
+                              out=hit[a:a + SLICE])
+        self._freeze_crossing(fl, hit)
         if fl.dem is not None:  # capped flows keep bottleneck -1 unless a link froze them
             fl.frozen[active[fl.dem[active] <= tie]] = True
         done = fl.frozen[active]
