@@ -14,8 +14,12 @@ from PySide6.QtCore import QPointF
 
 from designer.gui.canvas.items import GroupItem, NodeItem
 
+GRID = 20.0
+"""Scene units between the canvas's grid lines; dropped and dragged nodes snap to it."""
 
-def snap(value: float, grid: float) -> float:
+
+def snap(value: float, grid: float = GRID) -> float:
+    """``value`` rounded to the nearest multiple of ``grid``."""
     return round(value / grid) * grid
 
 

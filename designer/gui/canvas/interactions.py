@@ -9,8 +9,9 @@ from PySide6.QtCore import QLineF, QMimeData, QPointF, Qt
 from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QGraphicsLineItem
 
+from designer.gui.canvas.drags import snap
 from designer.gui.canvas.items import NodeItem
-from designer.gui.canvas.scene import FabricScene, snap
+from designer.gui.canvas.scene import FabricScene
 from designer.model.commands import AddLink, AddNode
 from designer.model.errors import DesignError
 from designer.model.topology import Link, Node
