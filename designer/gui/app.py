@@ -94,20 +94,44 @@ def open_when_shown(window: MainWindow, file: str | Path) -> None:
     QTimer.singleShot(0, window, attempt)
 
 
+_X11_PACKAGES = ("libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 "
+                 "libxcb-image0 libxcb-render-util0 libegl1")  # README, System requirements
+
+
 def missing_display_library() -> str | None:
     """Why Qt would abort instead of opening a window on Linux, in one line (or None):
-    no display at all, or X11 without libxcb-cursor (required by Qt >= 6.5)."""
+    no display at all, or X11 without a system library Qt's xcb plugin needs
+    (libxcb-cursor since Qt 6.5, libxcb-icccm, libxcb-keysyms...)."""
     linux = sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
     if linux and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         return ("no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset); "
                 "the subcommands work headless, see fabric-designer --help")
-    # A frozen bundle ships its own libxcb-cursor, which find_library cannot see.
-    if (linux and os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")
-            and not getattr(sys, "frozen", False)
-            and ctypes.util.find_library("xcb-cursor") is None):
-        return ("Qt needs the system library libxcb-cursor0 to open a window on X11 "
-                "(Debian/Ubuntu: sudo apt-get install libxcb-cursor0); the subcommands "
-                "work without it")
+    if linux and os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        missing = _xcb_plugin_missing()
+        if missing:
+            return (f"Qt cannot open a window on X11: the system library {missing} is "
+                    f"missing (Debian/Ubuntu: sudo apt-get install {_X11_PACKAGES}); the "
+                    "subcommands work without it")
+    return None
+
+
+def _xcb_plugin_missing() -> str | None:
+    """The first shared library Qt's xcb platform plugin cannot load with, or None.
+
+    Why: without it Qt prints several lines and aborts the interpreter.  Loading the
+    plugin here (as Qt's plugin loader is about to) makes the dynamic linker name the
+    library; a frozen bundle's plugin finds the libraries the bundle ships.
+    """
+    from PySide6.QtCore import QLibraryInfo
+
+    plugin = (Path(QLibraryInfo.path(QLibraryInfo.LibraryPath.PluginsPath))
+              / "platforms" / "libqxcb.so")
+    if not plugin.is_file():  # not where Qt keeps it: ask for the best-known culprit
+        return None if ctypes.util.find_library("xcb-cursor") else "libxcb-cursor.so.0"
+    try:
+        ctypes.CDLL(str(plugin))
+    except OSError as err:  # "libxcb-icccm.so.4: cannot open shared object file: ..."
+        return str(err).split(":", 1)[0].strip() or str(err)
     return None
 
 

@@ -394,3 +394,32 @@ def test_no_display_is_one_clear_line_not_a_qt_abort(monkeypatch, capsys):
     assert app_module.run(None) == 1
     err = capsys.readouterr().err
     assert err.startswith("fabric-designer: error: no display") and err.count("\n") == 1
+
+
+def test_a_missing_x11_library_is_one_clear_line_not_a_qt_abort(monkeypatch, capsys):
+    # Qt's xcb plugin needs libxcb-icccm and friends besides libxcb-cursor; without one
+    # Qt prints several lines and aborts.  The app loads the plugin first and names the
+    # library the dynamic linker could not find.
+    from designer.gui import app as app_module
+
+    monkeypatch.setattr(app_module.sys, "platform", "linux")
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setenv("DISPLAY", ":99")
+    loaded = []
+
+    def cdll(path, *args, **kwargs):
+        loaded.append(path)
+        raise OSError("libxcb-icccm.so.4: cannot open shared object file: No such file or "
+                      "directory")
+
+    monkeypatch.setattr(app_module.ctypes, "CDLL", cdll)
+    monkeypatch.setattr(app_module.Path, "is_file", lambda self: True)
+    assert app_module.run(None) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("fabric-designer: error: Qt cannot open")
+    assert "libxcb-icccm.so.4 is missing" in err and "apt-get install" in err
+    assert loaded and loaded[0].endswith("platforms/libqxcb.so")
+    # The plugin loads: nothing to say.
+    monkeypatch.setattr(app_module.ctypes, "CDLL", lambda path, *a, **k: None)
+    assert app_module.missing_display_library() is None
