@@ -29,8 +29,9 @@ Loading trusts nothing: every failure (unreadable file, bad UTF-8, bad JSON, wro
 types, unknown or duplicate keys, dangling ids, a model the catalog lacks) becomes a
 `FileFormatError` whose one-line message names the file, the place and the problem.
 The shape of the file (keys, types, enumerations, bounds) is checked against the JSON
-Schema ``resources/schema/fabric.schema.json`` (`designer.io.fabric_schema`); this
-module then checks what a schema cannot say.  ``docs/file-format.md`` is the reference.
+Schema ``resources/schema/fabric.schema.json`` (`designer.io.fabric_schema`); then
+`designer.io.fabric_read` and the model check what a schema cannot say.
+``docs/file-format.md`` is the reference.
 
 Example
 -------
@@ -53,6 +54,19 @@ from typing import Any
 from designer.collector import collector_paused
 from designer.io import fabric_schema
 from designer.io.atomic import atomic_write_bytes
+from designer.io.fabric_read import (
+    FORMAT,
+    MAX_GROUP_DEPTH,
+    MAX_LINK_COUNT,
+    VERSION,
+    Invalid,
+    check_header,
+    item_where,
+    order_groups,
+    parse_items,
+    parse_json,
+    strip_subject,
+)
 from designer.model.catalog import Catalog
 from designer.model.errors import DesignError
 from designer.model.naming import natural_key
@@ -69,6 +83,8 @@ from designer.model.topology import (
 __all__ = [
     "FORMAT",
     "MAX_FILE_BYTES",
+    "MAX_GROUP_DEPTH",
+    "MAX_LINK_COUNT",
     "VERSION",
     "FileFormatError",
     "dumps",
@@ -80,16 +96,9 @@ __all__ = [
     "to_dict",
 ]
 
-FORMAT = "fabric-designer"
-VERSION = 1
-
 #: Files larger than this are refused before being read (a design of 100k GPUs and
 #: their links is a few tens of MiB).
 MAX_FILE_BYTES = 256 * 1024 * 1024
-MAX_LINK_COUNT = 1_000_000
-#: Cluster > plane > SU > pod > rack > tray > node is 7; the model checks a group's whole
-#: parent chain on every add, so a hostile file of deep chains would take quadratic time.
-MAX_GROUP_DEPTH = 64
 #: Price and power overrides above this are surely typos (and keep floats exact).
 MAX_OVERRIDE = 1e15
 OVERRIDE_FIELDS: tuple[str, ...] = ("price_usd", "power_w")
@@ -230,161 +239,32 @@ def save(topology: Topology, path: str | os.PathLike[str], *, backup: bool = Tru
 # --------------------------------------------------------------------------- reading
 
 
-class _Invalid(Exception):
-    """A problem at ``where``; turned into `FileFormatError` with the file name."""
-
-    def __init__(self, where: str, what: str):
-        super().__init__(where, what)
-        self.where, self.what = where, what
-
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, bool):  # before int: True is an int to Python, not to JSON
-        return "a boolean"
-    for types, name in _JSON_TYPE_NAMES:
-        if isinstance(value, types):
-            return name
-    return type(value).__name__  # from_dict called with non-JSON values
-
-
-_JSON_TYPE_NAMES = (
-    (type(None), "null"),
-    (int | float, "a number"),
-    (str, "a string"),
-    (list, "a list"),
-    (dict, "an object"),
-)
-
-
-def _item_where(section: str, index: int, item: Any) -> str:
-    """``nodes[3] (id 'n0-gpu1')`` for an entry (a dict from the file, or a model value)."""
-    item_id = item.get("id") if isinstance(item, dict) else getattr(item, "id", None)
-    if isinstance(item_id, str):
-        return f"{section}[{index}] (id {item_id!r})"
-    return f"{section}[{index}]"
-
-
-def _parse_items(
-    data: Mapping[str, Any], section: str, cls: type, seen: dict[str, tuple[str, int]]
-) -> list[tuple[int, Any]]:
-    """Build one ``cls`` per entry of ``data[section]`` (already checked by the schema),
-    as ``(index, item)`` pairs.
-
-    ``seen`` maps the ids met so far (in any section) to their place: ids are unique
-    across groups, nodes and links.
-    """
-    out = []
-    for index, item in enumerate(data.get(section, ())):
-        item_id = item["id"]
-        if item_id in seen:
-            other, at = seen[item_id]
-            where = _item_where(section, index, item)
-            raise _Invalid(where, f"duplicate id (also {other}[{at}])")
-        seen[item_id] = (section, index)
-        if cls is Node:
-            # The model holds floats; JSON may say 3 for 3.0 (the saver never does).
-            x, y = item.get("x", 0.0), item.get("y", 0.0)
-            if type(x) is not float or type(y) is not float:
-                item = dict(item, x=float(x), y=float(y))
-        elif cls is Link and not _is_count(item.get("count", 1)):
-            # JSON Schema counts 2.0 as an integer; the model wants an int.
-            raise _Invalid(
-                _item_where(section, index, item),
-                f"field 'count' must be a whole number from 1 to {MAX_LINK_COUNT:_}, "
-                f"got {item['count']!r}",
-            )
-        out.append((index, cls(**item)))
-    return out
-
-
-def _is_count(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_LINK_COUNT
-
-
 def _parse_overrides(raw: Mapping[str, Any], catalog: Catalog) -> dict[str, dict[str, float]]:
     """The overrides (shape already checked by the schema) against the catalog."""
     out: dict[str, dict[str, float]] = {}
     for model, values in raw.items():
         where = f"overrides[{model!r}]"
         if model not in catalog.devices and model not in catalog.techs:
-            raise _Invalid(where, f"unknown device model or link technology {model!r}")
+            raise Invalid(where, f"unknown device model or link technology {model!r}")
         out[model] = {}
         for field, value in values.items():
             try:  # from_dict may be handed a NaN, which no schema bound catches
                 out[model][field] = _override_value(value, where, field)
             except DesignError:
-                raise _Invalid(
+                raise Invalid(
                     where, f"field {field!r} must be a finite number from 0 to {MAX_OVERRIDE:g}"
                 ) from None
     return out
 
 
-def _check_header(data: Any) -> None:
-    """Format and version first: a newer file may well have keys this version lacks, and
-    deserves "newer version" rather than a complaint about its keys."""
-    if not isinstance(data, dict):
-        raise _Invalid("top level", f"expected a JSON object, got {_type_name(data)}")
-    if "format" not in data:
-        raise _Invalid("top level", "missing 'format' (not a Fabric Designer file)")
-    if data["format"] != FORMAT:
-        raise _Invalid("format", f"expected {FORMAT!r}, not a Fabric Designer file")
-    if "version" not in data:
-        raise _Invalid("top level", "missing 'version'")
-    version = data["version"]
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise _Invalid("version", f"expected a whole number >= 1, got {version!r:.40}")
-    if version > VERSION:
-        raise _Invalid(
-            "version",
-            f"written by a newer Fabric Designer (format version {version}); "
-            f"this version reads up to {VERSION}",
-        )
-
-
-def _strip_subject(message: str, subject: str) -> str:
-    """``"node 'g0': unknown kind 'x'"`` -> ``"unknown kind 'x'"`` (the where says it)."""
-    return message.removeprefix(subject + ": ")
-
-
-def _order_groups(groups: list[tuple[str, Group]]) -> list[tuple[str, Group]]:
-    """Parents before children (the file sorts by id; a child may come first).
-
-    Linear time: each group's chain of not-yet-placed ancestors is walked once.
-    """
-    by_id = {g.id: (w, g) for w, g in groups}
-    placed: set[str] = set()
-    depth: dict[str, int] = {}
-    ordered: list[tuple[str, Group]] = []
-    for _, group in groups:
-        chain: list[tuple[str, Group]] = []
-        on_chain: set[str] = set()
-        current: str | None = group.id
-        while current is not None and current not in placed:
-            if current in on_chain:
-                raise _Invalid(by_id[current][0], "parent chain loops")
-            if current not in by_id:
-                raise _Invalid(chain[-1][0], f"no parent group {current!r}")
-            on_chain.add(current)
-            chain.append(by_id[current])
-            current = by_id[current][1].parent
-        for item in reversed(chain):
-            parent = item[1].parent
-            depth[item[1].id] = 1 + (depth[parent] if parent is not None else 0)
-            if depth[item[1].id] > MAX_GROUP_DEPTH:
-                raise _Invalid(item[0], f"groups nested more than {MAX_GROUP_DEPTH} deep")
-            ordered.append(item)
-            placed.add(item[1].id)
-    return ordered
-
-
 def _build(data: Any, catalog: Catalog | None) -> Topology:
-    _check_header(data)
+    check_header(data)
     # The schema describes the current version.  An older version, once there is one,
     # is to be migrated to the current shape here, before the schema sees it.
     try:
         fabric_schema.validate(data)
     except fabric_schema.SchemaViolation as err:
-        raise _Invalid(err.where, err.what) from None
+        raise Invalid(err.where, err.what) from None
     # From here on the shape is right (every key known, every value of its type and
     # within its bounds); what is left is what a schema cannot say.
     topology = Topology(catalog=catalog, name=data.get("name", "untitled"))
@@ -392,20 +272,20 @@ def _build(data: Any, catalog: Catalog | None) -> Topology:
         try:
             topology.set_setting(key, value)
         except DesignError as err:  # what the schema lets through: ranks 2.0, say
-            raise _Invalid(f"settings.{key}", _strip_subject(str(err), key)) from None
+            raise Invalid(f"settings.{key}", strip_subject(str(err), key)) from None
     topology.overrides = _parse_overrides(data.get("overrides", {}), topology.catalog)
 
     seen: dict[str, tuple[str, int]] = {}
-    groups = _order_groups(
-        [(_item_where("groups", i, g), g) for i, g in _parse_items(data, "groups", Group, seen)]
+    groups = order_groups(
+        [(item_where("groups", i, g), g) for i, g in parse_items(data, "groups", Group, seen)]
     )
-    nodes = _parse_items(data, "nodes", Node, seen)
-    links = _parse_items(data, "links", Link, seen)
+    nodes = parse_items(data, "nodes", Node, seen)
+    links = parse_items(data, "links", Link, seen)
     for where, group in groups:
         try:
             topology.add_group(group)
         except DesignError as err:
-            raise _Invalid(where, _strip_subject(str(err), f"group {group.id!r}")) from None
+            raise Invalid(where, strip_subject(str(err), f"group {group.id!r}")) from None
     for section, items, adder, noun in (
         ("nodes", nodes, topology.add_node, "node"),
         ("links", links, topology.add_link, "link"),
@@ -414,9 +294,9 @@ def _build(data: Any, catalog: Catalog | None) -> Topology:
             try:
                 adder(item)
             except DesignError as err:
-                raise _Invalid(
-                    _item_where(section, index, item),
-                    _strip_subject(str(err), f"{noun} {item.id!r}"),
+                raise Invalid(
+                    item_where(section, index, item),
+                    strip_subject(str(err), f"{noun} {item.id!r}"),
                 ) from None
     topology.flush_columns()  # as part of loading, not of the first snapshot
     return topology
@@ -442,44 +322,10 @@ def from_dict(data: Any, *, source: str = "<memory>", catalog: Catalog | None = 
     try:
         with collector_paused():
             return _build(data, catalog)
-    except _Invalid as err:
+    except Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     except RecursionError:
         raise FileFormatError(f"{source}: nested too deeply") from None
-
-
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _Invalid("JSON", f"duplicate key {key!r:.60} in an object")
-        out[key] = value
-    return out
-
-
-def _reject_constant(name: str) -> Any:
-    raise _Invalid("JSON", f"{name} is not a number JSON allows")
-
-
-def _parse_json(text: str | bytes) -> Any:
-    if isinstance(text, bytes | bytearray):
-        try:
-            # utf-8-sig: a byte-order mark (some Windows editors add one) is harmless.
-            text = bytes(text).decode("utf-8-sig")
-        except UnicodeDecodeError as err:
-            raise _Invalid(f"byte {err.start}", "not UTF-8 text") from None
-    try:
-        return json.loads(
-            text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
-        )
-    except json.JSONDecodeError as err:
-        raise _Invalid(
-            f"line {err.lineno} column {err.colno}", f"not valid JSON ({err.msg})"
-        ) from None
-    except RecursionError:
-        raise _Invalid("JSON", "nested too deeply") from None
-    except ValueError as err:  # e.g. an integer of more than 4300 digits
-        raise _Invalid("JSON", f"unreadable value ({str(err)[:80]})") from None
 
 
 def loads(
@@ -502,8 +348,8 @@ Fabric Designer (format version 9); this version reads up to 1
     """
     try:
         with collector_paused():  # a dict per item, in bulk (`designer.collector`)
-            data = _parse_json(text)
-    except _Invalid as err:
+            data = parse_json(text)
+    except Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     try:
         return from_dict(data, source=source, catalog=catalog)
