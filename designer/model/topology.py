@@ -1,8 +1,9 @@
 """`Topology`: the design itself, stored in a networkx multigraph.
 
 The graph *is* the storage: node attributes hold a `Node`'s fields, edges are keyed by
-link id and hold a `Link`'s fields.  `Node`, `Link` and `Group` are frozen values, so a
-command can keep the old value for undo and an event can carry the new one.
+link id and hold a `Link`'s fields.  `Node`, `Link` and `Group` (`designer.model.elements`,
+imported from here) are frozen values, so a command can keep the old value for undo and
+an event can carry the new one.
 
 Events (psygnal signals, no Qt) are named after what changed and are not emitted when
 nothing changed: ``node_added``, ``node_removed``, ``node_changed``, ``node_moved``,
@@ -24,7 +25,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 from typing import Any
 
 import networkx as nx
@@ -33,6 +34,14 @@ from psygnal import Signal
 from designer.collector import collector_paused
 from designer.model.catalog import NODE_KINDS, PLANES, Catalog, default_catalog
 from designer.model.columns import DesignColumns, FrozenColumns
+from designer.model.elements import (
+    GROUP_FIELDS,  # noqa: F401  (re-exported with the values)
+    LINK_FIELDS,
+    NODE_FIELDS,
+    Group,
+    Link,
+    Node,
+)
 from designer.model.errors import DesignError
 from designer.model.scenario import Scenario, TrainingSpec
 
@@ -48,73 +57,6 @@ DEFAULT_SETTINGS: Mapping[str, Any] = {
 ROUTING_MODES: tuple[str, ...] = ("ecmp", "adaptive", "static")
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:/\-]{1,128}$")
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """A device placed in the design.
-
-    Parameters
-    ----------
-    id : str
-        Stable identifier (letters, digits, ``_.:/-``).
-    kind : str
-        Role: one of `NODE_KINDS` (gpu, nvswitch, leaf, spine, core, nic, host...).
-    model : str
-        Catalog device key (``H100``, ``QM9700``...).
-    name : str
-        Label shown to the user.
-    x, y : float
-        Canvas position (scene units).
-    group : str or None
-        Id of the innermost `Group` (server node, rack, SU...) it belongs to.
-    plane : str
-        Network plane: compute, storage, frontend or management.
-    failed : bool
-        What-if: the device is down.
-    """
-
-    id: str
-    kind: str
-    model: str
-    name: str
-    x: float = 0.0
-    y: float = 0.0
-    group: str | None = None
-    plane: str = "compute"
-    failed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    """A bundle of ``count`` identical links between nodes ``a`` and ``b``.
-
-    ``tech`` is a catalog link technology; the bundle is full duplex (rates in the
-    catalog are per direction).  Parallel bundles between the same nodes are allowed.
-    """
-
-    id: str
-    a: str
-    b: str
-    tech: str
-    count: int = 1
-    plane: str = "compute"
-    failed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Group:
-    """A container: a server node, tray, rack, pod or scalable unit (SU)."""
-
-    id: str
-    kind: str
-    name: str
-    parent: str | None = None
-
-
-NODE_FIELDS = tuple(f.name for f in fields(Node))
-LINK_FIELDS = tuple(f.name for f in fields(Link))
-GROUP_FIELDS = tuple(f.name for f in fields(Group))
 
 
 def _emit(signal, *args) -> None:
