@@ -250,11 +250,6 @@ class RouteBatch:
     def route(self, i: int) -> Route:
         return self.arcs[self.ptr[i]:self.ptr[i + 1]], self.weights[self.ptr[i]:self.ptr[i + 1]]
 
-    def entries(self) -> tuple[np.ndarray, np.ndarray] | PendingRows:
-        """All entries, for a caller that writes them elsewhere: ``(arcs, weights)``
-        (a `PendingBatch`: the `PendingRows` that write them)."""
-        return self.arcs, self.weights
-
     def take(self, index: np.ndarray) -> RouteBatch:
         """The routes ``index`` (repeats allowed), in that order."""
         index = np.asarray(index)
@@ -269,9 +264,6 @@ class PendingBatch(RouteBatch):
     None until ``rows`` (a `PendingRows` with the same row lengths) writes them."""
 
     rows: PendingRows | None = None
-
-    def entries(self) -> PendingRows:
-        return self.rows
 
     def done(self) -> RouteBatch:
         """The batch with its entries written into arrays of its own."""

@@ -47,13 +47,12 @@ shortcuts make that possible:
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from designer.solver.errors import SolverError
 from designer.solver.route_arrays import (  # noqa: F401 - re-exported for callers
     _EMPTY,
+    PendingBatch,
     RankLinks,
     Route,
     RouteBatch,
@@ -391,8 +390,10 @@ class Router:
         walked = groups.dags(leaf_a[fast], leaf_b[fast], hops[fast],
                              pending=pending and not slow.size)
         if not slow.size:    # the usual case: the walked table as it is, no copy
-            # Rows stay in walk order, written or pending: only the pointers move.
-            return replace(walked, ptr=_scatter(walked, fast, len(leaf_a)).ptr, hops=hops)
+            ptr = _scatter(walked, fast, len(leaf_a)).ptr
+            if isinstance(walked, PendingBatch):  # rows in walk order: the pointers move
+                return PendingBatch(ptr, None, None, hops, walked.rows)
+            return RouteBatch(ptr, walked.arcs, walked.weights, hops)
         routes = [self.fabric_dag(int(leaf_a[i]), int(leaf_b[i])) for i in slow.tolist()]
         lengths = np.zeros(len(leaf_a), dtype=np.int64)
         lengths[fast] = walked.lengths
