@@ -235,19 +235,12 @@ def materialize(recipe: PhaseRecipe, name: str, flow_bytes: np.ndarray,
         at += n
     routes = None
     if recipe.shared:
-        tails = [None if s.joined else _entries(s.fab) for s in recipe.shared]
+        tails = [None if s.joined else (s.fab.arcs, s.fab.weights) for s in recipe.shared]
         routes = SharedRoutes.concat([s.routes for s in recipe.shared], tails, ids)
     recipe = replace(recipe, pieces=tuple(pieces), shared=_on_views(recipe.shared, routes))
     nv_hops, net_hops = recipe.phase_hops()
     return phase_type(name, pair_flow, pair_arc, pair_weight, flow_bytes, flow_label, steps,
                       nv_hops, net_hops, routes, recipe)
-
-
-def _entries(rows: RouteBatch):
-    """``rows``'s entries for `SharedRoutes.concat` to write: its arrays, or the
-    `PendingRows` that write them (a `PendingBatch`)."""
-    pending = getattr(rows, "rows", None)
-    return pending if pending is not None else (rows.arcs, rows.weights)
 
 
 def _on_views(shared: tuple[SharedPiece, ...], routes: SharedRoutes | None
