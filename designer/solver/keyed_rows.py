@@ -122,9 +122,12 @@ class KeyedRows:
         n, m = len(t.hops), len(t.arcs)
         k, e = len(built.hops), len(built.arcs)
         room = self._room
-        if room is None or room[0].size < n + k + 1 or room[1].size < m + e:
+        # Arc ids as narrow as the rows' own (int32 on any but a giant design).
+        ids = built.arcs.dtype if n == 0 else np.result_type(t.arcs, built.arcs)
+        if (room is None or room[0].size < n + k + 1 or room[1].size < m + e
+                or room[1].dtype != ids):
             rows, entries = 2 * (n + k) + 16, 2 * (m + e) + 64
-            room = (np.empty(rows + 1, np.int64), np.empty(entries, np.int64),
+            room = (np.empty(rows + 1, np.int64), np.empty(entries, ids),
                     np.empty(entries, np.float64), np.empty(rows, np.int64))
             for buf, part in zip(room, (t.ptr, t.arcs, t.weights, t.hops), strict=True):
                 buf[:part.size] = part

@@ -141,7 +141,8 @@ def _by_route(out_cls: list[np.ndarray], out_arc: list[np.ndarray], out_w: list[
     # among the route's entries of its level: no sort.
     counts = [np.bincount(c, minlength=n) for c in out_cls]
     ptr = _ptr(sum(counts))
-    arcs, weights = np.empty(int(ptr[-1]), np.int64), np.empty(int(ptr[-1]))
+    arcs = np.empty(int(ptr[-1]), np.result_type(*out_arc))
+    weights = np.empty(int(ptr[-1]))
     at = ptr[:-1].copy()                         # each route's next free place
     for c, a, w, count in zip(out_cls, out_arc, out_w, counts, strict=True):
         level_start = _ptr(count)[:-1]
@@ -197,7 +198,7 @@ def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: 
     own = np.bincount(front.route, minlength=n)
     at, size = _ptr(own)[:-1], own
     mid_at, mid_len = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    middle_arcs, middle_w = np.zeros(0, np.int64), np.zeros(0)
+    middle_arcs, middle_w = np.zeros(0, first.arcs.dtype), np.zeros(0)
     pool_node, pool_frac = front.node, front.frac
     if reps.size:
         renum = np.full(n, -1, dtype=np.int64)
@@ -216,7 +217,7 @@ def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: 
         pool_frac = np.concatenate([front.frac, before_last.frac])
     pos = ragged_arange(at, size)
     route = np.repeat(np.arange(n), size)
-    last_arcs, last_w = np.zeros(0, np.int64), np.zeros(0)
+    last_arcs, last_w = np.zeros(0, first.arcs.dtype), np.zeros(0)
     last_len = np.zeros(n, np.int64)
     if route.size:
         step = next_hops(route, pool_node[pos], hops[route] - 1)
