@@ -11,7 +11,8 @@ its arcs keep their ids, so that a fail or restore renumbers nothing and the rou
 leaves alone stay valid as they are (`designer.solver.route_reuse`), but they have no
 capacity and belong to no family (`DEAD`), so no route takes them.
 
-A snapshot is handed to a worker thread, so it holds only numpy arrays and tuples, and
+A snapshot is handed to a worker thread, so it holds only numpy arrays, tuples and
+frozen objects of arrays (`ArcDelays`: per-arc facts made on first use), and
 the topology's ``generation`` so a stale result can be dropped.  It comes in two steps:
 `capture_design` on the thread that edits the design (O(1): the columns the topology
 keeps as it is edited are shared copy-on-write, see `designer.model.columns`), then
@@ -28,6 +29,7 @@ Example
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -60,9 +62,8 @@ class Snapshot:
     arc_src: np.ndarray
     arc_dst: np.ndarray
     arc_cap: np.ndarray                # GB/s per direction, after efficiency (0: dead)
-    arc_line: np.ndarray               # GB/s per direction, line rate
-    arc_latency_s: np.ndarray          # link latency + latency of the device entered
-    arc_jitter_s: np.ndarray
+    link_line: np.ndarray              # GB/s per direction per link, line rate
+    arc_delays: ArcDelays              # latency and jitter (`arc_latency_s`, `arc_jitter_s`)
     arc_family: np.ndarray             # index into FAMILIES, DEAD for a dead link's arcs
     arc_plane: np.ndarray              # plane name (object array of str)
     gpus: np.ndarray                   # node index of each rank
@@ -88,6 +89,23 @@ class Snapshot:
             object.__setattr__(self, "links", LinkPositions(
                 dict(zip(self.link_ids, range(len(self.link_ids)), strict=True))))
         return self.links
+
+    # Per-arc facts a solve does not need, made on first use: at 131,072 GPUs each is
+    # 14 MB of fresh memory (3,600 page faults) that every cold snapshot paid for.
+    @cached_property
+    def arc_line(self) -> np.ndarray:
+        """GB/s per direction, line rate (before efficiency)."""
+        return _read_only(np.repeat(self.link_line, 2))
+
+    @property
+    def arc_latency_s(self) -> np.ndarray:
+        """Per arc: its link's latency plus that of the device it enters, seconds."""
+        return self.arc_delays.latency
+
+    @property
+    def arc_jitter_s(self) -> np.ndarray:
+        """Per arc: its technology's latency jitter (std-dev), seconds."""
+        return self.arc_delays.jitter
 
     def live_links(self) -> np.ndarray:
         """Bool per link: whether it is live (neither it nor an end failed)."""
@@ -229,8 +247,55 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
                                  lambda: _liveness(capture, arcs))
     line = c.counts * rate
     return Snapshot(generation=capture.generation, routing=capture.routing,
-                    arc_cap=np.repeat(line * arcs.eff, 2), arc_line=np.repeat(line, 2),
+                    arc_cap=np.repeat(line * arcs.eff, 2), link_line=_read_only(line),
                     **fields)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class ArcDelays:
+    """Per-arc latency and jitter, computed on first use (see `Snapshot.arc_latency_s`)
+    from per-technology and per-node facts; one object serves every snapshot that
+    shares its arcs (`build_snapshot`'s first tier)."""
+
+    link_tech: np.ndarray      # per link: technology code
+    tech_latency: np.ndarray   # per code: seconds
+    tech_jitter: np.ndarray    # per code: seconds
+    node_latency: np.ndarray   # per node: seconds a device adds to the arcs into it
+    arc_dst: np.ndarray
+
+    @cached_property
+    def latency(self) -> np.ndarray:
+        out = np.repeat(self.tech_latency[self.link_tech], 2)
+        out += self.node_latency[self.arc_dst]
+        return _read_only(out)
+
+    @cached_property
+    def jitter(self) -> np.ndarray:
+        return _read_only(np.repeat(self.tech_jitter[self.link_tech], 2))
+
+    def latency_where(self, mask: np.ndarray) -> np.ndarray:
+        """``latency[mask]``, without making the whole array: written slice by slice
+        into the result (the temporaries stay in cache), the only fresh memory."""
+        if "latency" in self.__dict__:
+            return self.latency[mask]
+        out = np.empty(int(np.count_nonzero(mask)))
+        at = 0
+        for lo in range(0, len(mask), _SLICE):
+            arcs = np.flatnonzero(mask[lo:lo + _SLICE])
+            arcs += lo
+            part = out[at:at + len(arcs)]
+            np.take(self.tech_latency, self.link_tech[arcs >> 1], out=part)
+            part += self.node_latency[self.arc_dst[arcs]]
+            at += len(arcs)
+        return out
+
+
+_SLICE = 1 << 16   # arcs `ArcDelays.latency_where` reads at a time
 
 
 @dataclass(frozen=True, eq=False)
@@ -275,12 +340,10 @@ def _arcs(capture: DesignCapture) -> _Arcs:
     arc_dst = np.empty_like(arc_src)
     arc_src[0::2] = arc_dst[1::2] = c.a_idx
     arc_src[1::2] = arc_dst[0::2] = c.b_idx
-    latency = np.repeat(t_lat[tech_of], 2)
-    latency += node_latency[arc_dst]
     fields = dict(
         node_ids=c.node_ids, node_kind=kinds, node_model=models, link_ids=tuple(c.keys),
-        arc_src=arc_src, arc_dst=arc_dst, arc_latency_s=latency,
-        arc_jitter_s=np.repeat(t_jit[tech_of], 2), arc_plane=arc_plane,
+        arc_src=arc_src, arc_dst=arc_dst, arc_plane=arc_plane,
+        arc_delays=ArcDelays(tech_of, t_lat, t_jit, node_latency, arc_dst),
         links=LinkPositions(c.link_pos),
     )
     # Node facts that failures leave alone, so that a fail does not recompute them.

@@ -176,7 +176,9 @@ def _shape(plan: Plan, snap: Snapshot,
     # Fabric latency beyond NCCL's per-step network constant: switch tiers past the first.
     arc_hops = max(ph.net_hops for ph in plan.phases)
     net = snap.arc_family > 1
-    switch_lat = float(np.median(snap.arc_latency_s[net])) if arc_hops and net.any() else 0.0
+    # (The latencies of these arcs alone: the per-arc array is made only on demand.)
+    switch_lat = (float(np.median(snap.arc_delays.latency_where(net), overwrite_input=True))
+                  if arc_hops and net.any() else 0.0)
     algorithm = "p2p" if plan.algorithm == "direct" else plan.algorithm
     return nccl_model.CollectiveShape(
         collective=plan.collective, algorithm=algorithm, n_ranks=n, n_nodes=plan.n_nodes,

@@ -86,6 +86,35 @@ def test_arc_latency_is_link_plus_the_device_entered():
     assert snap.arc_latency_s[2 * k + 1] == pytest.approx(link_ns * 1e-9)  # into the GPU
 
 
+def test_per_arc_delays_are_made_on_first_use_and_a_solve_does_without_them():
+    """A ring solve reads the latency of some arcs (`ArcDelays.latency_where`) and never
+    makes the whole per-arc latency, jitter or line-rate arrays (memory every cold
+    snapshot of a large design would pay); asked for, they agree with those few."""
+    from designer.solver.timing import solve_collective
+
+    snap = take_snapshot(build_template("rail-cluster", nodes=2))
+    solve_collective(snap, "allreduce", sizes=[1 << 30], algorithm="ring")
+    made = set(snap.__dict__) | set(snap.arc_delays.__dict__)
+    assert not made & {"arc_line", "latency", "jitter"}
+    some = np.zeros(snap.n_arcs, bool)
+    some[[0, 3, snap.n_arcs - 1]] = True
+    few = snap.arc_delays.latency_where(some)
+    assert snap.arc_latency_s[some].tolist() == few.tolist()
+    assert snap.arc_delays.latency_where(some).tolist() == few.tolist()  # from the array now
+    assert snap.arc_jitter_s.shape == snap.arc_line.shape == (snap.n_arcs,)
+    assert not snap.arc_latency_s.flags.writeable
+
+
+def test_latency_where_reads_slice_by_slice_what_the_whole_array_holds(monkeypatch):
+    import designer.solver.snapshot as snapshot
+
+    monkeypatch.setattr(snapshot, "_SLICE", 7)   # many slices, one cut mid-link
+    snap = take_snapshot(build_template("rail-cluster", nodes=2))
+    mask = np.random.default_rng(3).random(snap.n_arcs) < 0.4
+    parts = snap.arc_delays.latency_where(mask)
+    assert parts.tolist() == snap.arc_latency_s[mask].tolist()
+
+
 def test_planes_and_families_are_per_arc():
     topo = build_template("rail-cluster", nodes=2, storage=True)
     snap = take_snapshot(topo)
