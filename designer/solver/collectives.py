@@ -124,7 +124,8 @@ def _ring_orders(layout: _RingLayout, channels: range | list[int]) -> np.ndarray
     fix = n_dom % 2 == 1 and n_dom >= 3 and bool(np.all(sizes[-2:] >= 3))
     last = j == n_dom - 1 if fix else np.zeros(len(srt), dtype=bool)
     swap = (j == n_dom - 2) & (k >= size - 2) if fix else np.zeros(len(srt), dtype=bool)
-    out = np.empty((len(channels), len(srt)), dtype=srt.dtype)
+    # Rank ids as int32 (as `FlowBuilder.transfers` keeps them): no copy of the rings.
+    out = np.empty((len(channels), len(srt)), dtype=np.int32 if len(srt) < 2**31 else np.int64)
     for row, c in enumerate(channels):
         shift = int(layout.heads[c % len(layout.heads)]) % size + last
         # Even groups: rolled to start at the channel's head; odd groups: the same,

@@ -419,7 +419,8 @@ def _access_legs(router: Router) -> RouteBatch:
     # Out: the access arcs, then the cable; in: the cable reversed, then the access arcs;
     # gathered from one pool.
     up = np.where(rl.ok, rl.up, 0).astype(np.int64)
-    pool = np.concatenate([up_t.arcs, up, up ^ 1, down_t.arcs]).astype(np.int64)
+    ids = np.int32 if router.snap.n_arcs < 2**31 else np.int64   # as the route tables'
+    pool = np.concatenate([up_t.arcs, up, up ^ 1, down_t.arcs]).astype(ids)
     pool_w = np.concatenate([up_t.weights, np.ones(n), np.ones(n), down_t.weights])
     base = np.cumsum([0, len(up_t.arcs), n, n])
     rank = np.arange(n)
