@@ -14,6 +14,7 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QImage
 
 from designer.gui.analysis.panels import BusBwPanel, JitterPanel, LinkLoadPanel, TimelinePanel
+from designer.gui.analysis.panels.base import format_seconds
 from designer.gui.analysis.panels.busbw import load_reference, parse_size
 from designer.gui.analysis.panels.jitter import histogram
 from designer.gui.analysis.panels.linkload import TOP_N
@@ -232,6 +233,36 @@ def test_jitter_histogram_and_percentile_lines(qtbot, result):
     # Every line is inside the visible range.
     (x0, x1), _ = panel.plot.vb.viewRange()
     assert x0 < dist.ideal_s and dist.p99_s < x1
+
+
+@pytest.mark.parametrize("panel_type", [JitterPanel, BusBwPanel])
+def test_labelled_lines_are_freed_with_each_redraw_not_left_to_the_collector(
+        qtbot, result, panel_type):
+    """A redraw frees the lines it drops by reference count.  pyqtgraph's own line
+    labels make a reference cycle with their line; left to the cyclic collector, such
+    pairs crashed the interpreter in `settle_heap`'s collection (`panels.marks`)."""
+    import gc
+    import weakref
+
+    import pyqtgraph as pg
+
+    panel = _panel(qtbot, panel_type)
+    panel.set_result(result)
+    texts = [i.toPlainText() for i in panel.plot.items if isinstance(i, pg.TextItem)]
+    if panel_type is JitterPanel:
+        dist = result.training.distribution
+        assert [t.split()[0] for t in texts] == ["ideal", "p50", "p99"]
+        assert texts[1].endswith(format_seconds(dist.p50_s))
+    else:
+        assert texts == [f"ceiling {result.focus.ceiling_busbw_GBps:.0f} GB/s"]
+    lines = [weakref.ref(i) for i in panel.plot.items if isinstance(i, pg.InfiniteLine)]
+    assert lines
+    gc.disable()
+    try:
+        panel.set_result(result)   # a redraw: the plot is cleared and drawn again
+        assert [r() for r in lines] == [None] * len(lines)
+    finally:
+        gc.enable()
 
 
 def test_jitter_without_training_shows_a_message(qtbot, ecmp_result):

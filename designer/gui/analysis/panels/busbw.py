@@ -34,6 +34,7 @@ from designer.gui.analysis.panels.base import (
     format_bytes,
     size_tick,
 )
+from designer.gui.analysis.panels.marks import marked_line
 from designer.model.catalog import FAMILIES
 from designer.solver.snapshot import NVLINK, PCIE
 from designer.solver.timing import CollectiveResult
@@ -409,16 +410,16 @@ class BusBwPanel(PanelDock):
         self.plot.addItem(self.marker)
         guide = QColor(self.theme.text)
         guide.setAlpha(110)
-        label_opts = {"color": self.theme.text, "fill": self._label_fill()}
         # The title states the figure; a label on the line would cover the curves.
         self.plot.addItem(pg.InfiniteLine(x, angle=90,
                                           pen=pg.mkPen(guide, style=Qt.PenStyle.DashLine)))
         ceiling = float(focus.ceiling_busbw_GBps)
         if math.isfinite(ceiling) and ceiling > 0:
-            self.plot.addItem(pg.InfiniteLine(
-                ceiling, angle=0, pen=pg.mkPen(guide, style=Qt.PenStyle.DotLine),
-                label=f"ceiling {ceiling:.0f} GB/s",
-                labelOpts={**label_opts, "position": 0.3, "anchors": [(0.5, 1), (0.5, 1)]}))
+            xs = np.log2(sweep.sizes.astype(float))
+            at = (float(xs[0] + 0.3 * (xs[-1] - xs[0])), ceiling)  # above the line, left
+            marked_line(self.plot, ceiling, 0, pg.mkPen(guide, style=Qt.PenStyle.DotLine),
+                        f"ceiling {ceiling:.0f} GB/s", at, (0.5, 1), self.theme.text,
+                        self._label_fill())
         self.set_title(f"{collective_title(sweep.collective)} busbw on {sweep.n_ranks} GPUs: "
                        f"<b>{bw:.0f} GB/s</b> at {format_bytes(size)} "
                        f"({focus.algorithm_by_size[0]}), peak "

@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWidget
 
 from designer.gui.analysis.panels.base import OKABE_ITO, PanelDock, accent, format_seconds
+from designer.gui.analysis.panels.marks import marked_line
 
 MAX_BINS = 60
 #: (attribute of StepDistribution, label, colour, dash, label height in the plot)
@@ -76,19 +77,17 @@ class JitterPanel(PanelDock):
         self.lines = {}
         label_fill = pg.mkColor(self.theme.background)
         label_fill.setAlpha(200)
+        top = max(1, int(self.counts.max())) * 1.1   # the y range, fixed (no y zoom)
         for attr, name, hue, dash, height in MARKERS:
             value = float(getattr(dist, attr))
-            line = pg.InfiniteLine(
-                value, angle=90, pen=pg.mkPen(hue, width=2, style=dash),
-                label=f"{name} {format_seconds(value)}",
-                labelOpts={"position": height, "color": self.theme.text, "fill": label_fill,
-                           "anchors": [(0, 0.5), (0, 0.5)]})
-            self.plot.addItem(line)
-            self.lines[name] = line
+            self.lines[name] = marked_line(
+                self.plot, value, 90, pg.mkPen(hue, width=2, style=dash),
+                f"{name} {format_seconds(value)}", (value, height * top), (0, 0.5),
+                self.theme.text, label_fill)
         lo = min(float(self.edges[0]), dist.ideal_s)
         hi = max(float(self.edges[-1]), dist.p99_s)
         self.plot.setXRange(lo, hi + 0.15 * (hi - lo or abs(hi) * 1e-3), padding=0.04)
-        self.plot.setYRange(0, max(1, int(self.counts.max())) * 1.1, padding=0)
+        self.plot.setYRange(0, top, padding=0)
         self.set_title(f"training step over {dist.n_gpus} GPUs: <b>p50 "
                        f"{format_seconds(dist.p50_s)}</b>, p99 {format_seconds(dist.p99_s)} "
                        f"({len(dist.samples_s)} simulated steps)")
