@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QTimer, QtMsgType, qInstallMessageHandler
+from PySide6.QtCore import QLibraryInfo, QTimer, QtMsgType, qInstallMessageHandler
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -122,8 +122,6 @@ def _xcb_plugin_missing() -> str | None:
     plugin here (as Qt's plugin loader is about to) makes the dynamic linker name the
     library; a frozen bundle's plugin finds the libraries the bundle ships.
     """
-    from PySide6.QtCore import QLibraryInfo
-
     plugin = (Path(QLibraryInfo.path(QLibraryInfo.LibraryPath.PluginsPath))
               / "platforms" / "libqxcb.so")
     if not plugin.is_file():  # not where Qt keeps it: ask for the best-known culprit

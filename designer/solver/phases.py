@@ -317,7 +317,7 @@ class FlowBuilder:
         if not m:
             return
         r = self.router
-        fab, fab_at, fab_keys = self._fabric_routes(ac, bc, keys)
+        fab, fab_at, fab_keys = self._fabric_routes(ac, bc, keys, pending=True)
         legs = _access_legs(r)
         n = len(r.rank_links().gpu)
         adaptive = self.snap.routing == "adaptive"
@@ -366,14 +366,15 @@ class FlowBuilder:
                     f"{s.node_ids[rl.leaf[rank]]}, not to a switch: no path from GPU "
                     f"{s.node_ids[rl.gpu[int(a[i])]]} to GPU {s.node_ids[rl.gpu[far]]}")
 
-    def _fabric_routes(self, ac: np.ndarray, bc: np.ndarray,
-                       keys: np.ndarray | None) -> tuple[RouteBatch, np.ndarray, tuple]:
+    def _fabric_routes(self, ac: np.ndarray, bc: np.ndarray, keys: np.ndarray | None,
+                       pending: bool = False) -> tuple[RouteBatch, np.ndarray, tuple]:
         """Fabric routes of transfers ``ac[i]`` -> ``bc[i]`` between edge switches (``keys``:
         their ECMP keys, under ECMP): a table of routes, per transfer the index of its
         route in the table (one per (edge switch, edge switch) class under adaptive
         routing, one per transfer otherwise), and the rows' keys for `route_recipe`:
         the classes' edge switches ``(la, lb)``, then for walks each transfer's class,
-        hash key and destination, and the routing mode."""
+        hash key and destination, and the routing mode.  ``pending``: the class DAGs may
+        come unwritten (`Router.fabric_dags`), for `materialize` to write."""
         s, r = self.snap, self.router
         rl = r.rank_links()
         # Fabric routes are per (edge switch, edge switch) class: find the classes by
@@ -390,7 +391,7 @@ class FlowBuilder:
             r.fabric_dag(int(la[i]), int(lb[i]))  # raises naming the pair
         if s.routing == "adaptive":
             # One DAG per class, shared.
-            return r.fabric_dags(la, lb, hops=cls_hops), inverse, (la, lb)
+            return r.fabric_dags(la, lb, hops=cls_hops, pending=pending), inverse, (la, lb)
         # Static routing picks by destination; the keys are ECMP's alone.
         wkeys = bc if keys is None else keys
         walks = r.class_walks(la, lb, inverse, wkeys, bc, s.routing, hops=cls_hops)

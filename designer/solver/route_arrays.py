@@ -250,12 +250,33 @@ class RouteBatch:
     def route(self, i: int) -> Route:
         return self.arcs[self.ptr[i]:self.ptr[i + 1]], self.weights[self.ptr[i]:self.ptr[i + 1]]
 
+    def entries(self) -> tuple[np.ndarray, np.ndarray] | PendingRows:
+        """All entries, for a caller that writes them elsewhere: ``(arcs, weights)``
+        (a `PendingBatch`: the `PendingRows` that write them)."""
+        return self.arcs, self.weights
+
     def take(self, index: np.ndarray) -> RouteBatch:
         """The routes ``index`` (repeats allowed), in that order."""
         index = np.asarray(index)
         lengths = self.lengths[index]
         pos = _spans(self.ptr[index], lengths)
         return RouteBatch(_ptr(lengths), self.arcs[pos], self.weights[pos], self.hops[index])
+
+
+@dataclass(frozen=True, eq=False)
+class PendingBatch(RouteBatch):
+    """A `RouteBatch` whose entries are not written yet: ``arcs`` and ``weights`` are
+    None until ``rows`` (a `PendingRows` with the same row lengths) writes them."""
+
+    rows: PendingRows | None = None
+
+    def entries(self) -> PendingRows:
+        return self.rows
+
+    def done(self) -> RouteBatch:
+        """The batch with its entries written into arrays of its own."""
+        arcs, weights = self.rows.written()
+        return RouteBatch(self.ptr, arcs, weights, self.hops)
 
 
 def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -307,13 +328,7 @@ def join_rows(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     its pieces in the order of ``parts`` (every part has a piece, maybe empty, per row).
     Pieces may share entries (rows that repeat one shared middle).
 
-    Returns ``(ptr, arcs, weights)``.
-
-    Long pieces are copied as slices, one memcpy each, where index arrays for them would
-    be as large as the copy: for the shared middles of the 131,072-GPU ring's fabric
-    DAGs (8,192 entries each, 2.4 million in all) building and following them took
-    0.25 s, the slices 0.02-0.1 s.  There are at most ``1 / _LONG_BLOCK`` as many long
-    pieces as the entries they hold.  Short ones go through index arrays, all at once.
+    Returns ``(ptr, arcs, weights)``; `PendingRows` writes them where the caller says.
 
     >>> ptr, arcs, _ = join_rows([(np.array([0, 2]), np.array([2, 1]), np.arange(3),
     ...                            np.ones(3)),
@@ -322,22 +337,62 @@ def join_rows(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     >>> ptr.tolist(), arcs.tolist()
     ([0, 3, 5], [0, 1, 9, 2, 9])
     """
-    ptr = _ptr(sum(np.asarray(length, np.int64) for _, length, _, _ in parts))
-    arcs = np.empty(int(ptr[-1]), np.result_type(*[a for _, _, a, _ in parts]))
-    weights = np.empty(int(ptr[-1]), np.result_type(*[w for _, _, _, w in parts]))
-    placed = ptr[:-1].copy()
-    for starts, length, src_arcs, src_weights in parts:
-        long = length >= _LONG_BLOCK
-        for i in np.flatnonzero(long).tolist():
-            d, s, m = int(placed[i]), int(starts[i]), int(length[i])
-            arcs[d:d + m] = src_arcs[s:s + m]
-            weights[d:d + m] = src_weights[s:s + m]
-        short = ~long
-        take = ragged_arange(starts[short], length[short])
-        put = ragged_arange(placed[short], length[short])
-        arcs[put], weights[put] = src_arcs[take], src_weights[take]
-        placed += length
-    return ptr, arcs, weights
+    rows = PendingRows.of(parts)
+    return (rows.ptr, *rows.written())
+
+
+@dataclass(frozen=True, eq=False)
+class PendingRows:
+    """Rows made of pieces (as `join_rows` takes them), with their row pointers, not yet
+    written: the caller writes them once, into the array they end up in (a phase's
+    table), instead of into a table of their own that is then copied."""
+
+    ptr: np.ndarray
+    parts: tuple
+
+    @classmethod
+    def of(cls, parts) -> PendingRows:
+        return cls(_ptr(sum(np.asarray(length, np.int64) for _, length, _, _ in parts)),
+                   tuple(parts))
+
+    @property
+    def size(self) -> int:
+        """Entries in all."""
+        return int(self.ptr[-1])
+
+    @property
+    def arcs_dtype(self) -> np.dtype:
+        return np.result_type(*[a for _, _, a, _ in self.parts])
+
+    def written(self) -> tuple[np.ndarray, np.ndarray]:
+        """The entries, written into arrays of their own: ``(arcs, weights)``."""
+        arcs = np.empty(self.size, self.arcs_dtype)
+        weights = np.empty(self.size, np.result_type(*[w for _, _, _, w in self.parts]))
+        self.write(arcs, weights)
+        return arcs, weights
+
+    def write(self, arcs: np.ndarray, weights: np.ndarray) -> None:
+        """Write the rows' entries into ``arcs`` and ``weights`` (`size` long each).
+
+        Long pieces are copied as slices, one memcpy each, where index arrays for them
+        would be as large as the copy: for the shared middles of the 131,072-GPU ring's
+        fabric DAGs (8,192 entries each, 2.4 million in all) building and following them
+        took 0.25 s, the slices 0.02-0.1 s.  There are at most ``1 / _LONG_BLOCK`` as
+        many long pieces as the entries they hold.  Short ones go through index arrays,
+        all at once.
+        """
+        placed = self.ptr[:-1].copy()
+        for starts, length, src_arcs, src_weights in self.parts:
+            long = length >= _LONG_BLOCK
+            for i in np.flatnonzero(long).tolist():
+                d, s, m = int(placed[i]), int(starts[i]), int(length[i])
+                arcs[d:d + m] = src_arcs[s:s + m]
+                weights[d:d + m] = src_weights[s:s + m]
+            short = ~long
+            take = ragged_arange(starts[short], length[short])
+            put = ragged_arange(placed[short], length[short])
+            arcs[put], weights[put] = src_arcs[take], src_weights[take]
+            placed += length
 
 
 _LONG_BLOCK = 256   # entries from which `join_rows` copies a piece as a slice

@@ -235,7 +235,7 @@ def materialize(recipe: PhaseRecipe, name: str, flow_bytes: np.ndarray,
         at += n
     routes = None
     if recipe.shared:
-        tails = [None if s.joined else (s.fab.arcs, s.fab.weights) for s in recipe.shared]
+        tails = [None if s.joined else s.fab.entries() for s in recipe.shared]
         routes = SharedRoutes.concat([s.routes for s in recipe.shared], tails, ids)
     recipe = replace(recipe, pieces=tuple(pieces), shared=_on_views(recipe.shared, routes))
     nv_hops, net_hops = recipe.phase_hops()

@@ -337,14 +337,14 @@ class _FabricGroups:
 
     # ---- adaptive DAGs
     def dags(self, leaf_a: np.ndarray, leaf_b: np.ndarray,
-             hops: np.ndarray | None = None) -> RouteBatch:
+             hops: np.ndarray | None = None, pending: bool = False) -> RouteBatch:
         """Adaptive DAGs of pairs of distinct switches (``hops``: their distances, if
         known), walked together level by level.
 
         Per pair this is `Router._dag_fractions` (see `route_walk.walk_levels`); until
         the last hop a switch's next hops depend only on the target's group, so pairs
         whose first hop leaves them alike share the levels in between
-        (`route_walk.walk_shared`)."""
+        (`route_walk.walk_shared`, which ``pending`` is passed to)."""
         s = self.snap
         grp = self.groups_of(leaf_b)
         if hops is None:
@@ -354,7 +354,8 @@ class _FabricGroups:
             row, table = self._next(node, grp[pair], leaf_b[pair], hops[pair] - level)
             return table.take(row)
 
-        return walk_shared(leaf_a, hops, grp, s.arc_dst, s.n_nodes, next_hops, self.index)
+        return walk_shared(leaf_a, hops, grp, s.arc_dst, s.n_nodes, next_hops, self.index,
+                           pending=pending)
 
     # ---- single-path walks (ecmp, static)
     _CHUNK = 1 << 16   # flows walked at a time: temporaries stay small and in cache

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from designer.solver.route_arrays import (
+    PendingBatch,
+    PendingRows,
     RouteBatch,
     _hash,
     _ptr,
     first_occurrence,
     first_occurrence_grouped,
-    join_rows,
     ragged_arange,
 )
 
@@ -167,7 +168,7 @@ def _merged(parts: list[Frontier]) -> Frontier:
 # ----------------------------------------------------------------- shared walk
 def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: np.ndarray,
                 n_nodes: int, next_hops: NextHops,
-                node_index: np.ndarray | None = None) -> RouteBatch:
+                node_index: np.ndarray | None = None, pending: bool = False) -> RouteBatch:
     """`walk_levels`, identical arc for arc and bit for bit, for routes whose next hops
     depend only on the node, the hops left and the route's ``kind`` except at the last
     hop (a fabric DAG: until the last hop, a switch's next hops towards a target are those
@@ -181,6 +182,9 @@ def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: 
     of the 16k-GPU SuperPOD) is walked once per (pod, target group) instead of once per
     leaf.  Each route then takes its own
     last hop from where its shared middle ends.
+
+    ``pending``: return a `PendingBatch`, whose rows the caller writes where they end
+    up (a phase's table), instead of a table of their own.
     """
     n = len(start)
     hops = np.asarray(hops, np.int64)
@@ -225,11 +229,13 @@ def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: 
         last_w = step.weights * np.repeat(pool_frac[pos], step.lengths)
         last_len = np.bincount(np.repeat(route, step.lengths), minlength=n)
     # Each route: its first hop, its representative's middle, its last hop.
-    ptr, arcs, weights = join_rows([
+    rows = PendingRows.of([
         (first.ptr[:-1], first.lengths, first.arcs, first.weights),
         (mid_at, mid_len, middle_arcs, middle_w),
         (_ptr(last_len)[:-1], last_len, last_arcs, last_w)])
-    return RouteBatch(ptr, arcs, weights, hops)
+    if pending:
+        return PendingBatch(rows.ptr, None, None, hops, rows)
+    return RouteBatch(rows.ptr, *rows.written(), hops)
 
 
 def _alike(front: Frontier, hops: np.ndarray, kind: np.ndarray) -> np.ndarray:

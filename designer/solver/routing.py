@@ -47,6 +47,8 @@ shortcuts make that possible:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from designer.solver.errors import SolverError
@@ -365,9 +367,11 @@ class Router:
         return out
 
     def fabric_dags(self, leaf_a: np.ndarray, leaf_b: np.ndarray, *,
-                    hops: np.ndarray | None = None) -> RouteBatch:
+                    hops: np.ndarray | None = None, pending: bool = False) -> RouteBatch:
         """`fabric_dag` of each pair, as one table (``hops``: switch-to-switch hops, as
         `fabric_hops` gives them, which the caller may pass when it has them).
+        ``pending``: a `PendingBatch` when the walk made every DAG, for the caller to
+        write where they end up (else a table of their own, as without it).
 
         The DAGs of all pairs are walked together, level by level, with exactly the
         arithmetic of `fabric_dag` (same splits, same order), so the arrays are identical.
@@ -384,10 +388,11 @@ class Router:
         differ = leaf_a != leaf_b
         fast = np.flatnonzero(groups.covers(leaf_a, leaf_b) & differ)
         slow = np.flatnonzero(~groups.covers(leaf_a, leaf_b) & differ)
-        walked = groups.dags(leaf_a[fast], leaf_b[fast], hops[fast])
+        walked = groups.dags(leaf_a[fast], leaf_b[fast], hops[fast],
+                             pending=pending and not slow.size)
         if not slow.size:    # the usual case: the walked table as it is, no copy
-            return RouteBatch(_scatter(walked, fast, len(leaf_a)).ptr, walked.arcs,
-                              walked.weights, hops)
+            # Rows stay in walk order, written or pending: only the pointers move.
+            return replace(walked, ptr=_scatter(walked, fast, len(leaf_a)).ptr, hops=hops)
         routes = [self.fabric_dag(int(leaf_a[i]), int(leaf_b[i])) for i in slow.tolist()]
         lengths = np.zeros(len(leaf_a), dtype=np.int64)
         lengths[fast] = walked.lengths

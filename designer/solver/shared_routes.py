@@ -22,7 +22,7 @@ from functools import cached_property
 import numpy as np
 
 from designer.solver.errors import SolverError
-from designer.solver.route_arrays import ragged_arange
+from designer.solver.route_arrays import PendingRows, ragged_arange
 
 __all__ = ["SharedRoutes", "argsort_ids", "bincount", "ids_below"]
 
@@ -190,7 +190,8 @@ class SharedRoutes:
 
         ``tails[i]``, if given, is ``(link, weight)`` entries that follow
         ``parts[i]``'s own, where ``parts[i].ptr`` already counts them (a set whose
-        entries are written here, once, rather than joined first and copied again).
+        entries are written here, once, rather than joined first and copied again); or
+        a `PendingRows` that writes them.
         ``link_dtype``: the links' type in a result that is written (narrower than the
         parts' where the caller knows the ids fit); default: numpy's common type of the
         parts'.  One set with no tail, its links of that type, is returned as it is.
@@ -201,24 +202,19 @@ class SharedRoutes:
             if tail is None and (link_dtype is None or p.link.dtype == link_dtype):
                 return p
             # The entries alone are written: the pairs need no renumbering.
-            links, weights = [p.link], [p.weight]
-            if tail is not None:
-                links.append(tail[0])
-                weights.append(tail[1])
-            link, weight = _written(links, weights, int(p.ptr[-1]), link_dtype)
+            entries = [(p.link, p.weight)] + ([] if tail is None else [tail])
+            link, weight = _written(entries, int(p.ptr[-1]), link_dtype)
             return cls(p.ptr, link, weight, p.pair_flow, p.pair_route, p.pair_mult, p.local)
         ptrs, base_entry, base_route = [np.zeros(1, np.int64)], 0, 0
-        route_ids, links, weights = [], [], []
+        route_ids, entries = [], []
         for p, tail in zip(parts, tails, strict=True):
             ptrs.append(p.ptr[1:] + base_entry)
             route_ids.append(p.pair_route + base_route)
             base_entry += int(p.ptr[-1])
             base_route += p.n_routes
-            links.append(p.link)
-            weights.append(p.weight)
+            entries.append((p.link, p.weight))
             if tail is not None:
-                links.append(tail[0])
-                weights.append(tail[1])
+                entries.append(tail)
         mult = None
         if any(p.pair_mult is not None for p in parts):
             mult = np.concatenate([np.ones(len(p.pair_flow)) if p.pair_mult is None
@@ -228,7 +224,7 @@ class SharedRoutes:
             local = np.concatenate([np.zeros(p.n_routes, bool) if p.local is None
                                     else p.local for p in parts])
         ids = np.int32 if base_route < 2**31 else np.int64
-        link, weight = _written(links, weights, base_entry, link_dtype)
+        link, weight = _written(entries, base_entry, link_dtype)
         return cls(np.concatenate(ptrs), link, weight, np.concatenate([p.pair_flow for p in parts]),
                    np.concatenate(route_ids).astype(ids, copy=False), mult, local)
 
@@ -265,14 +261,24 @@ class SharedRoutes:
         return SharedRoutes(ptr, _ids(link), weight, _ids(flow), _ids(route), mult, self.local)
 
 
-def _written(links: list[np.ndarray], weights: list[np.ndarray], n: int,
-             link_dtype: type | None) -> tuple[np.ndarray, np.ndarray]:
-    """``links`` and ``weights`` end to end (``n`` entries), written straight into arrays
-    of the result's types (no wider copy first)."""
-    link = np.empty(n, link_dtype or np.result_type(*links))
-    np.concatenate(links, out=link, casting="same_kind")
+def _written(entries: list, n: int, link_dtype: type | None
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """``entries`` end to end (``n`` in all), written straight into arrays of the
+    result's types (no wider copy first): each a ``(link, weight)`` pair of arrays, or a
+    `PendingRows` that writes its own."""
+    dtypes = [e.arcs_dtype if isinstance(e, PendingRows) else e[0].dtype for e in entries]
+    link = np.empty(n, link_dtype or np.result_type(*dtypes))
     weight = np.empty(n, np.float64)
-    np.concatenate(weights, out=weight, casting="same_kind")
+    at = 0
+    for e in entries:
+        if isinstance(e, PendingRows):
+            m = e.size
+            e.write(link[at:at + m], weight[at:at + m])
+        else:
+            m = len(e[0])
+            link[at:at + m] = e[0]
+            weight[at:at + m] = e[1]
+        at += m
     return link, weight
 
 

@@ -94,6 +94,28 @@ def test_block_copies_as_slices_or_index_arrays(healthy, monkeypatch, long_block
     assert_same_routes(Router(snap).fabric_dags(la, lb), expect)
 
 
+@pytest.mark.parametrize("long_block", [1, 10**9])
+def test_pending_dags_write_the_same_rows_where_they_are_put(healthy, monkeypatch,
+                                                            long_block):
+    # Unwritten DAGs (for the phase's table) carry the walked table's row pointers, and
+    # write its entries, into any arrays (int32 links too) at any offset.
+    snap, la, lb = healthy
+    monkeypatch.setattr(route_arrays, "_LONG_BLOCK", long_block)
+    want = Router(snap).fabric_dags(la, lb)
+    got = Router(snap).fabric_dags(la, lb, pending=True)
+    assert isinstance(got, route_arrays.PendingBatch) and got.arcs is None
+    np.testing.assert_array_equal(got.ptr, want.ptr)
+    np.testing.assert_array_equal(got.hops, want.hops)
+    size = got.rows.size
+    arcs, weights = np.full(size + 7, -1, np.int32), np.full(size + 7, -1.0)
+    got.rows.write(arcs[5:5 + size], weights[5:5 + size])
+    np.testing.assert_array_equal(arcs[5:5 + size], want.arcs)
+    np.testing.assert_array_equal(weights[5:5 + size], want.weights)   # bit for bit
+    assert (arcs[:5] == -1).all() and (arcs[5 + size:] == -1).all()
+    done = got.done()
+    np.testing.assert_array_equal(done.arcs, want.arcs)
+
+
 def test_walk_from_keeps_where_each_route_stops():
     # arcs 0: 0->1, 1: 0->2, 2: 1->3, 3: 2->3; node 0 splits 1/4 : 3/4.
     dst = np.array([1, 2, 3, 3])
