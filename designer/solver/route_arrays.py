@@ -429,6 +429,28 @@ def split_by_capacity(arcs: np.ndarray, lengths: np.ndarray, cap: np.ndarray) ->
 
 
 # ----------------------------------------------------------------- subgraphs
+def sorted_ptr(keys: np.ndarray, n: int) -> np.ndarray:
+    """CSR pointers of sorted ``keys`` in ``[0, n)``: key ``v``'s entries are
+    ``ptr[v]:ptr[v + 1]``.
+
+    From where each run of equal keys starts, not a binary search per key (5x slower at
+    300,000 keys) nor ``np.bincount`` (which first copies int32 keys to int64: fresh
+    memory, page faults).
+
+    >>> sorted_ptr(np.array([1, 1, 3], np.int32), 5).tolist()
+    [0, 0, 2, 2, 3, 3]
+    """
+    m = len(keys)
+    if m == 0:
+        return np.zeros(n + 1, np.int64)
+    heads = np.flatnonzero(keys[1:] != keys[:-1])
+    heads += 1
+    starts = np.concatenate([[0], heads, [m]])
+    firsts = np.concatenate([[-1], keys[0:1], keys[heads], [n]]).astype(np.int64)
+    # Keys firsts[k - 1] + 1 .. firsts[k] all start where run k does.
+    return np.repeat(starts, np.diff(firsts))
+
+
 class _Subgraph:
     """CSR of a subset of arcs, with cached BFS distances to a target node."""
 
@@ -441,11 +463,7 @@ class _Subgraph:
             # int32 ids: the tables of routes gathered from them are half the size
             # (fresh memory is page faults: the 131,072-GPU ring peaks ~20 MB lower).
             self.arcs = self.arcs.astype(np.int32)
-        # Sources in order, so node v's arcs start where the first source >= v stands
-        # (searchsorted, not bincount, which first copies int32 ids to int64).
-        src = snap.arc_src[self.arcs]
-        self.ptr = np.searchsorted(src, np.arange(snap.n_nodes + 1, dtype=src.dtype))
-        del src
+        self.ptr = sorted_ptr(snap.arc_src[self.arcs], snap.n_nodes)
         self.dst = snap.arc_dst[self.arcs]
         # Links are full duplex and masks are per link, so the arcs into a node are the
         # reverses of the arcs out of it: a BFS towards a target can walk out-arcs.

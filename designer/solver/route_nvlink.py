@@ -30,6 +30,7 @@ from designer.solver.route_arrays import (
     _Subgraph,
     distinct,
     ragged_arange,
+    sorted_ptr,
     split_by_capacity,
     unique_inverse,
 )
@@ -71,13 +72,13 @@ class _Domains:
         order = argsort_ids(arc_dom, n_dom)    # grouped by domain, arc order within
         self.arcs = nv_all[order]
         adom = arc_dom[order]
-        self.arc_ptr = np.searchsorted(adom, np.arange(n_dom + 1))
+        self.arc_ptr = sorted_ptr(adom, n_dom)
         # Relative node numbers: rank inside the domain by node index (any fixed numbering
         # works: equal signatures below prove the map between two domains an isomorphism).
         in_dom = np.flatnonzero(self.node_dom >= 0)
         self.nodes = in_dom[argsort_ids(self.node_dom[in_dom], n_dom)]
         ndom = self.node_dom[self.nodes]
-        self.node_ptr = np.searchsorted(ndom, np.arange(n_dom + 1))
+        self.node_ptr = sorted_ptr(ndom, n_dom)
         self.rel = np.zeros(snap.n_nodes, dtype=np.int64)
         self.rel[self.nodes] = np.arange(len(self.nodes)) - self.node_ptr[ndom]
         n_arcs, n_nodes = np.diff(self.arc_ptr), np.diff(self.node_ptr)

@@ -17,6 +17,7 @@ from designer.solver.route_arrays import (
     _stack,
     distinct,
     ragged_arange,
+    sorted_ptr,
     split_by_capacity,
     stable_argsort,
     unique_inverse,
@@ -67,7 +68,7 @@ class _FabricGroups:
         self.s_src = self.index[src[self.switch_arc]]
         self.s_dst = self.index[g.dst[self.switch_arc]]
         self.s_arc = g.arcs[self.switch_arc]
-        self.s_ptr = np.searchsorted(self.s_src, np.arange(len(self.switches) + 1))
+        self.s_ptr = sorted_ptr(self.s_src, len(self.switches))
         self._group: dict[int, int] = {}          # target switch -> group
         self._group_key: dict[bytes, int] = {}    # switch neighbours -> group
         self._rows: list[np.ndarray] = []         # per group: distance of every switch

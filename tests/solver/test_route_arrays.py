@@ -53,3 +53,17 @@ def test_first_occurrence_by_groups_matches_the_sort(table):
         uniq, ref_at = first_occurrence(group * n_items + item)
         assert (group * n_items + item)[first].tolist() == uniq.tolist()
         assert at.tolist() == ref_at.tolist()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_sorted_ptr_is_where_each_key_would_be_inserted(seed):
+    """Against a binary search per key: keys missing at the start, the end and between
+    runs, none at all, int32 or int64."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    keys = np.sort(rng.integers(0, n, int(rng.integers(0, 60)))).astype(
+        np.int32 if seed % 2 else np.int64)
+    from designer.solver.route_arrays import sorted_ptr
+
+    expect = np.searchsorted(keys, np.arange(n + 1))
+    assert sorted_ptr(keys, n).tolist() == expect.tolist()
