@@ -231,9 +231,15 @@ class _FabricGroups:
     def _arcs_into(self) -> tuple[np.ndarray, np.ndarray]:
         """CSR of the switch-to-switch arcs by destination: each switch's sources."""
         if self._into is None:
-            order = np.argsort(self.s_dst, kind="stable")
-            ptr = np.searchsorted(self.s_dst[order], np.arange(len(self.switches) + 1))
-            self._into = (ptr, self.s_src[order])
+            if self.net._symmetric:
+                # Full-duplex links, masked per link: a switch's arcs in are the reverses
+                # of its arcs out, so its sources are its out-neighbours (in another
+                # order, which the OR of a search level does not see).
+                self._into = (self.s_ptr, self.s_dst)
+            else:
+                order = np.argsort(self.s_dst, kind="stable")
+                self._into = (sorted_ptr(self.s_dst[order], len(self.switches)),
+                              self.s_src[order])
         return self._into
 
     def table(self) -> np.ndarray:

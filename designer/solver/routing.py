@@ -210,7 +210,9 @@ class Router:
             leaf = np.where(up >= 0, s.arc_dst[np.maximum(up, 0)] if s.n_arcs else -1, -1)
             ok = (has & (up >= 0) & (last_up >= 0) & (first_down >= 0)
                   & ~(host & ((host_up < 0) | (host_down < 0))))
-            leaves, code = np.unique(leaf, return_inverse=True)
+            # (Shifted by one: a rank without a NIC has leaf -1.)
+            leaves, code = unique_inverse(leaf + 1, s.n_nodes + 1)
+            leaves -= 1
             self._ranks = RankLinks(gpu, nic, access_up, up, access_down,
                                     leaf.astype(np.int64), ok, leaves,
                                     code.reshape(-1).astype(np.int32))
@@ -287,7 +289,9 @@ class Router:
         if pos.size:
             cap = self.snap.arc_cap[g.arcs[pos]]
             best = np.full(len(ask), -np.inf)
-            np.maximum.at(best, owner, cap)                  # max: order-free
+            # Each node's arcs are one run of ``pos`` (owners ascend): a max per run.
+            heads = np.flatnonzero(run_heads(owner))
+            best[owner[heads]] = np.maximum.reduceat(cap, heads)
             hit = np.flatnonzero(cap == best[owner])
             first = hit[run_heads(owner[hit])]
             out[ask[owner[first]]] = g.arcs[pos[first]]
