@@ -1,17 +1,13 @@
 """Array building blocks of routing: routes as (arcs, weights) batches, ragged ranges,
-segment sums, the seeded ECMP hash, capacity splits and CSR subgraphs with
-breadth-first distances.  Pure numpy, shared by `routing`, `route_tables`, `route_walk`,
-`route_nvlink` and `keyed_rows` (route tables looked up by key)."""
+segment sums, the seeded ECMP hash and capacity splits.  Pure numpy, shared by
+`routing`, `route_tables`, `route_walk`, `route_nvlink` and `keyed_rows` (route tables
+looked up by key); the CSR subgraphs they walk are in `route_subgraph`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from designer.solver.snapshot import Snapshot
 
 Route = tuple[np.ndarray, np.ndarray]
 _EMPTY: Route = (np.zeros(0, np.int64), np.zeros(0))
@@ -426,99 +422,3 @@ def split_by_capacity(arcs: np.ndarray, lengths: np.ndarray, cap: np.ndarray) ->
     c = cap[arcs]
     ratio = c / np.repeat(segment_sums(c, ptr[:-1], lengths), lengths)
     return RouteBatch(ptr, arcs, ratio, lengths)
-
-
-# ----------------------------------------------------------------- subgraphs
-def sorted_ptr(keys: np.ndarray, n: int) -> np.ndarray:
-    """CSR pointers of sorted ``keys`` in ``[0, n)``: key ``v``'s entries are
-    ``ptr[v]:ptr[v + 1]``.
-
-    From where each run of equal keys starts, not a binary search per key (5x slower at
-    300,000 keys) nor ``np.bincount`` (which first copies int32 keys to int64: fresh
-    memory, page faults).
-
-    >>> sorted_ptr(np.array([1, 1, 3], np.int32), 5).tolist()
-    [0, 0, 2, 2, 3, 3]
-    """
-    m = len(keys)
-    if m == 0:
-        return np.zeros(n + 1, np.int64)
-    heads = np.flatnonzero(keys[1:] != keys[:-1])
-    heads += 1
-    starts = np.concatenate([[0], heads, [m]])
-    firsts = np.concatenate([[-1], keys[0:1], keys[heads], [n]]).astype(np.int64)
-    # Keys firsts[k - 1] + 1 .. firsts[k] all start where run k does.
-    return np.repeat(starts, np.diff(firsts))
-
-
-class _Subgraph:
-    """CSR of a subset of arcs, with cached BFS distances to a target node."""
-
-    def __init__(self, snap: Snapshot, arc_mask: np.ndarray, by_src: np.ndarray | None = None):
-        self.snap = snap
-        if by_src is None:  # every arc, sorted by source node (stable: arc order within)
-            by_src = np.argsort(snap.arc_src, kind="stable")
-        self.arcs = by_src[arc_mask[by_src]]           # arcs sorted by source node
-        if snap.n_arcs < 2**31:
-            # int32 ids: the tables of routes gathered from them are half the size
-            # (fresh memory is page faults: the 131,072-GPU ring peaks ~20 MB lower).
-            self.arcs = self.arcs.astype(np.int32)
-        self.ptr = sorted_ptr(snap.arc_src[self.arcs], snap.n_nodes)
-        self.dst = snap.arc_dst[self.arcs]
-        # Links are full duplex and masks are per link, so the arcs into a node are the
-        # reverses of the arcs out of it: a BFS towards a target can walk out-arcs.
-        self._symmetric = bool(np.array_equal(arc_mask[0::2], arc_mask[1::2]))
-        self._dist: dict[int, np.ndarray] = {}
-
-    def neighbours(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Positions (into ``arcs``) of the arcs out of ``nodes``, and each one's node."""
-        nodes = np.asarray(nodes, dtype=np.int64)
-        pos, at = self.out_arcs(nodes)
-        return pos, nodes[at]
-
-    def out_arcs(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Positions (into ``arcs``) of the arcs out of ``nodes[i]`` for each ``i`` in
-        turn (arc order within a node), and the ``i`` of each."""
-        nodes = np.asarray(nodes, dtype=np.int64)
-        lengths = self.ptr[nodes + 1] - self.ptr[nodes]
-        return (ragged_arange(self.ptr[nodes], lengths),
-                np.repeat(np.arange(len(nodes)), lengths))
-
-    def dist_to(self, target: int, through: np.ndarray | None = None) -> np.ndarray:
-        """Hop distance of every node to ``target`` (-1 unreachable).  With ``through``
-        (bool per node), paths may only pass through nodes marked True: the others get a
-        distance (they can be sources) but are not forwarded through.  The cache is per
-        target, so one subgraph always uses the same ``through``."""
-        d = self._dist.get(target)
-        if d is not None:
-            return d
-        s = self.snap
-        d = np.full(s.n_nodes, -1, dtype=np.int32)
-        d[target] = 0
-        frontier = np.array([target])
-        level = 0
-        while frontier.size:
-            level += 1
-            if self._symmetric:
-                cand = self.dst[self.neighbours(frontier)[0]]
-                new = distinct(cand[d[cand] < 0])
-            else:
-                src, dst = s.arc_src[self.arcs], s.arc_dst[self.arcs]
-                new = distinct(src[np.isin(dst, frontier) & (d[src] < 0)])
-            d[new] = level
-            # Only forwarding nodes extend paths further.
-            frontier = new if through is None else new[through[new]]
-        self._dist[target] = d
-        return d
-
-    def next_arcs(self, node: int, dist: np.ndarray,
-                  through: np.ndarray | None = None) -> np.ndarray:
-        """Arcs out of ``node`` one step closer along ``dist``.  With ``through`` (the mask
-        `dist_to` was given), only into nodes that forward, or into the target itself: a
-        node that does not forward has a distance (it can be a source) but is no hop."""
-        out = self.arcs[self.ptr[node]:self.ptr[node + 1]]
-        nxt = self.snap.arc_dst[out]
-        keep = dist[nxt] == dist[node] - 1
-        if through is not None:
-            keep &= through[nxt] | (dist[nxt] == 0)
-        return out[keep]

@@ -27,13 +27,12 @@ from designer.solver.route_arrays import (
     RouteBatch,
     _scatter,
     _stack,
-    _Subgraph,
     distinct,
     ragged_arange,
-    sorted_ptr,
     split_by_capacity,
     unique_inverse,
 )
+from designer.solver.route_subgraph import _Subgraph, sorted_ptr
 from designer.solver.route_walk import walk_levels
 from designer.solver.shared_routes import argsort_ids
 from designer.solver.snapshot import NVLINK, Snapshot

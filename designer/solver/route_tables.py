@@ -17,11 +17,11 @@ from designer.solver.route_arrays import (
     _stack,
     distinct,
     ragged_arange,
-    sorted_ptr,
     split_by_capacity,
     stable_argsort,
     unique_inverse,
 )
+from designer.solver.route_subgraph import sorted_ptr
 from designer.solver.route_walk import walk_shared
 
 if TYPE_CHECKING:

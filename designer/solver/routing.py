@@ -63,7 +63,6 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
     _ptr,
     _scatter,
     _single,
-    _Subgraph,
     distinct,
     first_occurrence,
     ragged_arange,
@@ -72,6 +71,7 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
     unique_inverse,
 )
 from designer.solver.route_nvlink import NvlinkTables
+from designer.solver.route_subgraph import _Subgraph
 from designer.solver.route_tables import _FabricGroups
 from designer.solver.shared_routes import argsort_ids
 from designer.solver.snapshot import NVLINK, PCIE, Snapshot

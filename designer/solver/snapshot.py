@@ -36,6 +36,7 @@ import numpy as np
 from designer.model.catalog import FAMILIES
 from designer.model.columns import FrozenColumns
 from designer.model.topology import Topology
+from designer.solver.arc_delays import ArcDelays, read_only
 from designer.solver.design_columns import ColumnCache, LinkPositions, cache_of
 
 NVLINK, PCIE = FAMILIES.index("nvlink"), FAMILIES.index("pcie")
@@ -95,7 +96,7 @@ class Snapshot:
     @cached_property
     def arc_line(self) -> np.ndarray:
         """GB/s per direction, line rate (before efficiency)."""
-        return _read_only(np.repeat(self.link_line, 2))
+        return read_only(np.repeat(self.link_line, 2))
 
     @property
     def arc_latency_s(self) -> np.ndarray:
@@ -247,55 +248,8 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
                                  lambda: _liveness(capture, arcs))
     line = c.counts * rate
     return Snapshot(generation=capture.generation, routing=capture.routing,
-                    arc_cap=np.repeat(line * arcs.eff, 2), link_line=_read_only(line),
+                    arc_cap=np.repeat(line * arcs.eff, 2), link_line=read_only(line),
                     **fields)
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
-
-
-@dataclass(frozen=True, eq=False)
-class ArcDelays:
-    """Per-arc latency and jitter, computed on first use (see `Snapshot.arc_latency_s`)
-    from per-technology and per-node facts; one object serves every snapshot that
-    shares its arcs (`build_snapshot`'s first tier)."""
-
-    link_tech: np.ndarray      # per link: technology code
-    tech_latency: np.ndarray   # per code: seconds
-    tech_jitter: np.ndarray    # per code: seconds
-    node_latency: np.ndarray   # per node: seconds a device adds to the arcs into it
-    arc_dst: np.ndarray
-
-    @cached_property
-    def latency(self) -> np.ndarray:
-        out = np.repeat(self.tech_latency[self.link_tech], 2)
-        out += self.node_latency[self.arc_dst]
-        return _read_only(out)
-
-    @cached_property
-    def jitter(self) -> np.ndarray:
-        return _read_only(np.repeat(self.tech_jitter[self.link_tech], 2))
-
-    def latency_where(self, mask: np.ndarray) -> np.ndarray:
-        """``latency[mask]``, without making the whole array: written slice by slice
-        into the result (the temporaries stay in cache), the only fresh memory."""
-        if "latency" in self.__dict__:
-            return self.latency[mask]
-        out = np.empty(int(np.count_nonzero(mask)))
-        at = 0
-        for lo in range(0, len(mask), _SLICE):
-            arcs = np.flatnonzero(mask[lo:lo + _SLICE])
-            arcs += lo
-            part = out[at:at + len(arcs)]
-            np.take(self.tech_latency, self.link_tech[arcs >> 1], out=part)
-            part += self.node_latency[self.arc_dst[arcs]]
-            at += len(arcs)
-        return out
-
-
-_SLICE = 1 << 16   # arcs `ArcDelays.latency_where` reads at a time
 
 
 @dataclass(frozen=True, eq=False)

@@ -63,7 +63,7 @@ def test_sorted_ptr_is_where_each_key_would_be_inserted(seed):
     n = int(rng.integers(1, 40))
     keys = np.sort(rng.integers(0, n, int(rng.integers(0, 60)))).astype(
         np.int32 if seed % 2 else np.int64)
-    from designer.solver.route_arrays import sorted_ptr
+    from designer.solver.route_subgraph import sorted_ptr
 
     expect = np.searchsorted(keys, np.arange(n + 1))
     assert sorted_ptr(keys, n).tolist() == expect.tolist()

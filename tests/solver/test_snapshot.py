@@ -106,9 +106,9 @@ def test_per_arc_delays_are_made_on_first_use_and_a_solve_does_without_them():
 
 
 def test_latency_where_reads_slice_by_slice_what_the_whole_array_holds(monkeypatch):
-    import designer.solver.snapshot as snapshot
+    import designer.solver.arc_delays as arc_delays
 
-    monkeypatch.setattr(snapshot, "_SLICE", 7)   # many slices, one cut mid-link
+    monkeypatch.setattr(arc_delays, "_SLICE", 7)   # many slices, one cut mid-link
     snap = take_snapshot(build_template("rail-cluster", nodes=2))
     mask = np.random.default_rng(3).random(snap.n_arcs) < 0.4
     parts = snap.arc_delays.latency_where(mask)
