@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from maxmin_checks import assert_max_min_certificate, networks
 from maxmin_reference import reference_max_min_rates
-from test_maxmin import assert_max_min_certificate, networks
 
 from designer.solver import maxmin, maxmin_levels, maxmin_steps, maxmin_tables
 from designer.solver.errors import SolverError
