@@ -5,6 +5,7 @@ Used by `routing.Router` (NVLink domains are in `route_nvlink`)."""
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,6 +18,7 @@ from designer.solver.route_arrays import (
     _stack,
     distinct,
     ragged_arange,
+    run_heads,
     split_by_capacity,
     stable_argsort,
     unique_inverse,
@@ -268,11 +270,14 @@ class _FabricGroups:
         `_Subgraph.next_arcs`), weighted by the split of `Router._dag_fractions`."""
         dist = self.table()
         flat, n_sw = dist.reshape(-1), dist.shape[1]
+        lengths = self.s_ptr[node + 1] - self.s_ptr[node]
+        dense = self._downhill_dense(grp, node, lengths)
+        if dense is not None:
+            return dense
         # Every arc of every state is tested: 10^7 entries at 131,072 GPUs (radix-128
         # switches).  In slices of states, the temporaries stay in cache instead of
         # being fresh memory the kernel must fault in, and int32 indexes halve them.
         itype = np.int32 if flat.size < 2**31 else np.int64
-        lengths = self.s_ptr[node + 1] - self.s_ptr[node]
         step = max(1, self._SLICE_ENTRIES // max(int(lengths.max(initial=1)), 1))
         arcs, counts = [], []
         for lo in range(0, len(node), step):
@@ -289,6 +294,40 @@ class _FabricGroups:
                            np.concatenate(counts) if counts else np.zeros(0, np.int64))
 
     _SLICE_ENTRIES = 1 << 17  # (state, arc) entries `downhill` tests at a time
+
+    def _downhill_dense(self, grp: np.ndarray, node: np.ndarray, lengths: np.ndarray
+                        ) -> RouteBatch | None:
+        """`downhill` when the states, sorted by (group, switch), put most of their
+        switches in every group (the cores of a three-tier fabric towards every pod):
+        the switches' arcs are listed once, and each group tests them against one row
+        of the distance table, with no per-state index arithmetic.  None otherwise."""
+        n_sw = len(self.switches)
+        if len(node) < 2:
+            return None
+        key = grp * n_sw + node
+        if not bool(np.all(key[1:] > key[:-1])):
+            return None
+        nodes, which = unique_inverse(node, n_sw)
+        u_len = self.s_ptr[nodes + 1] - self.s_ptr[nodes]
+        heads = np.flatnonzero(run_heads(grp))
+        if len(heads) * int(u_len.sum()) > 2 * int(lengths.sum()):
+            return None   # sparse: testing each state's own arcs is less work
+        pos = ragged_arange(self.s_ptr[nodes], u_len)
+        owner = np.repeat(np.arange(len(nodes)), u_len)
+        dst = self.s_dst[pos]
+        dist = self.table()
+        bounds = np.append(heads, len(node)).tolist()
+        arcs, counts = [], []
+        for lo, hi in itertools.pairwise(bounds):
+            row = dist[grp[lo]]
+            keep = row[dst] == (row[nodes] - 1)[owner]
+            if hi - lo < len(nodes):     # the group's own switches only
+                mine = np.zeros(len(nodes), dtype=bool)
+                mine[which[lo:hi]] = True
+                keep &= mine[owner]
+            arcs.append(self.s_arc[pos[keep]])
+            counts.append(np.bincount(owner[keep], minlength=len(nodes))[which[lo:hi]])
+        return self._split(np.concatenate(arcs), np.concatenate(counts))
 
     def _split(self, arcs: np.ndarray, lengths: np.ndarray) -> RouteBatch:
         """Rows of next-hop arcs, each split in proportion to capacity."""

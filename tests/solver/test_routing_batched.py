@@ -172,12 +172,20 @@ def test_batched_fabric_dags_equal_fabric_dag(fat_tree, monkeypatch, dense):
     if not dense:  # the sorted-key lookup that large fabrics use, one search at a time
         monkeypatch.setattr(KeyedRows, "_DENSE", 0)
         monkeypatch.setattr(_FabricGroups, "_BFS_BATCH", 3)
-    if dense == "sliced":  # next hops found a few states at a time, as at 131k GPUs
+    if dense == "sliced":  # next hops found a few states at a time, as at 131k GPUs,
+        # each state's own arcs tested (`downhill`'s per-group pass turned off)
         monkeypatch.setattr(_FabricGroups, "_SLICE_ENTRIES", 5)
+        monkeypatch.setattr(_FabricGroups, "_downhill_dense", lambda *args: None)
+    per_group = []
+    real = _FabricGroups._downhill_dense
+    monkeypatch.setattr(_FabricGroups, "_downhill_dense",
+                        lambda *args: per_group.append(real(*args)) or per_group[-1])
     snap, la, lb = fat_tree
     single = Router(snap)
     routes = [single.fabric_dag(int(x), int(y)) for x, y in zip(la, lb, strict=True)]
     batch = Router(snap).fabric_dags(la, lb)
+    # The per-group pass served some level (the cores towards every pod) unless off.
+    assert any(r is not None for r in per_group) == (dense != "sliced")
     assert_same_routes(batch, routes)
     assert batch.hops.tolist() == [
         0 if x == y else int(single.net.dist_to(int(y), through=single.is_switch)[x])
