@@ -80,16 +80,22 @@ def assert_matches_reference(capacity, pair_flow, pair_link, pair_weight, demand
         assert_max_min_certificate(capacity, pair_flow, pair_link, pair_weight, demand, fast)
 
 
-@st.composite
-def networks(draw):
-    """Random flows split over 1-3 paths of 1-3 links (links may repeat) with weight 1/k."""
+def draw_links(draw):
+    """1-7 links with random capacities and 1-9 flows: ``(n_flows, capacity, link_ids)``,
+    ``link_ids`` a strategy of link ids (for `networks` and the shared-route tests)."""
     n_links = draw(st.integers(1, 7))
     n_flows = draw(st.integers(1, 9))
     # Integral capacities make many exact ties; floats make near-ties.
     integral = draw(st.booleans())
     cap_values = st.integers(0, 12).map(float) if integral else st.floats(0.01, 100.0)
     capacity = draw(st.lists(cap_values, min_size=n_links, max_size=n_links))
-    link_ids = st.integers(0, n_links - 1)
+    return n_flows, capacity, st.integers(0, n_links - 1)
+
+
+@st.composite
+def networks(draw):
+    """Random flows split over 1-3 paths of 1-3 links (links may repeat) with weight 1/k."""
+    n_flows, capacity, link_ids = draw_links(draw)
     pair_flow, pair_link, pair_weight = [], [], []
     for f in range(n_flows):
         paths = draw(st.lists(st.lists(link_ids, min_size=1, max_size=3), min_size=1, max_size=3))

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from maxmin_checks import assert_max_min_certificate, networks
+from maxmin_checks import (
+    RTOL,
+    STRATEGIES,
+    assert_max_min_certificate,
+    draw_links,
+    networks,
+)
 from maxmin_reference import reference_max_min_rates
 
 from designer.solver import maxmin, maxmin_levels, maxmin_steps, maxmin_tables
@@ -16,19 +22,11 @@ from designer.solver.errors import SolverError
 from designer.solver.maxmin import max_min_rates
 from designer.solver.shared_routes import SharedRoutes
 
-RTOL = 1e-9
-STRATEGIES = ("auto", "local", "global")
-
 
 @st.composite
 def factored_networks(draw):
     """Flows with a few private pairs and 0-3 shared routes (routes may repeat)."""
-    n_links = draw(st.integers(1, 7))
-    n_flows = draw(st.integers(1, 9))
-    integral = draw(st.booleans())
-    cap_values = st.integers(0, 12).map(float) if integral else st.floats(0.01, 100.0)
-    capacity = draw(st.lists(cap_values, min_size=n_links, max_size=n_links))
-    link_ids = st.integers(0, n_links - 1)
+    n_flows, capacity, link_ids = draw_links(draw)
     n_routes = draw(st.integers(1, 4))
     links, weights = [], []
     for _ in range(n_routes):
