@@ -30,7 +30,7 @@ import numpy as np
 
 from designer.solver.route_arrays import RankLinks, RouteBatch
 from designer.solver.route_nvlink import _node_domains
-from designer.solver.route_subgraph import _Subgraph
+from designer.solver.route_subgraph import _Subgraph, sorted_ptr
 from designer.solver.routing import Router
 from designer.solver.snapshot import NVLINK, PCIE, Snapshot
 
@@ -204,8 +204,7 @@ def _subgraph_after(g: _Subgraph, change: SnapshotChange, member=None) -> _Subgr
         add = add[np.argsort(src[add] * n + add, kind="stable")]
         arcs = np.insert(arcs, np.searchsorted(src[arcs] * n + arcs, src[add] * n + add), add)
     out.arcs = arcs
-    out.ptr = np.zeros(snap.n_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(snap.arc_src[arcs], minlength=snap.n_nodes), out=out.ptr[1:])
+    out.ptr = sorted_ptr(snap.arc_src[arcs], snap.n_nodes)   # arcs stay sorted by source
     out.dst = snap.arc_dst[arcs]
     out._dist = {}
     return out

@@ -71,9 +71,8 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
     unique_inverse,
 )
 from designer.solver.route_nvlink import NvlinkTables
-from designer.solver.route_subgraph import _Subgraph
+from designer.solver.route_subgraph import _Subgraph, arcs_by_source
 from designer.solver.route_tables import _FabricGroups
-from designer.solver.shared_routes import argsort_ids
 from designer.solver.snapshot import NVLINK, PCIE, Snapshot
 
 
@@ -91,7 +90,7 @@ class Router:
         self.snap = snap
         self.seed = seed
         s = snap
-        by_src = argsort_ids(s.arc_src, s.n_nodes)    # shared by both subgraphs
+        by_src = arcs_by_source(s)                    # shared by the subgraphs
         self.nvlink = _Subgraph(s, s.arc_family == NVLINK, by_src)
         compute = np.repeat(s.compute_links(), 2)  # planes are per link
         net = (s.arc_family != NVLINK) & (s.arc_family != PCIE) & compute
