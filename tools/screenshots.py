@@ -61,6 +61,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from screenshot_user import User, settle  # beside this script
+
 SIZE = (1400, 900)
 #: Size of a single panel's picture (wide enough for the link-load table).
 PANEL_SIZE = (980, 440)
@@ -92,18 +94,13 @@ def _example_window(app):
     from designer.model.templates import build_template
 
     win = _window(build_template("example"))
-    _settle(app)
+    settle(app)
     _wait_for_analysis(app, win)
     _panels_side_by_side(app, win)
     win.view.fit()
     win.view.settle()
-    _settle(app)
+    settle(app)
     return win
-
-
-def _settle(app) -> None:
-    for _ in range(3):
-        app.processEvents()
 
 
 def _wait_for_analysis(app, win, timeout_s: float = 120.0):
@@ -115,7 +112,7 @@ def _wait_for_analysis(app, win, timeout_s: float = 120.0):
         latest = runner.latest
         if (latest is not None and latest.generation == win.document.topology.generation
                 and not runner.busy and not runner._timer.isActive()):
-            _settle(app)  # the recolouring runs in event-loop slices
+            settle(app)  # the recolouring runs in event-loop slices
             return latest
         time.sleep(0.01)
     raise RuntimeError("the analysis did not finish in time")
@@ -128,7 +125,7 @@ def _panels_side_by_side(app, win, timeline_px: int = 620) -> None:
     a = win.analysis
     win.resizeDocks([a.timeline, a.busbw], [timeline_px, win.width() - timeline_px],
                     Qt.Orientation.Horizontal)
-    _settle(app)
+    settle(app)
 
 
 def _close(win) -> None:
@@ -139,109 +136,7 @@ def _close(win) -> None:
     win.deleteLater()
 
 
-# ------------------------------------------------------------------ synthetic input
-class _User:
-    """Mouse, drop, menu and tooltip input on a main window's canvas, as tests send it:
-    straight to ``view.viewport()`` (a real ``QDrag.exec()`` would block)."""
-
-    def __init__(self, app, win):
-        self.app, self.win, self.view = app, win, win.view
-
-    def at(self, scene_xy):
-        from PySide6.QtCore import QPointF
-
-        return self.view.mapFromScene(QPointF(*scene_xy))
-
-    def node_xy(self, node_id: str) -> tuple[float, float]:
-        pos = self.win.scene.nodes[node_id].pos()
-        return pos.x(), pos.y()
-
-    def _mouse(self, kind, scene_xy, button, buttons, modifiers) -> None:
-        from PySide6.QtCore import QPointF
-        from PySide6.QtGui import QMouseEvent
-        from PySide6.QtWidgets import QApplication
-
-        vp = self.view.viewport()
-        local = QPointF(self.at(scene_xy))
-        QApplication.sendEvent(vp, QMouseEvent(kind, local, QPointF(vp.mapToGlobal(local)),
-                                               button, buttons, modifiers))
-
-    def drag(self, start, end, modifiers=None, steps: int = 6, release: bool = True) -> None:
-        """Press at ``start`` (scene coordinates), move to ``end``, release there."""
-        from PySide6.QtCore import QEvent, Qt
-
-        mods = modifiers if modifiers is not None else Qt.KeyboardModifier.NoModifier
-        left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
-        self._mouse(QEvent.Type.MouseButtonPress, start, left, left, mods)
-        for i in range(1, steps + 1):
-            xy = (start[0] + (end[0] - start[0]) * i / steps,
-                  start[1] + (end[1] - start[1]) * i / steps)
-            self._mouse(QEvent.Type.MouseMove, xy, none, left, mods)
-        if release:
-            self._mouse(QEvent.Type.MouseButtonRelease, end, left, none, mods)
-        _settle(self.app)
-
-    def release(self, scene_xy) -> None:
-        from PySide6.QtCore import QEvent, Qt
-
-        self._mouse(QEvent.Type.MouseButtonRelease, scene_xy, Qt.MouseButton.LeftButton,
-                    Qt.MouseButton.NoButton, Qt.KeyboardModifier.ShiftModifier)
-        _settle(self.app)
-
-    def shift_drag(self, a: str, b: str, release: bool = True) -> None:
-        """Shift-drag from node ``a`` to node ``b``: draws a link."""
-        from PySide6.QtCore import Qt
-
-        self.drag(self.node_xy(a), self.node_xy(b), Qt.KeyboardModifier.ShiftModifier,
-                  release=release)
-
-    def drop(self, kind: str, model: str, scene_xy) -> None:
-        """Drag a palette entry in, over and onto ``scene_xy``."""
-        from PySide6.QtCore import QPointF, Qt
-        from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
-        from PySide6.QtWidgets import QApplication
-
-        from designer.gui.canvas.interactions import component_mime
-
-        mime = component_mime(kind, model)
-        at = self.at(scene_xy)
-        copy, left = Qt.DropAction.CopyAction, Qt.MouseButton.LeftButton
-        mods = Qt.KeyboardModifier.NoModifier
-        for cls, where in ((QDragEnterEvent, at), (QDragMoveEvent, at),
-                           (QDropEvent, QPointF(at))):
-            QApplication.sendEvent(self.view.viewport(), cls(where, copy, mime, left, mods))
-        _settle(self.app)
-
-    def context_menu(self, scene_xy):
-        """Right-click at ``scene_xy``: the canvas's context menu, as it pops up."""
-        from PySide6.QtWidgets import QApplication, QMenu
-
-        self.view.customContextMenuRequested.emit(self.at(scene_xy))
-        _settle(self.app)
-        menus = [w for w in QApplication.topLevelWidgets()
-                 if isinstance(w, QMenu) and w.isVisible()]
-        if not menus:
-            raise RuntimeError(f"no context menu at {scene_xy}")
-        return menus[-1]
-
-    def tooltip(self, scene_xy):
-        """Hover at ``scene_xy`` until Qt asks for a tooltip; the tooltip widget shown."""
-        from PySide6.QtCore import QEvent, QPoint
-        from PySide6.QtGui import QHelpEvent
-        from PySide6.QtWidgets import QApplication
-
-        vp = self.view.viewport()
-        local = self.at(scene_xy)
-        QApplication.sendEvent(vp, QHelpEvent(QEvent.Type.ToolTip, local,
-                                              vp.mapToGlobal(local)))
-        _settle(self.app)
-        tips = [w for w in QApplication.topLevelWidgets()
-                if w.metaObject().className() == "QTipLabel" and w.isVisible()]
-        if not tips:
-            raise RuntimeError(f"no tooltip at {scene_xy}")
-        return tips[0], vp.mapTo(self.win, local) + QPoint(0, 0)
-
-
+# ------------------------------------------------------------------ grabs and dialogs
 def _grab_with_popup(win, popup, where, path: Path, crop=None) -> Path:
     """The window's picture with ``popup`` painted at ``where`` (window coordinates),
     optionally cropped to ``crop`` (a QRect in window coordinates)."""
@@ -270,10 +165,10 @@ def _grab_panel(app, panel, path: Path) -> Path:
     panel.resize(*PANEL_SIZE)
     panel.show()
     panel.raise_()
-    _settle(app)
+    settle(app)
     panel.grab().save(str(path))
     panel.setFloating(False)
-    _settle(app)
+    settle(app)
     return path
 
 
@@ -300,7 +195,7 @@ def _set_combo(app, combo, text: str) -> None:
         raise RuntimeError(f"{combo.objectName() or 'combo'} has no entry {text!r}")
     combo.setCurrentIndex(index)
     combo.activated.emit(index)
-    _settle(app)
+    settle(app)
 
 
 # ------------------------------------------------------------------ the shots
@@ -325,7 +220,7 @@ def superpod(app, out: Path) -> list[Path]:
         dialog.set_template("superpod")
         dialog.set_param("gpu", "B200")
         dialog.set_param("sus", 4)
-        _settle(app)
+        settle(app)
         dialog.grab().save(str(dialog_png))
         dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
 
@@ -343,7 +238,7 @@ def superpod(app, out: Path) -> list[Path]:
     view.centerOn(sum(p.x() for p in leaves) / len(leaves) + 250, leaves[0].y() + 300)
     view.view_changed.emit()
     view.settle()
-    _settle(app)
+    settle(app)
     path = out / "screenshot-superpod.png"
     win.grab().save(str(path))
     _close(win)
@@ -355,10 +250,10 @@ def analysis(app, out: Path) -> list[Path]:
 
     win = _example_window(app)
     win.analysis.scenario.raise_()  # its headline numbers rather than an empty inspector
-    _settle(app)
+    settle(app)
     win.view.fit()
     win.view.settle()
-    _settle(app)
+    settle(app)
     paths = [out / "screenshot-analysis.png"]
     win.grab().save(str(paths[0]))
 
@@ -383,7 +278,7 @@ def analysis(app, out: Path) -> list[Path]:
 def draw(app, out: Path) -> list[Path]:
     """File > New, then a one-NVSwitch, four-GPU board drawn by hand."""
     win = _example_window(app)
-    user = _User(app, win)
+    user = User(app, win)
     win.actions_by_name["new"].trigger()
     if len(win.document.topology):
         raise RuntimeError("File > New did not empty the design")
@@ -397,7 +292,7 @@ def draw(app, out: Path) -> list[Path]:
         user.shift_drag(g, switch)
     win.view.fit()
     win.view.settle()
-    _settle(app)
+    settle(app)
     # The fourth link, caught while it is being drawn (the button still held).
     user.shift_drag(gpus[3], switch, release=False)
     in_progress = out / "guide-draw-link.png"
@@ -407,7 +302,7 @@ def draw(app, out: Path) -> list[Path]:
     if len(links) != 4:
         raise RuntimeError(f"expected 4 drawn links, got {links}")
     win.scene.select_ids(link_ids=links)  # as Ctrl-clicking the four links does
-    _settle(app)
+    settle(app)
     inspector = win.inspector
     inspector.raise_()
     inspector.count.setValue(4)
@@ -417,7 +312,7 @@ def draw(app, out: Path) -> list[Path]:
         raise RuntimeError("the Inspector did not set the link count")
     win.view.fit()
     win.view.settle()
-    _settle(app)
+    settle(app)
     path = out / "guide-draw.png"
     win.grab().save(str(path))
     _close(win)
@@ -429,10 +324,10 @@ def groups(app, out: Path) -> list[Path]:
     win = _example_window(app)
     for gid in ("n02", "n03", "n04"):
         win.scene.toggle_collapsed(gid)  # what a double-click on the frame does
-    _settle(app)
+    settle(app)
     win.view.fit()
     win.view.settle()
-    _settle(app)
+    settle(app)
     path = out / "guide-groups.png"
     win.grab().copy(_canvas_rect(win)).save(str(path))
     _close(win)
@@ -444,7 +339,7 @@ def tooltip(app, out: Path) -> list[Path]:
     from PySide6.QtCore import QPoint
 
     win = _example_window(app)
-    user = _User(app, win)
+    user = User(app, win)
     scene = win.scene
     mid = scene.links["n02-nic3:leaf-r3-0"].line.pointAt(0.5)
     win.view.resetTransform()
@@ -452,7 +347,7 @@ def tooltip(app, out: Path) -> list[Path]:
     win.view.centerOn(mid)
     win.view.view_changed.emit()
     win.view.settle()
-    _settle(app)
+    settle(app)
     tip, at = user.tooltip((mid.x(), mid.y()))
     path = _grab_with_popup(win, tip, at + QPoint(12, 16), out / "guide-tooltip.png",
                             crop=_canvas_rect(win))
@@ -465,7 +360,7 @@ def whatif(app, out: Path) -> list[Path]:
     from PySide6.QtCore import QPoint
 
     win = _example_window(app)
-    user = _User(app, win)
+    user = User(app, win)
     a = win.analysis
     a.scenario.raise_()
     _set_combo(app, a.scenario.collective, "alltoall")
