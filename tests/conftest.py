@@ -35,7 +35,21 @@ def _alive(thread: threading.Thread) -> bool:
 
 
 def _running_threads(before: set[int]) -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.ident not in before and _alive(t)]
+    return [t for t in threading.enumerate()
+            if t.ident not in before and _alive(t) and not _solver_helper(t)]
+
+
+def _solver_helper(thread: threading.Thread) -> bool:
+    """The solver's helper thread (`designer.solver.parallel`) lives as long as the
+    process, as a pool's threads do; `_solver_forks` checks that it is idle instead."""
+    parallel = sys.modules.get("designer.solver.parallel")
+    return parallel is not None and parallel.is_helper(thread)
+
+
+def _solver_forks() -> int:
+    """Calls forked onto the solver's helper thread and not finished."""
+    parallel = sys.modules.get("designer.solver.parallel")
+    return 0 if parallel is None else parallel.busy()
 
 
 def _qt_pool_active() -> int:
@@ -70,13 +84,16 @@ def no_thread_left_running(request):
     for t in _running_threads(before):
         if not isinstance(t, threading._DummyThread):
             t.join(max(0.0, deadline - time.monotonic()))
-    while time.monotonic() < deadline and _qt_pool_active() > pool_before:
+    while time.monotonic() < deadline and (_qt_pool_active() > pool_before
+                                           or _solver_forks()):
         time.sleep(0.02)
     leaked = _running_threads(before)
     pool_after = _qt_pool_active()
     problems = []
     if leaked:
         problems.append("threads still running: " + ", ".join(sorted(t.name for t in leaked)))
+    if _solver_forks():
+        problems.append(f"{_solver_forks()} call(s) forked onto the solver's helper unfinished")
     if pool_after > pool_before:
         problems.append(f"{pool_after - pool_before} QThreadPool worker(s) still active")
     if problems:

@@ -27,9 +27,11 @@ import numpy as np
 
 from designer.solver.errors import SolverError
 from designer.solver.labels import Labels
+from designer.solver.parallel import fork
 from designer.solver.route_recipe import (
     PhaseRecipe,
     Piece,
+    SharedPiece,
     _cat,
     legs_and_dags_piece,
     materialize,
@@ -205,15 +207,29 @@ class FlowBuilder:
         if n_cross and not (switched and rl.ok.all()):
             self._check_ranks(ac, bc)
         if switched:
-            if n_same:
-                self._nvlink_transfers(flows[same], a[same], b[same])
+            # The NVLink sprays and the fabric routes share nothing but what is already
+            # computed (the rank links; the access legs, made here first): on two cores
+            # the sprays are found on the second while this thread walks the fabric.
+            nv = fork(self._nvlink_transfers, flows[same], a[same], b[same]) if n_same else None
+            if n_cross:
+                _access_legs(r)
+            n_pieces, n_shared = len(self.pieces), len(self.shared)
             self._switched_transfers(flows[cross], ac, bc, keys_cross)
+            if nv is not None:  # in order: the sprays first, as before the fork
+                shared, piece = nv.join()
+                if shared is not None:
+                    self.shared.insert(n_shared, shared)
+                else:
+                    self.pieces.insert(n_pieces, piece)
             return
         nv = r.nvlink_routes(rl.gpu[a[same]], rl.gpu[b[same]])
         self._direct_transfers(flows, same, cross, nv, ac, bc, keys_cross)
 
-    def _nvlink_transfers(self, flows: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-        """Route ranks ``a[i]`` -> ``b[i]`` (one domain each) into ``flows[i]`` over NVLink.
+    def _nvlink_transfers(self, flows: np.ndarray, a: np.ndarray,
+                          b: np.ndarray) -> tuple[SharedPiece | None, Piece | None]:
+        """Route ranks ``a[i]`` -> ``b[i]`` (one domain each) into ``flows[i]`` over NVLink:
+        a shared piece, or else a piece, for the caller to add (this may run on the helper
+        thread: `parallel.fork`).
 
         Where the batch crosses each spray several times (a ring's channels each take
         nearly every hop of every domain), each distinct spray is kept once, as a
@@ -231,14 +247,13 @@ class FlowBuilder:
         if 2 * len(uniq) > len(key):
             nv_a, nv_b = rl.gpu[a], rl.gpu[b]
             nv = r.nvlink_routes(nv_a, nv_b)
-            self.pieces.append(Piece("nv", flows, nv, (nv_a, nv_b)))
-            return
+            return None, Piece("nv", flows, nv, (nv_a, nv_b))
         # The receiver of each distinct spray: from any transfer that has it.
         first = np.empty(len(uniq), dtype=np.int64)
         first[inverse] = np.arange(len(key))
         ends = (rl.gpu[uniq // span], rl.gpu[b[first]])
         nv = r.nvlink_routes(*ends)
-        self.shared.append(nvlink_piece(flows, inverse.astype(np.int32, copy=False), nv, ends))
+        return nvlink_piece(flows, inverse.astype(np.int32, copy=False), nv, ends), None
 
     def _direct_transfers(self, flows, same, cross, nv: RouteBatch, ac, bc, keys) -> None:
         """`transfers` where some NIC is cabled to a NIC (servers back to back) or to

@@ -180,9 +180,11 @@ def rebase_router(old: Router, change: SnapshotChange) -> Router:
         if old._edge_table is not None and net_reweighed.size:
             new._edge_table = _edge_table(new, old._edge_table, net_reweighed)
     new._nv_batch = None if nv_changed else _nv_tables(old, new, change)
+    new._nv_pending = None
     if old._fabric is not None:
         new._fabric = old._fabric.rebased(new, change, net_reweighed)
     new._ranks, new._access_legs = _rank_links(old, new, change, nv_changed)
+    new._ranks_pending = None
     return new
 
 
@@ -213,7 +215,7 @@ def _subgraph_after(g: _Subgraph, change: SnapshotChange, member=None) -> _Subgr
 def _nv_tables(old: Router, new: Router, change: SnapshotChange):
     """The old router's NVLink route templates, for a change that touched no NVLink arc:
     same domains, same classes, same arcs."""
-    tables = old._nv_batch
+    tables = old._nv_started()
     if tables is None:
         return None
     out = copy.copy(tables)
@@ -240,7 +242,7 @@ def _rank_links(old: Router, new: Router, change: SnapshotChange,
     """The old router's rank links and access legs when no changed arc can alter them:
     none ends at a rank's GPU, NIC or relay, and no NVLink arc changed if some rank
     relays through a sibling (PXN).  Else None (computed anew when asked)."""
-    rl = old._ranks
+    rl = old._ranks_started()
     legs = getattr(old, "_access_legs", None)
     if rl is None or not change.same_ranks:
         return None, None
@@ -260,6 +262,6 @@ def _rank_links(old: Router, new: Router, change: SnapshotChange,
 
 def node_domains(router: Router) -> np.ndarray:
     """NVLink domain of every node of the router's snapshot (-1: none)."""
-    if router._nv_batch is not None:
+    if router._nv_started() is not None:
         return router._nv_batch.dom.node_dom
     return _node_domains(router.snap, router.nvlink)

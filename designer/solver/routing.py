@@ -52,6 +52,7 @@ from dataclasses import replace
 import numpy as np
 
 from designer.solver.errors import SolverError
+from designer.solver.parallel import Forked, fork
 from designer.solver.route_arrays import (  # noqa: F401 - re-exported for callers
     _EMPTY,
     RankLinks,
@@ -92,6 +93,11 @@ class Router:
         s = snap
         by_src = arcs_by_source(s)                    # shared by the subgraphs
         self.nvlink = _Subgraph(s, s.arc_family == NVLINK, by_src)
+        # The NVLink route templates' groundwork (domains, classes of domains built
+        # alike) needs only the NVLink arcs: on two cores it is laid while this thread
+        # goes on (the other subgraphs, the ranks' links, the fabric).
+        self._nv_pending: Forked[NvlinkTables] | None = (
+            fork(NvlinkTables, self) if self.nvlink.arcs.size else None)
         compute = np.repeat(s.compute_links(), 2)  # planes are per link
         net = (s.arc_family != NVLINK) & (s.arc_family != PCIE) & compute
         self.net = _Subgraph(s, net, by_src)
@@ -104,6 +110,9 @@ class Router:
         self._nv_batch: NvlinkTables | None = None
         self._fabric: _FabricGroups | None = None
         self._ranks: RankLinks | None = None
+        # Every plan starts from the ranks' links: found on the helper thread (after the
+        # NVLink groundwork, which they may need) while the caller lays out its plan.
+        self._ranks_pending: Forked[RankLinks] | None = fork(self._make_rank_links)
 
     # -------------------------------------------------------------- NVLink
     def nvlink_route(self, a: int, b: int) -> Route:
@@ -163,7 +172,15 @@ class Router:
 
     def _nv_tables(self) -> NvlinkTables:
         if self._nv_batch is None:
-            self._nv_batch = NvlinkTables(self)
+            started = self._nv_started()
+            self._nv_batch = NvlinkTables(self) if started is None else started
+        return self._nv_batch
+
+    def _nv_started(self) -> NvlinkTables | None:
+        """The NVLink tables if made or under way (then waited for), else None."""
+        if self._nv_batch is None and self._nv_pending is not None:
+            # Any thread may join: they all get the one result.
+            self._nv_batch = self._nv_pending.join()
         return self._nv_batch
 
     # -------------------------------------------------------------- fabric
@@ -177,45 +194,56 @@ class Router:
         far GPU over PCIe; the model relays both ways, which loads the same NIC PCIe link.
         """
         if self._ranks is None:
-            s = self.snap
-            gpu = s.gpus.astype(np.int64)
-            nic = s.gpu_nic.astype(np.int64)
-            via = s.gpu_nic_via.astype(np.int64)
-            has = nic >= 0
-            up = np.full(len(gpu), -1, dtype=np.int64)
-            up[has] = self.edge_arcs()[nic[has]]
-            direct = has & (via < 0)
-            pxn = np.zeros(len(gpu), dtype=bool)
-            relayed = np.flatnonzero(has & (via >= 0))
-            pxn[relayed] = [s.node_kind[v] == "gpu" for v in via[relayed].tolist()]
-            host = has & (via >= 0) & ~pxn
-            # Pieces of the way up: [GPU -> relay] then [relay (or GPU) -> NIC].
-            near = np.where(direct, gpu, via)              # the end of the NIC's PCIe link
-            last_up = np.where(has, self.pcie_arcs(near, nic), -1)
-            first_down = np.where(has, self.pcie_arcs(nic, near), -1)
-            host_up = np.where(host, self.pcie_arcs(gpu, via), -1)
-            host_down = np.where(host, self.pcie_arcs(via, gpu), -1)
-            sel = np.flatnonzero(pxn)
-            nv_up = nv_down = _single(np.full(len(gpu), -1))      # no PXN: empty routes
-            if sel.size:
-                nv_up = _scatter(self.nvlink_routes(gpu[sel], via[sel]), sel, len(gpu))
-                nv_down = _scatter(self.nvlink_routes(via[sel], gpu[sel]), sel, len(gpu))
-            access_up = _concat(
-                [_scatter(_single(host_up[host]), np.flatnonzero(host), len(gpu)), nv_up,
-                 _single(last_up)])
-            access_down = _concat(
-                [_single(first_down), nv_down,
-                 _scatter(_single(host_down[host]), np.flatnonzero(host), len(gpu))])
-            leaf = np.where(up >= 0, s.arc_dst[np.maximum(up, 0)] if s.n_arcs else -1, -1)
-            ok = (has & (up >= 0) & (last_up >= 0) & (first_down >= 0)
-                  & ~(host & ((host_up < 0) | (host_down < 0))))
-            # (Shifted by one: a rank without a NIC has leaf -1.)
-            leaves, code = unique_inverse(leaf + 1, s.n_nodes + 1)
-            leaves -= 1
-            self._ranks = RankLinks(gpu, nic, access_up, up, access_down,
-                                    leaf.astype(np.int64), ok, leaves,
-                                    code.reshape(-1).astype(np.int32))
+            started = self._ranks_started()
+            self._ranks = self._make_rank_links() if started is None else started
         return self._ranks
+
+    def _ranks_started(self) -> RankLinks | None:
+        """The rank links if made or under way (then waited for), else None."""
+        if self._ranks is None and self._ranks_pending is not None:
+            self._ranks = self._ranks_pending.join()
+        return self._ranks
+
+    def _make_rank_links(self) -> RankLinks:
+        """`rank_links`, computed (on any thread: it writes nothing of the router's
+        but the cached edge arcs and NVLink tables, which any thread may fill)."""
+        s = self.snap
+        gpu = s.gpus.astype(np.int64)
+        nic = s.gpu_nic.astype(np.int64)
+        via = s.gpu_nic_via.astype(np.int64)
+        has = nic >= 0
+        up = np.full(len(gpu), -1, dtype=np.int64)
+        up[has] = self.edge_arcs()[nic[has]]
+        direct = has & (via < 0)
+        pxn = np.zeros(len(gpu), dtype=bool)
+        relayed = np.flatnonzero(has & (via >= 0))
+        pxn[relayed] = [s.node_kind[v] == "gpu" for v in via[relayed].tolist()]
+        host = has & (via >= 0) & ~pxn
+        # Pieces of the way up: [GPU -> relay] then [relay (or GPU) -> NIC].
+        near = np.where(direct, gpu, via)              # the end of the NIC's PCIe link
+        last_up = np.where(has, self.pcie_arcs(near, nic), -1)
+        first_down = np.where(has, self.pcie_arcs(nic, near), -1)
+        host_up = np.where(host, self.pcie_arcs(gpu, via), -1)
+        host_down = np.where(host, self.pcie_arcs(via, gpu), -1)
+        sel = np.flatnonzero(pxn)
+        nv_up = nv_down = _single(np.full(len(gpu), -1))      # no PXN: empty routes
+        if sel.size:
+            nv_up = _scatter(self.nvlink_routes(gpu[sel], via[sel]), sel, len(gpu))
+            nv_down = _scatter(self.nvlink_routes(via[sel], gpu[sel]), sel, len(gpu))
+        access_up = _concat(
+            [_scatter(_single(host_up[host]), np.flatnonzero(host), len(gpu)), nv_up,
+             _single(last_up)])
+        access_down = _concat(
+            [_single(first_down), nv_down,
+             _scatter(_single(host_down[host]), np.flatnonzero(host), len(gpu))])
+        leaf = np.where(up >= 0, s.arc_dst[np.maximum(up, 0)] if s.n_arcs else -1, -1)
+        ok = (has & (up >= 0) & (last_up >= 0) & (first_down >= 0)
+              & ~(host & ((host_up < 0) | (host_down < 0))))
+        # (Shifted by one: a rank without a NIC has leaf -1.)
+        leaves, code = unique_inverse(leaf + 1, s.n_nodes + 1)
+        leaves -= 1
+        return RankLinks(gpu, nic, access_up, up, access_down, leaf.astype(np.int64),
+                         ok, leaves, code.reshape(-1).astype(np.int32))
 
     def check_rank(self, rank: int) -> None:
         """Raise `SolverError` naming what keeps ``rank`` from the fabric, if anything."""

@@ -258,7 +258,9 @@ def test_natural_order_of_gpu_ids_matches_natural_key(seed):
     padded = [f"n{i:03d}-gpu{j}" for i in range(1, 40) for j in range(8)]
     cases = [padded, list(rng.permutation(padded)), ["gpu-10", "gpu-2", "gpu-1"],
              ["n1-gpu10", "n10-gpu1", "n2-gpu3"], ["gpü-1", "gpü-0"], ["a-1", "b-1", "a-0"],
-             ["x"], ["a01", "a01", "a00"]]
+             ["x"], ["a01", "a01", "a00"],
+             # lengths that differ but add up as if equal; NULs inside ids
+             ["b22", "a1", "c"], ["a1", "b22", "c"], ["b\x00", "a1"], ["a\x00", "\x001"]]
     cases += [["".join(rng.choice(list("ab01-9"), int(rng.integers(3, 5))))
                for _ in range(int(rng.integers(1, 12)))] for _ in range(200)]
     for ids in cases:
