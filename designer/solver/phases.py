@@ -159,10 +159,10 @@ class FlowBuilder:
                                      np.asarray(weights, dtype=float)))
 
     def add_legs(self, flows: np.ndarray, rows: np.ndarray) -> None:
-        """Flow ``flows[i]`` crosses access leg ``rows[i]`` (`_access_legs`: rank ``x``'s
+        """Flow ``flows[i]`` crosses access leg ``rows[i]`` (`Router.access_legs`: rank ``x``'s
         way out is row ``x``, its way in row ``n + x``)."""
         rows = np.asarray(rows, dtype=np.int64)
-        self.pieces.append(Piece("legs", np.asarray(flows), _access_legs(self.router).take(rows),
+        self.pieces.append(Piece("legs", np.asarray(flows), self.router.access_legs().take(rows),
                                  (rows,)))
 
     def transfer(self, flow: int, a: int, b: int, key: int) -> None:
@@ -208,11 +208,9 @@ class FlowBuilder:
             self._check_ranks(ac, bc)
         if switched:
             # The NVLink sprays and the fabric routes share nothing but what is already
-            # computed (the rank links; the access legs, made here first): on two cores
-            # the sprays are found on the second while this thread walks the fabric.
+            # computed (the rank links): on two cores the sprays are found on the second
+            # while this thread walks the fabric.
             nv = fork(self._nvlink_transfers, flows[same], a[same], b[same]) if n_same else None
-            if n_cross:
-                _access_legs(r)
             n_pieces, n_shared = len(self.pieces), len(self.shared)
             self._switched_transfers(flows[cross], ac, bc, keys_cross)
             if nv is not None:  # in order: the sprays first, as before the fork
@@ -324,7 +322,7 @@ class FlowBuilder:
     def _switched_transfers(self, f_cross, ac, bc, keys) -> None:
         """`transfers` across domains when every NIC is cabled to a switch (the usual
         case): per transfer the sender's way out and the receiver's way in as shared
-        routes (`_access_legs`: the same for every peer), and the fabric route, shared
+        routes (`Router.access_legs`: the same for every peer), and the fabric route, shared
         per pair of edge switches under adaptive routing (the router's table of class
         DAGs, after the legs' table: `route_recipe.legs_and_dags_piece`), else one walk
         per transfer."""
@@ -333,7 +331,7 @@ class FlowBuilder:
             return
         r = self.router
         fab, fab_at, fab_keys = self._fabric_routes(ac, bc, keys, pending=True)
-        legs = _access_legs(r)
+        legs = r.access_legs()
         n = len(r.rank_links().gpu)
         adaptive = self.snap.routing == "adaptive"
         # Route x: rank x's way out; route n + x: its way in; then the fabric routes.
@@ -418,38 +416,3 @@ class FlowBuilder:
                              self.net_fixed)
         return materialize(recipe, name, _cat(self.bytes, float), Labels.chain(self.labels), steps,
                            self.n_flows, self.snap.n_arcs, Phase)
-
-
-# ----------------------------------------------------------------- rank layout
-def _access_legs(router: Router) -> RouteBatch:
-    """Route ``x`` is rank ``x``'s way out to the fabric (to its NIC, then the NIC's
-    cable), route ``n + x`` its way in; empty for a rank without a NIC.  Kept on the
-    router: every phase of every plan shares them."""
-    legs = getattr(router, "_access_legs", None)
-    if legs is not None:
-        return legs
-    rl = router.rank_links()
-    up_t, down_t = rl.access_up, rl.access_down
-    ok = rl.ok.astype(np.int64)
-    n = len(ok)
-    # Out: the access arcs, then the cable; in: the cable reversed, then the access arcs;
-    # gathered from one pool.
-    up = np.where(rl.ok, rl.up, 0).astype(np.int64)
-    ids = np.int32 if router.snap.n_arcs < 2**31 else np.int64   # as the route tables'
-    pool = np.concatenate([up_t.arcs, up, up ^ 1, down_t.arcs]).astype(ids)
-    pool_w = np.concatenate([up_t.weights, np.ones(n), np.ones(n), down_t.weights])
-    base = np.cumsum([0, len(up_t.arcs), n, n])
-    rank = np.arange(n)
-    heads = np.concatenate([np.stack([up_t.ptr[:-1], base[1] + rank], axis=1),
-                            np.stack([base[2] + rank, base[3] + down_t.ptr[:-1]], axis=1)])
-    one = np.ones(n, np.int64)
-    sizes = np.concatenate([np.stack([up_t.lengths, one], axis=1),
-                            np.stack([one, down_t.lengths], axis=1)])
-    sizes = sizes * np.concatenate([ok, ok])[:, None]
-    pick = ragged_arange(heads.reshape(-1), sizes.reshape(-1))
-    lengths = sizes.sum(axis=1)
-    ptr = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=ptr[1:])
-    legs = RouteBatch(ptr, pool[pick], pool_w[pick], np.zeros(len(lengths), np.int64))
-    router._access_legs = legs
-    return legs

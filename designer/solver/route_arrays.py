@@ -228,6 +228,34 @@ class RankLinks:
     leaf_code: np.ndarray
 
 
+def access_legs(rl: RankLinks, n_arcs: int) -> RouteBatch:
+    """Route ``x`` is rank ``x``'s way out to the fabric (its way to its NIC, then the
+    NIC's cable), route ``n + x`` its way in; empty for a rank without a NIC (``n_arcs``:
+    the snapshot's, which sets the arc ids' type)."""
+    up_t, down_t = rl.access_up, rl.access_down
+    ok = rl.ok.astype(np.int64)
+    n = len(ok)
+    # Out: the access arcs, then the cable; in: the cable reversed, then the access arcs;
+    # gathered from one pool.
+    up = np.where(rl.ok, rl.up, 0).astype(np.int64)
+    ids = np.int32 if n_arcs < 2**31 else np.int64   # as the route tables'
+    pool = np.concatenate([up_t.arcs, up, up ^ 1, down_t.arcs]).astype(ids)
+    pool_w = np.concatenate([up_t.weights, np.ones(n), np.ones(n), down_t.weights])
+    base = np.cumsum([0, len(up_t.arcs), n, n])
+    rank = np.arange(n)
+    heads = np.concatenate([np.stack([up_t.ptr[:-1], base[1] + rank], axis=1),
+                            np.stack([base[2] + rank, base[3] + down_t.ptr[:-1]], axis=1)])
+    one = np.ones(n, np.int64)
+    sizes = np.concatenate([np.stack([up_t.lengths, one], axis=1),
+                            np.stack([one, down_t.lengths], axis=1)])
+    sizes = sizes * np.concatenate([ok, ok])[:, None]
+    pick = ragged_arange(heads.reshape(-1), sizes.reshape(-1))
+    lengths = sizes.sum(axis=1)
+    ptr = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    return RouteBatch(ptr, pool[pick], pool_w[pick], np.zeros(len(lengths), np.int64))
+
+
 @dataclass(frozen=True, eq=False)
 class RouteBatch:
     """Routes of many transfers as one table: route ``i`` is ``arcs[ptr[i]:ptr[i + 1]]``

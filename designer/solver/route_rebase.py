@@ -184,7 +184,7 @@ def rebase_router(old: Router, change: SnapshotChange) -> Router:
     if old._fabric is not None:
         new._fabric = old._fabric.rebased(new, change, net_reweighed)
     new._ranks, new._access_legs = _rank_links(old, new, change, nv_changed)
-    new._ranks_pending = None
+    new._legs_pending = None
     return new
 
 
@@ -242,8 +242,8 @@ def _rank_links(old: Router, new: Router, change: SnapshotChange,
     """The old router's rank links and access legs when no changed arc can alter them:
     none ends at a rank's GPU, NIC or relay, and no NVLink arc changed if some rank
     relays through a sibling (PXN).  Else None (computed anew when asked)."""
-    rl = old._ranks_started()
-    legs = getattr(old, "_access_legs", None)
+    rl = old._ranks
+    legs = old.access_legs() if old._legs_pending is not None else old._access_legs
     if rl is None or not change.same_ranks:
         return None, None
     s = change.new

@@ -14,7 +14,7 @@ for every row, the key that made it:
     the ECMP or static path of one transfer between two edge switches (key: its class of
     edge switches, its ECMP key and its destination rank);
 ``legs``
-    rows of the router's access legs (`phases._access_legs`; key: the row);
+    rows of the router's access legs (`Router.access_legs`; key: the row);
 ``raw``
     pairs given as they are (`FlowBuilder.add`, back-to-back NICs): no key, so a phase
     with such a piece cannot be patched, only rebuilt.

@@ -55,7 +55,7 @@ import numpy as np
 
 from designer.solver.collectives import PLANNERS, Plan, candidate_plans
 from designer.solver.errors import SolverError
-from designer.solver.phases import Phase, _access_legs
+from designer.solver.phases import Phase
 from designer.solver.route_arrays import RouteBatch, distinct
 from designer.solver.route_rebase import (
     SnapshotChange,
@@ -262,7 +262,7 @@ class _Patcher:
     # ---------------------------------------------------------------- pieces
     def piece(self, p: Piece) -> Piece:
         if p.kind == "legs":
-            return replace(p, rows=_access_legs(self.new).take(p.keys[0]))
+            return replace(p, rows=self.new.access_legs().take(p.keys[0]))
         rows = p.rows
         if p.kind == "nv":
             rows = self._nv_patched(rows, *p.keys)
@@ -284,8 +284,8 @@ class _Patcher:
         if s.nv is not None:   # NVLink sprays, as the ``nv`` pieces
             nv = self._nv_patched(s.nv, *s.ends)
             return s if nv is s.nv else s.with_nv(nv)
-        legs = _access_legs(self.new) if s.n_legs else None
-        old_legs = getattr(self.old, "_access_legs", None) if s.n_legs else None
+        legs = self.new.access_legs() if s.n_legs else None
+        old_legs = self.old._access_legs if s.n_legs else None
         fab = s.fab
         if fab is not None:
             dirty = self._rows_crossing(fab, self.bad_arc)

@@ -64,6 +64,7 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
     _ptr,
     _scatter,
     _single,
+    access_legs,
     distinct,
     first_occurrence,
     ragged_arange,
@@ -91,15 +92,16 @@ class Router:
         self.snap = snap
         self.seed = seed
         s = snap
-        by_src = arcs_by_source(s)                    # shared by the subgraphs
-        self.nvlink = _Subgraph(s, s.arc_family == NVLINK, by_src)
-        # The NVLink route templates' groundwork (domains, classes of domains built
-        # alike) needs only the NVLink arcs: on two cores it is laid while this thread
-        # goes on (the other subgraphs, the ranks' links, the fabric).
+        # The NVLink arcs are sorted on their own, first: the NVLink route templates'
+        # groundwork (domains, classes of domains built alike) needs them alone, and on
+        # two cores it is laid while this thread sorts the others and goes on.
+        nv = s.arc_family == NVLINK
+        self.nvlink = _Subgraph(s, nv, arcs_by_source(s, np.flatnonzero(nv)))
         self._nv_pending: Forked[NvlinkTables] | None = (
             fork(NvlinkTables, self) if self.nvlink.arcs.size else None)
+        by_src = arcs_by_source(s, np.flatnonzero(~nv))    # shared by the other two
         compute = np.repeat(s.compute_links(), 2)  # planes are per link
-        net = (s.arc_family != NVLINK) & (s.arc_family != PCIE) & compute
+        net = ~nv & (s.arc_family != PCIE) & compute
         self.net = _Subgraph(s, net, by_src)
         self.pcie = _Subgraph(s, s.arc_family == PCIE, by_src)
         self.is_switch = s.node_switch
@@ -110,9 +112,8 @@ class Router:
         self._nv_batch: NvlinkTables | None = None
         self._fabric: _FabricGroups | None = None
         self._ranks: RankLinks | None = None
-        # Every plan starts from the ranks' links: found on the helper thread (after the
-        # NVLink groundwork, which they may need) while the caller lays out its plan.
-        self._ranks_pending: Forked[RankLinks] | None = fork(self._make_rank_links)
+        self._access_legs: RouteBatch | None = None
+        self._legs_pending: Forked[RouteBatch] | None = None
 
     # -------------------------------------------------------------- NVLink
     def nvlink_route(self, a: int, b: int) -> Route:
@@ -194,19 +195,24 @@ class Router:
         far GPU over PCIe; the model relays both ways, which loads the same NIC PCIe link.
         """
         if self._ranks is None:
-            started = self._ranks_started()
-            self._ranks = self._make_rank_links() if started is None else started
+            self._ranks = self._make_rank_links()
+            if self._access_legs is None and self._legs_pending is None:
+                # Wanted next by every phase that leaves a domain; meanwhile the caller
+                # goes on with its transfers.
+                self._legs_pending = fork(access_legs, self._ranks, self.snap.n_arcs)
         return self._ranks
 
-    def _ranks_started(self) -> RankLinks | None:
-        """The rank links if made or under way (then waited for), else None."""
-        if self._ranks is None and self._ranks_pending is not None:
-            self._ranks = self._ranks_pending.join()
-        return self._ranks
+    def access_legs(self) -> RouteBatch:
+        """Every rank's way out to the fabric and way in (`route_arrays.access_legs`),
+        computed once: every phase of every plan shares them."""
+        if self._access_legs is None:
+            rl = self.rank_links()
+            pending, self._legs_pending = self._legs_pending, None
+            self._access_legs = (access_legs(rl, self.snap.n_arcs) if pending is None
+                                 else pending.join())
+        return self._access_legs
 
     def _make_rank_links(self) -> RankLinks:
-        """`rank_links`, computed (on any thread: it writes nothing of the router's
-        but the cached edge arcs and NVLink tables, which any thread may fill)."""
         s = self.snap
         gpu = s.gpus.astype(np.int64)
         nic = s.gpu_nic.astype(np.int64)
