@@ -1,13 +1,16 @@
 """`designer.memory`: numpy's transparent huge pages are off once designer is imported,
-unless the user chose with NUMPY_MADVISE_HUGEPAGE."""
+unless the user chose with NUMPY_MADVISE_HUGEPAGE; threads share one malloc arena
+unless the user chose with MALLOC_ARENA_MAX."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import designer  # noqa: F401  (the import is what is tested)
 
@@ -45,3 +48,36 @@ def test_the_users_choice_wins():
         assert _huge_pages_after_import("1", numpy_first=True) == "True"
         assert _huge_pages_after_import("1", numpy_first=False) == "True"
     assert _huge_pages_after_import("0", numpy_first=True) == "False"
+
+
+# A thread allocates (numpy arrays of 64 KiB: malloc, not Python's small-object pool),
+# then glibc's malloc_info lists the arenas in use, one <heap nr=...> each.
+_ARENAS = ("import ctypes, os, sys, tempfile, threading\n"
+           "import numpy, designer\n"
+           "keep = []\n"
+           "t = threading.Thread(target=lambda: keep.extend(numpy.ones(8192) for _ in range(64)))\n"
+           "t.start(); t.join()\n"
+           "libc = ctypes.CDLL(None)\n"
+           "libc.fopen.restype = ctypes.c_void_p\n"
+           "libc.fopen.argtypes = libc.fclose.argtypes = (ctypes.c_char_p, ctypes.c_char_p)\n"
+           "libc.fclose.argtypes = (ctypes.c_void_p,)\n"
+           "libc.malloc_info.argtypes = (ctypes.c_int, ctypes.c_void_p)\n"
+           "path = os.path.join(tempfile.mkdtemp(), 'info.xml')\n"
+           "fp = libc.fopen(path.encode(), b'w'); libc.malloc_info(0, fp); libc.fclose(fp)\n"
+           "print(open(path).read().count('<heap nr='))\n")
+
+
+def _arenas(env_value: str | None) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    if env_value is not None:
+        env["MALLOC_ARENA_MAX"] = env_value
+    out = subprocess.run([sys.executable, "-c", _ARENAS], env=env, capture_output=True,
+                         text=True, check=True)
+    return int(out.stdout.strip())
+
+
+def test_threads_share_one_malloc_arena_unless_the_user_chose():
+    if sys.platform != "linux" or not hasattr(ctypes.CDLL(None), "malloc_info"):
+        pytest.skip("glibc only")
+    assert _arenas(None) == 1
+    assert _arenas("4") == 2     # the thread got an arena of its own

@@ -38,7 +38,6 @@ from designer.model.columns import FrozenColumns
 from designer.model.topology import Topology
 from designer.solver.arc_delays import ArcDelays, read_only
 from designer.solver.design_columns import ColumnCache, LinkPositions, cache_of
-from designer.solver.parallel import fork
 
 NVLINK, PCIE = FAMILIES.index("nvlink"), FAMILIES.index("pcie")
 DEAD = -1
@@ -334,17 +333,15 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     compute_link = arcs.compute & live
     arc_src, arc_dst = arcs.fields["arc_src"], arcs.fields["arc_dst"]
 
-    # GPUs in natural id order; NVLink domains = components over NVLink arcs.  The
-    # domains change only with the NVLink links: a what-if on the network reuses them
-    # (`ColumnCache.nvlink_components`).  Found on the helper thread (array work) while
-    # this one sorts the GPUs' names (Python work).
-    nv_link = live & (arcs.family[0::2] == NVLINK)
-    comp_pending = fork(cache.nvlink_components, c, nv_link,
-                        lambda: _components(n, a_idx[nv_link], b_idx[nv_link]))
+    # GPUs in natural id order; NVLink domains = components over NVLink arcs.
     gpu_nodes = np.flatnonzero(node["gpu"] & ~failed_node)
     gpus = cache.gpus_in_order(c, gpu_nodes)
     nv = fam == NVLINK
-    comp = comp_pending.join()
+    # The NVLink domains change only with the NVLink links: a what-if on the network
+    # reuses them (`ColumnCache.nvlink_components`).
+    nv_link = live & (arcs.family[0::2] == NVLINK)
+    comp = cache.nvlink_components(c, nv_link,
+                                   lambda: _components(n, a_idx[nv_link], b_idx[nv_link]))
     gpu_domain, gpu_local = cache.derived("domains", (comp, gpus),
                                           lambda: _domains(comp[gpus]))
 

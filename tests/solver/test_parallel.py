@@ -59,8 +59,8 @@ def test_one_thread_when_asked(monkeypatch):
     ("rail-cluster", dict(nodes=64, gpu="H100", fabric="roce", leaf_radix=16)),
 ])
 def test_a_solve_is_the_same_on_one_thread_or_two(monkeypatch, template, kw):
-    # The forked stages (NVLink groundwork, the ranks' links, the NVLink sprays, the
-    # NVLink components) come together in a fixed order: every array is identical.
+    # The forked stages (the NVLink groundwork, the access legs, the NVLink sprays)
+    # come together in a fixed order: every array is identical.
     out = {}
     for n in ("1", "2"):
         monkeypatch.setenv("FABRIC_DESIGNER_THREADS", n)
