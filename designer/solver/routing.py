@@ -73,6 +73,7 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
     unique_inverse,
 )
 from designer.solver.route_nvlink import NvlinkTables
+from designer.solver.route_ranks import make_rank_links
 from designer.solver.route_subgraph import _Subgraph, arcs_by_source
 from designer.solver.route_tables import _FabricGroups
 from designer.solver.snapshot import NVLINK, PCIE, Snapshot
@@ -195,7 +196,7 @@ class Router:
         far GPU over PCIe; the model relays both ways, which loads the same NIC PCIe link.
         """
         if self._ranks is None:
-            self._ranks = self._make_rank_links()
+            self._ranks = make_rank_links(self)
             if self._access_legs is None and self._legs_pending is None:
                 # Wanted next by every phase that leaves a domain; meanwhile the caller
                 # goes on with its transfers.
@@ -211,45 +212,6 @@ class Router:
             self._access_legs = (access_legs(rl, self.snap.n_arcs) if pending is None
                                  else pending.join())
         return self._access_legs
-
-    def _make_rank_links(self) -> RankLinks:
-        s = self.snap
-        gpu = s.gpus.astype(np.int64)
-        nic = s.gpu_nic.astype(np.int64)
-        via = s.gpu_nic_via.astype(np.int64)
-        has = nic >= 0
-        up = np.full(len(gpu), -1, dtype=np.int64)
-        up[has] = self.edge_arcs()[nic[has]]
-        direct = has & (via < 0)
-        pxn = np.zeros(len(gpu), dtype=bool)
-        relayed = np.flatnonzero(has & (via >= 0))
-        pxn[relayed] = [s.node_kind[v] == "gpu" for v in via[relayed].tolist()]
-        host = has & (via >= 0) & ~pxn
-        # Pieces of the way up: [GPU -> relay] then [relay (or GPU) -> NIC].
-        near = np.where(direct, gpu, via)              # the end of the NIC's PCIe link
-        last_up = np.where(has, self.pcie_arcs(near, nic), -1)
-        first_down = np.where(has, self.pcie_arcs(nic, near), -1)
-        host_up = np.where(host, self.pcie_arcs(gpu, via), -1)
-        host_down = np.where(host, self.pcie_arcs(via, gpu), -1)
-        sel = np.flatnonzero(pxn)
-        nv_up = nv_down = _single(np.full(len(gpu), -1))      # no PXN: empty routes
-        if sel.size:
-            nv_up = _scatter(self.nvlink_routes(gpu[sel], via[sel]), sel, len(gpu))
-            nv_down = _scatter(self.nvlink_routes(via[sel], gpu[sel]), sel, len(gpu))
-        access_up = _concat(
-            [_scatter(_single(host_up[host]), np.flatnonzero(host), len(gpu)), nv_up,
-             _single(last_up)])
-        access_down = _concat(
-            [_single(first_down), nv_down,
-             _scatter(_single(host_down[host]), np.flatnonzero(host), len(gpu))])
-        leaf = np.where(up >= 0, s.arc_dst[np.maximum(up, 0)] if s.n_arcs else -1, -1)
-        ok = (has & (up >= 0) & (last_up >= 0) & (first_down >= 0)
-              & ~(host & ((host_up < 0) | (host_down < 0))))
-        # (Shifted by one: a rank without a NIC has leaf -1.)
-        leaves, code = unique_inverse(leaf + 1, s.n_nodes + 1)
-        leaves -= 1
-        return RankLinks(gpu, nic, access_up, up, access_down, leaf.astype(np.int64),
-                         ok, leaves, code.reshape(-1).astype(np.int32))
 
     def check_rank(self, rank: int) -> None:
         """Raise `SolverError` naming what keeps ``rank`` from the fabric, if anything."""
