@@ -37,9 +37,15 @@ def make_rank_links(router: Router) -> RankLinks:
     # Pieces of the way up: [GPU -> relay] then [relay (or GPU) -> NIC].
     near = np.where(direct, gpu, via)              # the end of the NIC's PCIe link
     last_up = np.where(has, router.pcie_arcs(near, nic), -1)
-    first_down = np.where(has, router.pcie_arcs(nic, near), -1)
     host_up = np.where(host, router.pcie_arcs(gpu, via), -1)
-    host_down = np.where(host, router.pcie_arcs(via, gpu), -1)
+    if router.pcie.symmetric:
+        # The first arc b -> a (lowest id) is the reverse of the first a -> b: both are
+        # of the lowest-numbered link between them (arcs 2k and 2k + 1 of link k).
+        first_down = np.where(last_up >= 0, last_up ^ 1, -1)
+        host_down = np.where(host_up >= 0, host_up ^ 1, -1)
+    else:
+        first_down = np.where(has, router.pcie_arcs(nic, near), -1)
+        host_down = np.where(host, router.pcie_arcs(via, gpu), -1)
     sel = np.flatnonzero(pxn)
     nv_up = nv_down = _single(np.full(len(gpu), -1))      # no PXN: empty routes
     if sel.size:

@@ -64,6 +64,11 @@ class _Subgraph:
         self._symmetric = bool(np.array_equal(arc_mask[0::2], arc_mask[1::2]))
         self._dist: dict[int, np.ndarray] = {}
 
+    @property
+    def symmetric(self) -> bool:
+        """Whether every arc's reverse is in the subgraph too (its mask is per link)."""
+        return self._symmetric
+
     def neighbours(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Positions (into ``arcs``) of the arcs out of ``nodes``, and each one's node."""
         nodes = np.asarray(nodes, dtype=np.int64)

@@ -327,3 +327,26 @@ def test_pcie_arcs_take_the_lowest_of_parallel_links_and_skip_failed_ones():
     names = [None if a < 0 else snap.link_ids[a // 2] for a in arcs.tolist()]
     assert names == ["g1-c1", "g1-c1", "c0-g0-b", "c0-g0-b", None, None, None]
     assert [snap.node_ids[snap.arc_src[a]] for a in arcs[:4]] == ["g1", "c1", "g0", "c0"]
+
+
+def test_the_way_down_is_the_reverse_of_the_way_up_with_parallel_pcie_links():
+    # Two PCIe links between each GPU and the host, and between host and NIC, drawn in
+    # either direction: the first arc down (lowest id) is the reverse of the first arc
+    # up, which `route_ranks` uses instead of a second search; a search gives the same.
+    from designer.solver.route_ranks import make_rank_links
+
+    topo = host_nic_fabric()
+    for i in range(2):
+        topo.add_link(Link(f"g{i}0-h{i}", f"g{i}0", f"h{i}", "pcie5"))
+        topo.add_link(Link(f"c{i}0-h{i}", f"c{i}0", f"h{i}", "pcie5"))
+    snap = take_snapshot(topo)
+    router = Router(snap)
+    assert router.pcie.symmetric
+    shortcut = make_rank_links(router)
+    router.pcie._symmetric = False      # search both ways
+    searched = make_rank_links(router)
+    for f in ("access_up", "access_down"):
+        for part in ("ptr", "arcs", "weights"):
+            np.testing.assert_array_equal(getattr(getattr(shortcut, f), part),
+                                          getattr(getattr(searched, f), part))
+    assert named(snap, shortcut.access_down.route(0)) == {("c00", "h0"): 1.0, ("h0", "g00"): 1.0}
