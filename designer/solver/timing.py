@@ -25,6 +25,7 @@ from designer.solver import nccl_model
 from designer.solver.collectives import Plan, candidate_plans
 from designer.solver.errors import SolverError
 from designer.solver.maxmin import max_min_rates
+from designer.solver.parallel import fork
 from designer.solver.route_reuse import RouteMemo
 from designer.solver.routing import Router
 from designer.solver.snapshot import Snapshot
@@ -162,8 +163,20 @@ def _pair_load(phase, pace: np.ndarray, n_arcs: int) -> np.ndarray:
     return load
 
 
-def _shape(plan: Plan, snap: Snapshot,
-           phases: Sequence[PhaseSolution]) -> nccl_model.CollectiveShape:
+def _switch_latency(snap: Snapshot) -> float:
+    """The median latency of the network arcs (0 without any): a switch hop's."""
+    net = snap.arc_family > 1
+    # (The latencies of these arcs alone: the per-arc array is made only on demand.)
+    return (float(np.median(snap.arc_delays.latency_where(net), overwrite_input=True))
+            if net.any() else 0.0)
+
+
+def _shape(plan: Plan, snap: Snapshot, phases: Sequence[PhaseSolution],
+           switch_lat: float | None = None) -> nccl_model.CollectiveShape:
+    """What the time model needs of a solved plan (``switch_lat``: `_switch_latency`,
+    found here if not given)."""
+    if switch_lat is None:
+        switch_lat = _switch_latency(snap)
     n = len(plan.ranks)
     per_byte = [p.seconds_per_byte for p in phases]
     total = max(per_byte) if plan.pipelined else sum(per_byte)
@@ -175,10 +188,6 @@ def _shape(plan: Plan, snap: Snapshot,
         ceiling = min(ceiling, _node_nic_GBps(snap, plan.ranks) * (n - 1) / n)
     # Fabric latency beyond NCCL's per-step network constant: switch tiers past the first.
     arc_hops = max(ph.net_hops for ph in plan.phases)
-    net = snap.arc_family > 1
-    # (The latencies of these arcs alone: the per-arc array is made only on demand.)
-    switch_lat = (float(np.median(snap.arc_delays.latency_where(net), overwrite_input=True))
-                  if arc_hops and net.any() else 0.0)
     algorithm = "p2p" if plan.algorithm == "direct" else plan.algorithm
     return nccl_model.CollectiveShape(
         collective=plan.collective, algorithm=algorithm, n_ranks=n, n_nodes=plan.n_nodes,
@@ -285,9 +294,12 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
         if check():
             raise SolverError("cancelled")
         solved = []
+        # A fact of the snapshot the time model wants, found on the helper thread while
+        # this one finds the rates.
+        switch_lat = fork(_switch_latency, snap)
         for plan in plans:
             phases = tuple(solve_phase(snap, ph) for ph in plan.phases)
-            solved.append((plan, phases, _shape(plan, snap, phases)))
+            solved.append((plan, phases, _shape(plan, snap, phases, switch_lat.join())))
             if check():
                 raise SolverError("cancelled")
         t_rates = time.perf_counter()
