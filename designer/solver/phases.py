@@ -210,7 +210,7 @@ class FlowBuilder:
             # The NVLink sprays and the fabric routes share nothing but what is already
             # computed (the rank links): on two cores the sprays are found on the second
             # while this thread walks the fabric.
-            nv = fork(self._nvlink_transfers, flows[same], a[same], b[same]) if n_same else None
+            nv = fork(self._nvlink_transfers, flows, a, b, same) if n_same else None
             n_pieces, n_shared = len(self.pieces), len(self.shared)
             self._switched_transfers(flows[cross], ac, bc, keys_cross)
             if nv is not None:  # in order: the sprays first, as before the fork
@@ -223,11 +223,12 @@ class FlowBuilder:
         nv = r.nvlink_routes(rl.gpu[a[same]], rl.gpu[b[same]])
         self._direct_transfers(flows, same, cross, nv, ac, bc, keys_cross)
 
-    def _nvlink_transfers(self, flows: np.ndarray, a: np.ndarray,
-                          b: np.ndarray) -> tuple[SharedPiece | None, Piece | None]:
-        """Route ranks ``a[i]`` -> ``b[i]`` (one domain each) into ``flows[i]`` over NVLink:
-        a shared piece, or else a piece, for the caller to add (this may run on the helper
-        thread: `parallel.fork`).
+    def _nvlink_transfers(self, flows: np.ndarray, a: np.ndarray, b: np.ndarray,
+                          pick: np.ndarray | slice) -> tuple[SharedPiece | None, Piece | None]:
+        """Route ranks ``a[i]`` -> ``b[i]`` (one domain each) into ``flows[i]`` over NVLink,
+        for the transfers ``i`` that ``pick`` selects: a shared piece, or else a piece, for
+        the caller to add (this may run on the helper thread, `parallel.fork`, which then
+        also does the selecting).
 
         Where the batch crosses each spray several times (a ring's channels each take
         nearly every hop of every domain), each distinct spray is kept once, as a
@@ -236,6 +237,7 @@ class FlowBuilder:
         all-to-all: every pair once) the sprays are the phase's own pairs.
         """
         s, r = self.snap, self.router
+        flows, a, b = flows[pick], a[pick], b[pick]
         rl = r.rank_links()
         span = int(s.gpu_local.max(initial=0)) + 1
         # (sender, receiver's place in the domain) names a spray: a dense key.

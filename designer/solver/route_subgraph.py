@@ -53,10 +53,14 @@ class _Subgraph:
     """CSR of a subset of arcs, with cached BFS distances to a target node."""
 
     def __init__(self, snap: Snapshot, arc_mask: np.ndarray, by_src: np.ndarray | None = None):
+        """The arcs of ``arc_mask``; ``by_src``: arcs sorted by source node (stable),
+        every arc or exactly those of the mask (`arcs_by_source`)."""
         self.snap = snap
         if by_src is None:  # every arc, sorted by source node (stable: arc order within)
             by_src = arcs_by_source(snap)
-        self.arcs = by_src[arc_mask[by_src]]           # arcs sorted by source node
+        if len(by_src) == snap.n_arcs:
+            by_src = by_src[arc_mask[by_src]]
+        self.arcs = by_src                              # arcs sorted by source node
         self.ptr = sorted_ptr(snap.arc_src[self.arcs], snap.n_nodes)
         self.dst = snap.arc_dst[self.arcs]
         # Links are full duplex and masks are per link, so the arcs into a node are the

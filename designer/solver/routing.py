@@ -100,11 +100,11 @@ class Router:
         self.nvlink = _Subgraph(s, nv, arcs_by_source(s, np.flatnonzero(nv)))
         self._nv_pending: Forked[NvlinkTables] | None = (
             fork(NvlinkTables, self) if self.nvlink.arcs.size else None)
-        by_src = arcs_by_source(s, np.flatnonzero(~nv))    # shared by the other two
         compute = np.repeat(s.compute_links(), 2)  # planes are per link
         net = ~nv & (s.arc_family != PCIE) & compute
-        self.net = _Subgraph(s, net, by_src)
-        self.pcie = _Subgraph(s, s.arc_family == PCIE, by_src)
+        pcie = s.arc_family == PCIE
+        self.net = _Subgraph(s, net, arcs_by_source(s, np.flatnonzero(net)))
+        self.pcie = _Subgraph(s, pcie, arcs_by_source(s, np.flatnonzero(pcie)))
         self.is_switch = s.node_switch
         self._edge: dict[int, int] = {}   # NIC -> its first compute switch arc
         self._dag: dict[tuple[int, int], Route] = {}
