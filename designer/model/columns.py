@@ -38,6 +38,8 @@ from itertools import compress
 
 import numpy as np
 
+from designer.model.naming import natural_key
+
 __all__ = ["DesignColumns", "FrozenColumns"]
 
 
@@ -67,6 +69,7 @@ class FrozenColumns:
     one_plane: str | None          # the plane of every link when they share one
     link_failed: np.ndarray
     link_pos: dict[str, int]       # link id -> row
+    gpus_in_order: bool = False    # the GPU rows are in natural order of their ids
 
 
 class _Column:
@@ -172,6 +175,13 @@ class DesignColumns:
         self.plane_count: dict[str, int] = {}     # live links per plane
         self.link_failed, self.link_gone = _Column(bool), _Column(bool)
         self.n_gone = 0                           # gone rows (nodes and links)
+        # Whether the GPU rows are in natural order of their ids (`naming.natural_key`),
+        # as a template or a saved file adds them: the solver then numbers the GPUs in
+        # row order without reading a name (`design_columns.ColumnCache.gpus_in_order`).
+        # Removing rows keeps it; a GPU added out of order, or a node turned into a GPU,
+        # ends it.
+        self.gpus_in_order = True
+        self._last_gpu_key: tuple | None = None
         # Python containers a freeze shares, copied before their next write.
         self._shared: set[str] = set()
         self._node_tuple: tuple[str, ...] = ()
@@ -199,10 +209,16 @@ class DesignColumns:
         self.model_of.append(self.models(model))
         self.node_failed.append(failed)
         self.node_gone.append(False)
+        if kind == "gpu" and self.gpus_in_order:
+            key = natural_key(node_id)
+            if self._last_gpu_key is not None and key < self._last_gpu_key:
+                self.gpus_in_order = False
+            self._last_gpu_key = key
 
     def update_node(self, node_id: str, kind: str, model: str, failed: bool) -> None:
         i = self.node_row[node_id]
-        self.kind_of.set(i, self.kinds(kind))
+        if self.kind_of.set(i, self.kinds(kind)) and kind == "gpu":
+            self.gpus_in_order = False          # a GPU now, wherever its row is
         self.model_of.set(i, self.models(model))
         self.node_failed.set(i, failed)
 
@@ -279,7 +295,8 @@ class DesignColumns:
             tech_names=self.techs.frozen(), tech_of=self.tech_of.view(),
             counts=self.counts.view(), planes=self.planes,
             one_plane=next(iter(planes)) if len(planes) == 1 else None,
-            link_failed=self.link_failed.view(), link_pos=self.link_pos)
+            link_failed=self.link_failed.view(), link_pos=self.link_pos,
+            gpus_in_order=self.gpus_in_order)
 
     def _compact(self) -> None:
         """Drop the gone rows, keeping the order of the others."""

@@ -105,13 +105,16 @@ class ColumnCache:
     def gpus_in_order(self, f: FrozenColumns, gpu_nodes: np.ndarray) -> np.ndarray:
         hit = self._gpu_order
         if hit is None or hit[0] is not f.node_ids or not np.array_equal(hit[1], gpu_nodes):
-            at = gpu_nodes.tolist()
-            # One pass over the names (each a Python string: the pass is what costs, ~100
-            # ns a name) to one text, which settles the usual case (template ids).
-            pos = _same_shape_order("\0".join(map(f.node_ids.__getitem__, at)), len(at))
-            if pos is None:
-                pos = _sorted_by_natural_key(list(map(f.node_ids.__getitem__, at)))
-            order = gpu_nodes[pos].astype(np.int32)
+            if f.gpus_in_order:   # the columns kept track: rows are natural order
+                order = gpu_nodes.astype(np.int32)
+            else:
+                at = gpu_nodes.tolist()
+                # One pass over the names (each a Python string: the pass is what costs,
+                # ~100 ns a name) to one text, which settles same-shaped ids.
+                pos = _same_shape_order("\0".join(map(f.node_ids.__getitem__, at)), len(at))
+                if pos is None:
+                    pos = _sorted_by_natural_key(list(map(f.node_ids.__getitem__, at)))
+                order = gpu_nodes[pos].astype(np.int32)
             order.setflags(write=False)  # shared by the snapshots that reuse it
             hit = self._gpu_order = (f.node_ids, gpu_nodes.copy(), order)
         return hit[2]

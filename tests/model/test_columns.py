@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from designer.model.naming import natural_key
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node
 from tests.model.random_edits import random_edit
@@ -42,6 +43,9 @@ def as_read(f) -> dict:
 def check(topo, f) -> None:
     expect = read_graph(topo)
     assert as_read(f) == expect
+    if f.gpus_in_order:  # the flag may be False for sorted rows, never True for others
+        gpus = [i for i, k in zip(expect["node_ids"], expect["kind"], strict=True) if k == "gpu"]
+        assert gpus == sorted(gpus, key=natural_key)
     assert f.link_pos == {lid: k for k, lid in enumerate(expect["keys"])}
     planes = set(expect["plane"])
     assert f.one_plane == (planes.pop() if len(planes) == 1 else None)
@@ -98,3 +102,25 @@ def test_removed_rows_are_dropped_in_order():
     check(topo, f)
     assert victim not in f.node_ids
     assert list(f.node_ids) == [n for n in before["node_ids"] if n != victim]
+
+
+def test_the_columns_know_when_gpu_rows_are_in_natural_order():
+    topo = build_template("rail-cluster", nodes=2)       # GPUs added in natural order
+    assert topo.columns().gpus_in_order
+    topo.remove_node("n02-gpu3")                          # a removal keeps the order
+    topo.add_node(Node("n03-gpu10", "gpu", "H100", "late"))
+    topo.add_node(Node("n03-gpu11", "gpu", "H100", "later"))
+    f = topo.columns()
+    check(topo, f)
+    assert f.gpus_in_order
+    topo.add_node(Node("n03-gpu9", "gpu", "H100", "out of order"))   # 9 < 11
+    assert not topo.columns().gpus_in_order
+
+    topo = build_template("rail-cluster", nodes=2)
+    topo.add_node(Node("zz-switch", "leaf", "QM9700", "a leaf"))
+    assert topo.columns().gpus_in_order                   # not a GPU: no matter
+    topo.update_node("n01-nic0", kind="gpu", model="H100")  # a GPU now, mid-table
+    f = topo.columns()
+    assert not f.gpus_in_order
+    check(topo, f)
+

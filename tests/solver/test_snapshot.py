@@ -247,6 +247,27 @@ def test_gpus_are_in_natural_id_order():
     assert natural_key("n2-gpu10") > natural_key("n2-gpu9") > natural_key("n1-gpu10")
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_gpu_order_is_natural_whether_or_not_rows_were_added_in_it(seed):
+    # Added in natural order, the columns say so and the snapshot numbers the GPUs by
+    # row without reading a name; added shuffled (or failed, removed and added again),
+    # it sorts them.  Either way: natural order of the live GPUs.
+    rng = np.random.default_rng(seed)
+    ids = sorted({f"n{rng.integers(1, 30)}-gpu{rng.integers(0, 12)}" for _ in range(40)},
+                 key=natural_key)
+    for order in (ids, [ids[i] for i in rng.permutation(len(ids))]):
+        t = Topology()
+        for gid in order:
+            t.add_node(Node(gid, "gpu", "H100", gid))
+        assert t.columns().gpus_in_order == (order == ids)
+        t.update_node(order[3], failed=True)
+        t.remove_node(order[5])
+        t.add_node(Node(order[5], "gpu", "H100", "again"))
+        live = [g for g in ids if g != order[3]]
+        snap = take_snapshot(t)
+        assert [snap.node_ids[g] for g in snap.gpus] == live
+
+
 
 @pytest.mark.parametrize("seed", range(4))
 def test_natural_order_of_gpu_ids_matches_natural_key(seed):
