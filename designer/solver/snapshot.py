@@ -28,6 +28,7 @@ Example
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -59,7 +60,9 @@ class Snapshot:
     node_kind: np.ndarray              # object (str) per node, read-only
     node_model: np.ndarray             # object (str) per node, read-only
     node_switch: np.ndarray            # bool per node: its kind is in SWITCH_KINDS
-    link_ids: tuple[str, ...]          # every link; arcs 2k, 2k+1 belong to link_ids[k]
+    # Every link; arcs 2k, 2k+1 belong to link_ids[k].  The design columns' own list,
+    # which nobody writes once frozen (`FrozenColumns`): not copied, not to be written.
+    link_ids: Sequence[str]
     arc_src: np.ndarray
     arc_dst: np.ndarray
     arc_cap: np.ndarray                # GB/s per direction, after efficiency (0: dead)
@@ -295,7 +298,7 @@ def _arcs(capture: DesignCapture) -> _Arcs:
     arc_src[0::2] = arc_dst[1::2] = c.a_idx
     arc_src[1::2] = arc_dst[0::2] = c.b_idx
     fields = dict(
-        node_ids=c.node_ids, node_kind=kinds, node_model=models, link_ids=tuple(c.keys),
+        node_ids=c.node_ids, node_kind=kinds, node_model=models, link_ids=c.keys,
         arc_src=arc_src, arc_dst=arc_dst, arc_plane=arc_plane,
         arc_delays=ArcDelays(tech_of, t_lat, t_jit, node_latency, arc_dst),
         links=LinkPositions(c.link_pos),
