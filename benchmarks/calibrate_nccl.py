@@ -39,6 +39,10 @@ from designer.solver.nccl_model import (
 )
 from designer.solver.nccl_params import DEFAULT_PARAMS_PATH, FITTED, ModelParams, load_params
 
+# The accuracy table's cases module beside this file (also when imported by path).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from accuracy_cases import _fmt_size, parse_size
+
 REFERENCE = Path(__file__).resolve().parents[2] / "shared/reference/measured-allreduce.json"
 GiB = 1 << 30
 
@@ -120,14 +124,6 @@ class Point:
     launch: str = "eager"
     gpus_per_thread: int = 1  # nccl-tests -g: GPUs one host thread launches
     validation: bool = False  # printed, never fitted
-
-
-def parse_size(text: str) -> int:
-    """``"32KiB"`` -> 32768."""
-    m = re.fullmatch(r"\s*(\d+)\s*(B|KiB|MiB|GiB)\s*", text)
-    if not m:
-        raise ValueError(f"unreadable size {text!r}")
-    return int(m.group(1)) << {"B": 0, "KiB": 10, "MiB": 20, "GiB": 30}[m.group(2)]
 
 
 def _size_range(text: str) -> list[int]:
@@ -311,13 +307,6 @@ def fit(points: Sequence[Point], params: ModelParams, sweeps: int = 6) -> ModelP
 
 
 # --------------------------------------------------------------------------- output
-
-
-def _fmt_size(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return f"{n}B"
 
 
 def print_table(points: Sequence[Point], params: ModelParams, title: str) -> np.ndarray:
