@@ -243,7 +243,7 @@ def _rank_links(old: Router, new: Router, change: SnapshotChange,
     none ends at a rank's GPU, NIC or relay, and no NVLink arc changed if some rank
     relays through a sibling (PXN).  Else None (computed anew when asked)."""
     rl = old._ranks
-    legs = old.access_legs() if old._legs_pending is not None else old._access_legs
+    legs = old._legs_started()
     if rl is None or not change.same_ranks:
         return None, None
     s = change.new

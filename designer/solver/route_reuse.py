@@ -285,7 +285,7 @@ class _Patcher:
             nv = self._nv_patched(s.nv, *s.ends)
             return s if nv is s.nv else s.with_nv(nv)
         legs = self.new.access_legs() if s.n_legs else None
-        old_legs = self.old._access_legs if s.n_legs else None
+        old_legs = self.old._legs_started() if s.n_legs else None
         fab = s.fab
         if fab is not None:
             dirty = self._rows_crossing(fab, self.bad_arc)

@@ -37,30 +37,22 @@ def sorted_ptr(keys: np.ndarray, n: int) -> np.ndarray:
     return np.repeat(starts, np.diff(firsts))
 
 
-def arcs_by_source(snap: Snapshot, arcs: np.ndarray | None = None) -> np.ndarray:
-    """Every arc (or those of ascending ``arcs``), sorted by source node (stable: arc
-    order within), as int32 ids where they fit: the tables of routes gathered from them
-    are then half the size (fresh memory is page faults: the 131,072-GPU ring peaks ~20
-    MB lower).  Computed once for several of a router's subgraphs."""
-    ids = np.int32 if snap.n_arcs < 2**31 else np.int64
-    if arcs is None:
-        return argsort_ids(snap.arc_src, snap.n_nodes).astype(ids, copy=False)
-    arcs = arcs.astype(ids, copy=False)
+def arcs_by_source(snap: Snapshot, arcs: np.ndarray) -> np.ndarray:
+    """Ascending ``arcs`` sorted by source node (stable: arc order within), as int32 ids
+    where they fit: the tables of routes gathered from them are then half the size
+    (fresh memory is page faults: the 131,072-GPU ring peaks ~20 MB lower).  Each
+    subgraph sorts its own arcs: fewer than all, and the NVLink ones are wanted first
+    (`Router`)."""
+    arcs = arcs.astype(np.int32 if snap.n_arcs < 2**31 else np.int64, copy=False)
     return arcs[argsort_ids(snap.arc_src[arcs], snap.n_nodes)]
 
 
 class _Subgraph:
     """CSR of a subset of arcs, with cached BFS distances to a target node."""
 
-    def __init__(self, snap: Snapshot, arc_mask: np.ndarray, by_src: np.ndarray | None = None):
-        """The arcs of ``arc_mask``; ``by_src``: arcs sorted by source node (stable),
-        every arc or exactly those of the mask (`arcs_by_source`)."""
+    def __init__(self, snap: Snapshot, arc_mask: np.ndarray):
         self.snap = snap
-        if by_src is None:  # every arc, sorted by source node (stable: arc order within)
-            by_src = arcs_by_source(snap)
-        if len(by_src) == snap.n_arcs:
-            by_src = by_src[arc_mask[by_src]]
-        self.arcs = by_src                              # arcs sorted by source node
+        self.arcs = arcs_by_source(snap, np.flatnonzero(arc_mask))   # sorted by source
         self.ptr = sorted_ptr(snap.arc_src[self.arcs], snap.n_nodes)
         self.dst = snap.arc_dst[self.arcs]
         # Links are full duplex and masks are per link, so the arcs into a node are the

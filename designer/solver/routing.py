@@ -74,7 +74,7 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
 )
 from designer.solver.route_nvlink import NvlinkTables
 from designer.solver.route_ranks import make_rank_links
-from designer.solver.route_subgraph import _Subgraph, arcs_by_source
+from designer.solver.route_subgraph import _Subgraph
 from designer.solver.route_tables import _FabricGroups
 from designer.solver.snapshot import NVLINK, PCIE, Snapshot
 
@@ -93,18 +93,17 @@ class Router:
         self.snap = snap
         self.seed = seed
         s = snap
-        # The NVLink arcs are sorted on their own, first: the NVLink route templates'
-        # groundwork (domains, classes of domains built alike) needs them alone, and on
-        # two cores it is laid while this thread sorts the others and goes on.
+        # The NVLink subgraph first: the NVLink route templates' groundwork (domains,
+        # classes of domains built alike) needs it alone, and on two cores it is laid
+        # while this thread builds the others and goes on.
         nv = s.arc_family == NVLINK
-        self.nvlink = _Subgraph(s, nv, arcs_by_source(s, np.flatnonzero(nv)))
+        self.nvlink = _Subgraph(s, nv)
         self._nv_pending: Forked[NvlinkTables] | None = (
             fork(NvlinkTables, self) if self.nvlink.arcs.size else None)
         compute = np.repeat(s.compute_links(), 2)  # planes are per link
         net = ~nv & (s.arc_family != PCIE) & compute
         pcie = s.arc_family == PCIE
-        self.net = _Subgraph(s, net, arcs_by_source(s, np.flatnonzero(net)))
-        self.pcie = _Subgraph(s, pcie, arcs_by_source(s, np.flatnonzero(pcie)))
+        self.net, self.pcie = _Subgraph(s, net), _Subgraph(s, pcie)
         self.is_switch = s.node_switch
         self._edge: dict[int, int] = {}   # NIC -> its first compute switch arc
         self._dag: dict[tuple[int, int], Route] = {}
@@ -173,9 +172,8 @@ class Router:
         return tables.routes(a, b)
 
     def _nv_tables(self) -> NvlinkTables:
-        if self._nv_batch is None:
-            started = self._nv_started()
-            self._nv_batch = NvlinkTables(self) if started is None else started
+        if self._nv_started() is None:
+            self._nv_batch = NvlinkTables(self)
         return self._nv_batch
 
     def _nv_started(self) -> NvlinkTables | None:
@@ -206,11 +204,14 @@ class Router:
     def access_legs(self) -> RouteBatch:
         """Every rank's way out to the fabric and way in (`route_arrays.access_legs`),
         computed once: every phase of every plan shares them."""
-        if self._access_legs is None:
-            rl = self.rank_links()
-            pending, self._legs_pending = self._legs_pending, None
-            self._access_legs = (access_legs(rl, self.snap.n_arcs) if pending is None
-                                 else pending.join())
+        if self._legs_started() is None:
+            self._access_legs = access_legs(self.rank_links(), self.snap.n_arcs)
+        return self._access_legs
+
+    def _legs_started(self) -> RouteBatch | None:
+        """The access legs if made or under way (then waited for), else None."""
+        if self._access_legs is None and self._legs_pending is not None:
+            self._access_legs = self._legs_pending.join()   # any thread: one result
         return self._access_legs
 
     def check_rank(self, rank: int) -> None:
