@@ -352,15 +352,40 @@ class _FabricGroups:
         = the group: `downhill`); at the last hop they are the switch's arcs into the
         target (``ident = S +`` the target's switch number).  The groups come first so
         that the states of a walk touch few pages of the key map."""
-        s = self.snap
         n_sw = len(self.switches)
         ident, node = keys // n_sw, keys % n_sw
         inner = ident < n_sw
-        parts = self.downhill(ident[inner], node[inner])
-        # Last hop: arcs from the node into the target, among its switch arcs: the arcs
-        # of the nodes concerned sorted by (node, destination), arc order within, then
-        # each (node, target) by binary search.
-        end_node, end_tgt = node[~inner], ident[~inner] - n_sw
+        return self._hops_of(node, np.where(inner, ident, -1), np.where(inner, -1, ident - n_sw))
+
+    def _hops_of(self, node: np.ndarray, grp: np.ndarray, target: np.ndarray) -> RouteBatch:
+        """Next hops of switch ``node[i]`` (switch number): towards group ``grp[i]``
+        (`downhill`) where ``target[i] < 0``, else its arcs into switch ``target[i]``
+        (the last hop, `_ends`).  Row ``i`` is input ``i``'s; a state with none raises."""
+        last = target >= 0
+        if last.all():
+            table = self._ends(node, target)
+        elif not last.any():
+            table = self.downhill(grp, node)
+        else:
+            inner = ~last
+            parts = self.downhill(grp[inner], node[inner])
+            ends = self._ends(node[last], target[last])
+            # Back in input order: the inner rows first, then the last-hop rows.
+            where = np.empty(len(node), dtype=np.int64)
+            where[np.flatnonzero(inner)] = np.arange(len(parts.hops))
+            where[np.flatnonzero(last)] = len(parts.hops) + np.arange(len(ends.hops))
+            table = _stack([parts, ends]).take(where)
+        if np.any(table.hops == 0):
+            bad = int(self.switches[node[np.flatnonzero(table.hops == 0)[0]]])
+            raise SolverError(f"routing dead end at {self.snap.node_ids[bad]}")
+        return table
+
+    def _ends(self, end_node: np.ndarray, end_tgt: np.ndarray) -> RouteBatch:
+        """Last hops: row ``i`` is the arcs from switch ``end_node[i]`` into switch
+        ``end_tgt[i]`` (switch numbers), in arc order, split by capacity."""
+        n_sw = len(self.switches)
+        # Among the switch arcs of the nodes concerned, sorted by (node, destination),
+        # arc order within, each (node, target) by binary search.
         nodes, which = unique_inverse(end_node, n_sw)
         lengths = self.s_ptr[nodes + 1] - self.s_ptr[nodes]
         pos = ragged_arange(self.s_ptr[nodes], lengths)
@@ -370,16 +395,7 @@ class _FabricGroups:
         want = which.astype(np.int64) * n_sw + end_tgt
         lo = np.searchsorted(pair, want)
         lengths = np.searchsorted(pair, want, side="right") - lo
-        ends = self._split(arcs[ragged_arange(lo, lengths)], lengths)
-        # Back in key order: the inner rows first, then the last-hop rows.
-        where = np.empty(len(keys), dtype=np.int64)
-        where[np.flatnonzero(inner)] = np.arange(int(inner.sum()))
-        where[np.flatnonzero(~inner)] = int(inner.sum()) + np.arange(int((~inner).sum()))
-        table = _stack([parts, ends]).take(where)
-        if np.any(table.hops == 0):
-            bad = int(self.switches[node[np.flatnonzero(table.hops == 0)[0]]])
-            raise SolverError(f"routing dead end at {s.node_ids[bad]}")
-        return table
+        return self._split(arcs[ragged_arange(lo, lengths)], lengths)
 
     # ---- adaptive DAGs
     def dags(self, leaf_a: np.ndarray, leaf_b: np.ndarray,
@@ -397,7 +413,14 @@ class _FabricGroups:
             hops = self.distance(leaf_a, leaf_b)
 
         def next_hops(pair: np.ndarray, node: np.ndarray, level: int) -> RouteBatch:
-            row, table = self._next(node, grp[pair], leaf_b[pair], hops[pair] - level)
+            dist = hops[pair] - level
+            if (np.ndim(level) == 0 and level == 0) or int(dist.max(initial=0)) == 1:
+                # First and last hops: each state is a route's own (its source, or its
+                # target), walked once here, so made as they are, not kept (see `_next`).
+                at = self.index[node]
+                return self._hops_of(at, grp[pair],
+                                     np.where(dist == 1, self.index[leaf_b[pair]], -1))
+            row, table = self._next(node, grp[pair], leaf_b[pair], dist)
             return table.take(row)
 
         return walk_shared(leaf_a, hops, grp, s.arc_dst, s.n_nodes, next_hops, self.index,
