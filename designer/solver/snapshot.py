@@ -333,10 +333,11 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     node = arcs.node
     a_idx, b_idx = c.a_idx, c.b_idx
     live = ~c.link_failed & ~failed_node[a_idx] & ~failed_node[b_idx]
-    arc_live = np.repeat(live, 2)
     # A dead arc keeps its id (routes through other arcs stay valid across a fail) but
-    # belongs to no family, so no subgraph, mask or planner selects it.
-    fam = np.where(arc_live, arcs.family, DEAD).astype(np.int8)
+    # belongs to no family, so no subgraph, mask or planner selects it.  With every link
+    # live, the families are the arcs' own (int8 already), not a copy.
+    fam = (arcs.family if live.all() else
+           np.where(np.repeat(live, 2), arcs.family, DEAD).astype(np.int8))
     compute_link = arcs.compute & live
     arc_src, arc_dst = arcs.fields["arc_src"], arcs.fields["arc_dst"]
 
