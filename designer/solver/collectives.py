@@ -20,156 +20,24 @@ batches of transfers at once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from designer.solver.errors import SolverError
 from designer.solver.labels import Labels
 from designer.solver.phases import FlowBuilder, Phase, Plan
+from designer.solver.ring_layout import by_domain, grouped, ring_layout, ring_order, ring_orders
 from designer.solver.routing import (
     Router,
     ragged_arange,
 )
-from designer.solver.snapshot import NVLINK, Snapshot
+from designer.solver.snapshot import NVLINK
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall",
                "sendrecv")
 ALGORITHMS = ("ring", "tree", "nvls", "hierarchical", "collnet")
 __all__ = ["ALGORITHMS", "COLLECTIVES", "PLANNERS", "Phase", "Plan", "candidate_plans",
            "ring_order"]
-
-
-def _grouped(snap: Snapshot, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`_by_domain` as arrays: the ranks in order, and each domain group's start and size."""
-    ranks = np.asarray(ranks)
-    if ranks.size == 0:
-        return ranks, np.zeros(0, np.int64), np.zeros(0, np.int64)
-    dom = snap.gpu_domain[ranks].astype(np.int64)
-    key = dom * (int(snap.gpu_local.max(initial=0)) + 1) + snap.gpu_local[ranks]
-    # Usually the ranks are in order already (no sort); (domain, local) keys are distinct.
-    in_order = bool(np.all(key[1:] > key[:-1]))
-    order = np.arange(len(ranks)) if in_order else np.argsort(key, kind="stable")
-    dom = dom[order]
-    starts = np.flatnonzero(np.r_[True, dom[1:] != dom[:-1]])
-    return ranks[order], starts, np.diff(np.r_[starts, len(ranks)])
-
-
-def _by_domain(snap: Snapshot, ranks: np.ndarray) -> list[np.ndarray]:
-    """Ranks grouped by NVLink domain (domains in order), each sorted by local index."""
-    srt, starts, sizes = _grouped(snap, ranks)
-    return [srt[i:i + n] for i, n in zip(starts.tolist(), sizes.tolist(), strict=True)]
-
-
-@dataclass(frozen=True, eq=False)
-class _RingLayout:
-    """Ranks of a ring, grouped by domain (``srt``, ``starts``, ``sizes`` as `_grouped`),
-    and ``heads``: the position in its domain where each channel starts."""
-
-    srt: np.ndarray
-    starts: np.ndarray
-    sizes: np.ndarray
-    heads: np.ndarray
-
-
-def _ring_layout(snap: Snapshot, ranks: np.ndarray) -> _RingLayout:
-    """Domain order for rings, and one channel per NIC when the ring leaves its domain.
-
-    Inside one domain: local order, a channel per GPU.  Across domains, GPUs that share a
-    NIC (PXN, see `snapshot._assign_nics`) are put next to each other (by the first local
-    index of their NIC's GPUs, then local index; the identity when every GPU has its own
-    NIC) and channel ``c`` starts at the ``c``-th NIC's first GPU of the domain with the
-    fewest NICs, so every NIC sends one channel and receives one (NCCL opens channels per
-    NIC: 4 NICs give 4 x the NIC rate, not 8 channels on 4 NICs).
-    """
-    srt, starts, sizes = _grouped(snap, ranks)
-    if len(starts) <= 1:
-        return _RingLayout(srt, starts, sizes, np.arange(int(sizes[0]) if len(sizes) else 1))
-    n_dom = len(starts)
-    nic = snap.gpu_nic[srt].astype(np.int64)
-    if nic.min() >= 0 and np.all(np.bincount(nic, minlength=snap.n_nodes)[nic] == 1):
-        # Every rank on its own NIC (the common case): local order, a channel per rail.
-        return _RingLayout(srt, starts, sizes, np.arange(int(sizes.min())))
-    dom = np.repeat(np.arange(n_dom), sizes)
-    pos = np.arange(len(srt)) - np.repeat(starts, sizes)
-    width = snap.n_nodes + int(sizes.max())
-    # A rank without a NIC is a group of its own (the route will say what is missing).
-    key = dom * width + np.where(nic >= 0, nic, snap.n_nodes + pos)
-    uniq, inverse = np.unique(key, return_inverse=True)
-    first = np.full(len(uniq), len(srt), dtype=np.int64)
-    np.minimum.at(first, inverse.reshape(-1), pos)
-    head_of = first[inverse.reshape(-1)]
-    order = np.lexsort((pos, head_of, dom))
-    srt, head_of = srt[order], head_of[order]
-    new_group = np.r_[True, head_of[1:] != head_of[:-1]] | (pos == 0)
-    groups = np.bincount(dom, weights=new_group, minlength=n_dom).astype(np.int64)
-    poorest = int(np.argmin(groups))
-    sl = slice(int(starts[poorest]), int(starts[poorest] + sizes[poorest]))
-    heads = np.flatnonzero(new_group[sl])
-    return _RingLayout(srt, starts, sizes, heads)
-
-
-def _ring_orders(layout: _RingLayout, channels: range | list[int]) -> np.ndarray:
-    """`ring_order` for each channel, one row per channel."""
-    srt, starts, sizes = layout.srt, layout.starts, layout.sizes
-    n_dom = len(starts)
-    j = np.repeat(np.arange(n_dom), sizes)
-    base = np.repeat(starts, sizes)
-    k = np.arange(len(srt)) - base
-    size = np.repeat(sizes, sizes)
-    odd = j % 2 == 1
-    # With an odd number of domains the alternation would end where it started (one hop
-    # between two rails): the last domain starts one position further on instead, and
-    # the one before it swaps its last two GPUs to end there.
-    fix = n_dom % 2 == 1 and n_dom >= 3 and bool(np.all(sizes[-2:] >= 3))
-    last = j == n_dom - 1 if fix else np.zeros(len(srt), dtype=bool)
-    swap = (j == n_dom - 2) & (k >= size - 2) if fix else np.zeros(len(srt), dtype=bool)
-    # Rank ids as int32 (as `FlowBuilder.transfers` keeps them): no copy of the rings.
-    out = np.empty((len(channels), len(srt)), dtype=np.int32 if len(srt) < 2**31 else np.int64)
-    # Even groups: rolled to start at the channel's head; odd groups: the same, reversed
-    # (start one before the head, end on it).  Positions before the roll are in [0, size)
-    # and a roll is in [0, size], so a roll wraps by one subtraction, not a division per
-    # rank (eight channels of 131,072 ranks: 4 million of them).
-    turned = np.where(odd, size - 1 - k, k)
-    smallest = int(sizes.min(initial=1))
-    for row, c in enumerate(channels):
-        head = int(layout.heads[c % len(layout.heads)])
-        shift = (head if head < smallest else head % size) + last
-        at = _wrapped(turned + shift, size)
-        if fix:
-            at = np.where(swap, _wrapped(k - (size - 2) + shift, size), at)
-        at += base
-        out[row] = srt[at]
-    return out
-
-
-def _wrapped(at: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """``at % size`` for ``0 <= at < 2 * size`` (in place)."""
-    at -= size * (at >= size)
-    return at
-
-
-def ring_order(snap: Snapshot, ranks: np.ndarray, channel: int) -> np.ndarray:
-    """Rail-aware ring order of ``ranks`` for ``channel``.
-
-    Inside a domain the ring is rotated to start at the channel's head (local position
-    ``channel`` when every GPU has its own NIC; see `_ring_layout`).  Domains alternate
-    direction, so the hop from one domain to the next joins GPUs of the same rail
-    (domain j ends on the rail where domain j+1 starts) and inter-node traffic stays on
-    one leaf per rail.  With an odd number of domains the last one enters on a third rail
-    (the one before it ends there), so the wrap-around hop is rail-aligned too; only
-    domains of 2 GPUs cannot do that.  NCCL gets the same by entering and leaving a node
-    through one NIC (the last GPU sends through PXN); here no hop needs the relay.
-
-    >>> from designer.model.templates import build_template
-    >>> from designer.solver.snapshot import take_snapshot
-    >>> snap = take_snapshot(build_template("rail-cluster", nodes=3))
-    >>> order = ring_order(snap, np.arange(snap.n_gpus), 0)
-    >>> [(int(snap.gpu_local[a]), int(snap.gpu_local[b])) for a, b in
-    ...  zip(order, np.roll(order, -1)) if snap.gpu_domain[a] != snap.gpu_domain[b]]
-    [(7, 7), (1, 1), (0, 0)]
-    """
-    return _ring_orders(_ring_layout(snap, ranks), [channel])[0]
 
 
 # ----------------------------------------------------------------- algorithms
@@ -204,13 +72,13 @@ def _ring_transfers(fb: FlowBuilder, flows: np.ndarray, orders: np.ndarray, chai
 def _ring_phase(router: Router, ranks: np.ndarray, collective: str, name: str,
                 scale: float = 1.0, channels: int | None = None) -> Phase:
     snap, n = router.snap, len(ranks)
-    layout = _ring_layout(snap, ranks)
+    layout = ring_layout(snap, ranks)
     c_count = channels or max(1, len(layout.heads))
     fb = FlowBuilder(router)
     chain = collective in ("broadcast", "reduce")  # pipelined chain: no wrap-around edge
     flows = fb.new_flows(np.full(c_count, _RING_FACTOR[collective](n) * scale / c_count),
                          [f"{name} ch{c}" for c in range(c_count)])
-    orders = _ring_orders(layout, range(c_count))
+    orders = ring_orders(layout, range(c_count))
     if chain:
         # Every channel's chain starts at the root (the first rank): rotating the ring
         # per channel would give each channel a different root, i.e. more sources of
@@ -224,7 +92,7 @@ def _ring_phase(router: Router, ranks: np.ndarray, collective: str, name: str,
 
 def plan_ring(router: Router, ranks: np.ndarray, collective: str) -> Plan:
     phase = _ring_phase(router, ranks, collective, f"ring {collective}")
-    return Plan(collective, "ring", ranks, len(_grouped(router.snap, ranks)[1]), (phase,), True)
+    return Plan(collective, "ring", ranks, len(grouped(router.snap, ranks)[1]), (phase,), True)
 
 
 def btree(n: int, mirror: bool) -> list[int]:
@@ -282,8 +150,8 @@ def plan_tree(router: Router, ranks: np.ndarray, collective: str) -> Plan:
     if collective != "allreduce":
         raise SolverError("tree is an all-reduce algorithm")
     snap = router.snap
-    grouped = _grouped(snap, ranks)
-    srt, starts, sizes = grouped
+    by_dom = grouped(snap, ranks)
+    srt, starts, sizes = by_dom
     nodes = len(starts)
     c_count = max(1, int(sizes.min()))
     fb = FlowBuilder(router)
@@ -294,7 +162,7 @@ def plan_tree(router: Router, ranks: np.ndarray, collective: str) -> Plan:
                              [f"chain ch{c}" for c in range(c_count)])
         # Not rotated per channel: the middle GPUs of a chain send 2S each way and
         # the ends less, which is what caps NCCL's chain at B (n-1)/n.
-        src, dst, _ = _chains(grouped, 0, np.zeros(1, np.int64))
+        src, dst, _ = _chains(by_dom, 0, np.zeros(1, np.int64))
         for c in range(c_count):
             fb.transfers(np.full(len(src), flows[c]), src, dst, np.zeros(len(src), np.int64))
         phase = fb.phase("chain all-reduce", 2 * (len(ranks) - 1))
@@ -307,7 +175,7 @@ def plan_tree(router: Router, ranks: np.ndarray, collective: str) -> Plan:
             flow = fb.new_flow(0.5 / c_count, f"tree{t} ch{c}")
             pj = parents[t]
             has = pj >= 0
-            src, dst, slot = _chains(grouped, c, np.where(has, 2, 0))
+            src, dst, slot = _chains(by_dom, c, np.where(has, 2, 0))
             keys = np.zeros(len(src), dtype=np.int64)
             # Chains up and down inside each domain, then the domain's tree edge both ways.
             key = (c * 2 + t) * nodes + j[has]
@@ -326,7 +194,7 @@ def plan_nvls(router: Router, ranks: np.ndarray, collective: str) -> Plan:
     snap = router.snap
     if collective != "allreduce":
         raise SolverError("nvls is an all-reduce algorithm")
-    groups = _by_domain(snap, ranks)
+    groups = by_domain(snap, ranks)
     if len(groups) != 1:
         raise SolverError("nvls runs inside one NVLink domain (use hierarchical across domains)")
     if not snap.domain_nvls[snap.gpu_domain[ranks[0]]]:
@@ -371,7 +239,7 @@ def plan_hierarchical(router: Router, ranks: np.ndarray, collective: str,
     if collective != "allreduce":
         raise SolverError("hierarchical is an all-reduce algorithm")
     snap = router.snap
-    srt, starts, sizes = _grouped(snap, ranks)
+    srt, starts, sizes = grouped(snap, ranks)
     if len(starts) < 2:
         raise SolverError("hierarchical needs ranks in more than one NVLink domain")
     g = int(sizes.min())
@@ -442,7 +310,7 @@ def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall
             else np.zeros(len(i), np.int64))
     fb.transfers(flows, a, b, keys)
     phase = fb.phase("all-to-all", n - 1)
-    return Plan("alltoall", "direct", ranks, len(_grouped(router.snap, ranks)[1]), (phase,),
+    return Plan("alltoall", "direct", ranks, len(grouped(router.snap, ranks)[1]), (phase,),
                 True)
 
 
@@ -456,7 +324,7 @@ def plan_sendrecv(router: Router, ranks: np.ndarray, collective: str = "sendrecv
                          [f"{x}->{y}" for x, y in zip(a.tolist(), b.tolist(), strict=True)])
     fb.transfers(flows, a, b, i)
     phase = fb.phase("send/recv", 1)
-    return Plan("sendrecv", "direct", ranks, len(_grouped(router.snap, ranks)[1]), (phase,),
+    return Plan("sendrecv", "direct", ranks, len(grouped(router.snap, ranks)[1]), (phase,),
                 True)
 
 
