@@ -333,10 +333,11 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     node = arcs.node
     a_idx, b_idx = c.a_idx, c.b_idx
     live = ~c.link_failed & ~failed_node[a_idx] & ~failed_node[b_idx]
+    all_live = bool(live.all())
     # A dead arc keeps its id (routes through other arcs stay valid across a fail) but
     # belongs to no family, so no subgraph, mask or planner selects it.  With every link
     # live, the families are the arcs' own (int8 already), not a copy.
-    fam = (arcs.family if live.all() else
+    fam = (arcs.family if all_live else
            np.where(np.repeat(live, 2), arcs.family, DEAD).astype(np.int8))
     compute_link = arcs.compute & live
     arc_src, arc_dst = arcs.fields["arc_src"], arcs.fields["arc_dst"]
@@ -388,7 +389,7 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
         if isinstance(v, np.ndarray):
             v.setflags(write=False)  # shared by the snapshots that reuse them
     # Every link live (the usual case): the rates as they are, not a copy.
-    return fields, arcs.rate if live.all() else np.where(live, arcs.rate, 0.0)
+    return fields, arcs.rate if all_live else np.where(live, arcs.rate, 0.0)
 
 
 def _assign_nics(arc_src: np.ndarray, arc_dst: np.ndarray, pcie: np.ndarray,
