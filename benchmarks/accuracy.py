@@ -53,6 +53,9 @@ from accuracy_cases import (  # noqa: F401 - re-exported for the tests
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO.parent / "shared/reference/measured-allreduce.json"
+#: Public figures on hardware no calibration row covers (Blackwell): printed as a check,
+#: never fitted, no goal of their own.
+UNSEEN = Path(__file__).resolve().parent / "unseen.json"
 
 #: Goals of issue 3 and the per-row regression bounds checked by the test.
 GOAL_LARGE_MEDIAN_PCT = 5.0  # median |error| on sizes >= 1 GiB
@@ -302,8 +305,9 @@ def machine() -> dict[str, object]:
     }
 
 
-def format_table(report: Report) -> str:
-    """``case | size | measured | predicted | error %`` and the summary lines."""
+def format_table(report: Report, goals: bool = True) -> str:
+    """``case | size | measured | predicted | error %`` and the summary lines (with the
+    issue's goals, or, without ``goals``, the median and largest errors alone)."""
     lines = [
         f"{'case':32s} | {'size':>6s} | {'measured':>10s} | {'predicted':>10s} | "
         f"{'error %':>7s} | algorithm/proto"
@@ -321,6 +325,13 @@ def format_table(report: Report) -> str:
     for note in dict.fromkeys(report.notes):
         lines.append(f"note: {note}")
     s = summarize(report.rows)
+    if not goals:
+        lines += [
+            f"median |error|, all {len(report.rows)} rows:               "
+            f"{s['median_abs_error_overall_pct']:5.1f} %",
+            f"max |error|:                              {s['max_abs_error_pct']:5.1f} %",
+        ]
+        return "\n".join(lines)
     lines += [
         f"median |error|, sizes >= 1 GiB:           {s['median_abs_error_ge_1GiB_pct']:5.1f} %"
         f"  (goal <= {GOAL_LARGE_MEDIAN_PCT:g} %)",
@@ -339,6 +350,9 @@ def format_table(report: Report) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reference", type=Path, default=REFERENCE, help="measured json")
+    ap.add_argument("--unseen", type=Path, default=UNSEEN,
+                    help="public figures the fit never saw, printed after the table "
+                         "(default: benchmarks/unseen.json; 'none' to skip)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     ap.add_argument("--workers", type=int, default=2, help="CLI runs at once (default 2)")
     args = ap.parse_args(argv)
@@ -351,6 +365,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     reference = json.loads(args.reference.read_text(encoding="utf-8"))
     report = predict_reference(reference, workers=args.workers)
+    unseen = None
+    if str(args.unseen) != "none" and args.unseen.is_file():
+        unseen = predict_reference(json.loads(args.unseen.read_text(encoding="utf-8")),
+                                   workers=args.workers)
     elapsed = time.perf_counter() - t0
     host = machine()
     if args.json:
@@ -360,12 +378,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             "notes": list(dict.fromkeys(report.notes)),
             "summary": summarize(report.rows),
             "goal_failures": goal_failures(report.rows),
+            "unseen": None if unseen is None else {
+                "rows": [asdict(r) for r in unseen.rows],
+                "skipped": [{"case": c, "reason": w} for c, w in unseen.skipped],
+                "summary": summarize(unseen.rows)},
             "machine": host,
             "elapsed_s": round(elapsed, 2),
         }
         print(json.dumps(out, indent=2))
     else:
         print(format_table(report))
+        if unseen is not None:
+            print(f"\nHardware no calibration row covers ({args.unseen.name}: public "
+                  "figures, never fitted):")
+            print(format_table(unseen, goals=False))
         print(
             f"machine: {host['cpu']}, {host['cores']} cores, Python {host['python']}; "
             f"elapsed {elapsed:.1f} s ({args.workers} CLI runs at once)"

@@ -18,6 +18,8 @@ How each reference row maps to a design and a solve (the nccl-tests command behi
   (the row's ``nvlstree``), 128 B..64 KiB, time in microseconds.
 * ``single-node-ring-rule``: the note's "GPU busbw/link-rate" pairs (A100 235/300,
   H100/H200 367/450) as forced-ring 4 GiB rows on ``hgx gpu=...``.
+* Rows that name their own design (``template``, ``params``, ``options``, as in
+  ``benchmarks/unseen.json``): that design and those options, at ``bytes``.
 """
 
 from __future__ import annotations
@@ -181,6 +183,13 @@ def _ring_rule(c: dict) -> list[Case]:
     return out
 
 
+def _explicit(c: dict) -> list[Case]:
+    """A row that names its design and solve options (see ``benchmarks/unseen.json``)."""
+    d = design(c["template"], **c.get("params", {}))
+    pts = tuple((s, float(c["busbw"])) for s in size_range(c["bytes"]))
+    return [Case(c["id"], c["id"], (d,), tuple(c.get("options", ())), pts)]
+
+
 #: Reference row id -> its cases.  A row not listed here is reported, never dropped.
 ROW_BUILDERS: dict[str, Callable[[dict], list[Case]]] = {
     "a100-8gpu-curve": _curve,
@@ -215,7 +224,7 @@ def build_cases(reference: dict) -> tuple[list[Case], list[tuple[str, str]]]:
     cases: list[Case] = []
     unmapped: list[tuple[str, str]] = []
     for row in reference["cases"]:
-        builder = ROW_BUILDERS.get(row["id"])
+        builder = ROW_BUILDERS.get(row["id"], _explicit if "template" in row else None)
         if builder is not None:
             built = builder(row)
             if not built:

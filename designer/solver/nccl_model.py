@@ -134,6 +134,11 @@ class CollectiveShape:
     net_latency_us : float
         Extra per-step fabric latency from the topology (switch latencies x hops, cable
         delay), added to NCCL's per-step network constant on every inter-node step.
+    nvls_efficiency : float, optional
+        For NVLS and NVLS-tree: NCCL's NVLS bandwidth factor for the generation of the
+        NVLink switches that reduce (the catalog's ``nvls_efficiency``: 0.85 Hopper, 0.74
+        Blackwell).  The fitted NVLS efficiency is scaled by its ratio to the model's
+        ``reference_efficiency`` (Hopper, which it was fitted on); None: no scaling.
     """
 
     collective: str
@@ -144,6 +149,7 @@ class CollectiveShape:
     nvlink_hops: int
     net_hops: int
     net_latency_us: float = 0.0
+    nvls_efficiency: float | None = None
 
     def __post_init__(self) -> None:
         if self.collective not in VALID_ALGORITHMS:
@@ -160,6 +166,9 @@ class CollectiveShape:
             )
         if not self.ceiling_GBps > 0.0:
             raise DesignError(f"{self.collective}/{self.algorithm}: ceiling_GBps must be > 0")
+        if self.nvls_efficiency is not None and not 0.0 < self.nvls_efficiency <= 1.0:
+            raise DesignError(f"{self.collective}: nvls_efficiency must be in (0, 1], "
+                              f"not {self.nvls_efficiency}")
         if self.nvlink_hops < 0 or self.net_hops < 0 or self.net_latency_us < 0:
             raise DesignError(f"{self.collective}: hop counts and net_latency_us must be >= 0")
         if (self.n_nodes > 1) != (self.net_hops > 0):
@@ -200,9 +209,13 @@ def _family(algorithm: str) -> str:
     return {"hierarchical": "ring", "p2p": "ring"}.get(algorithm, algorithm)
 
 
-def _efficiency(algorithm: str, params: ModelParams) -> float:
+def _efficiency(algorithm: str, params: ModelParams, nvls: float | None = None) -> float:
+    """Large-size share of the ceiling ``algorithm`` reaches (``nvls``: the switches'
+    `CollectiveShape.nvls_efficiency`)."""
     if algorithm == "nvls" or algorithm == "nvlstree":
-        return params.nvls_efficiency
+        if nvls is None:
+            return params.nvls_efficiency
+        return params.nvls_efficiency * nvls / params.nvls_reference
     eff = params.simple_efficiency
     if algorithm in ("tree", "pat", "collnet"):
         eff *= params.efficiency[algorithm]
@@ -247,7 +260,7 @@ def _bandwidth_GBps(
     """Bus bandwidth of one protocol at each size: the ceiling, or the channel ramp."""
     algo = "p2p" if shape.collective in ("alltoall", "sendrecv") else shape.algorithm
     frac = params.fraction(protocol)
-    full = shape.ceiling_GBps * _efficiency(algo, params) * frac
+    full = shape.ceiling_GBps * _efficiency(algo, params, shape.nvls_efficiency) * frac
     if algo in _FIXED_CHANNELS:
         return np.full(nbytes.shape, full)
     # NCCL drops channels while nbytes < channels * threads * threshold; each channel

@@ -48,6 +48,7 @@ class ModelParams:
     nvls_step_us: float
     channel_GBps: float
     launch_graph_us: float
+    nvls_reference: float
     efficiency: Mapping[str, float]
     thread_threshold: Mapping[str, int]
     max_threads: Mapping[str, int]
@@ -91,6 +92,13 @@ def _number(table: Mapping[str, Any], key: str, where: str) -> float:
     return float(value)
 
 
+def _positive(table: Mapping[str, Any], key: str, where: str) -> float:
+    value = _number(table, key, where)
+    if not value > 0:
+        raise DesignError(f"{where}: {key!r} must be > 0, not {value}")
+    return value
+
+
 def _by_protocol(table: Mapping[str, Any], where: str) -> Mapping[str, float]:
     return MappingProxyType({p: _number(table, p, where) for p in PROTOCOLS})
 
@@ -128,6 +136,8 @@ def load_params(path: str | Path | None = None) -> ModelParams:
     return ModelParams(
         **fitted,
         launch_graph_us=_number(_table(data, ("launch_us",), where), "graph", where),
+        nvls_reference=_positive(_table(data, ("nvls",), where), "reference_efficiency",
+                                 f"{where} [nvls]"),
         efficiency=MappingProxyType(
             {
                 k: _number(_table(data, ("efficiency",), where), k, f"{where} [efficiency]")

@@ -76,6 +76,8 @@ class Snapshot:
     gpu_nic: np.ndarray                # node index of the rank's rail NIC, -1 if none
     gpu_nic_via: np.ndarray            # node the NIC is reached through, -1: own PCIe link
     domain_nvls: np.ndarray            # bool per domain: in-switch reduction available
+    domain_nvls_eff: np.ndarray        # per domain: its NVLink switches' catalog
+                                       # `nvls_efficiency` (the lowest; 0: none given)
     net_sharp: bool                    # every compute-fabric switch does in-network reduction
     net_lossless: bool
     link_live: np.ndarray | None = None      # bool per link: neither it nor an end failed
@@ -312,11 +314,14 @@ def _arcs(capture: DesignCapture) -> _Arcs:
         [k in ks for k in c.kind_names], dtype=bool).reshape(-1)[c.kind_of]
     model_flag = lambda f: np.array(  # noqa: E731
         [bool(s.get(f, False)) for s in specs], dtype=bool)[model_of]
+    model_value = lambda f: np.array(  # noqa: E731  NaN where a model does not say
+        [float(s.get(f, np.nan)) for s in specs], dtype=float)[model_of]
     fields["node_switch"] = kind(*SWITCH_KINDS)
     node = dict(gpu=kind("gpu"), nic=kind("nic"),
                 nv_switch=kind("nvswitch", "nvlink-switch-tray"),
                 fabric=kind("leaf", "spine", "core", "switch"),
-                nvls=model_flag("nvls"), sharp=model_flag("sharp"))
+                nvls=model_flag("nvls"), sharp=model_flag("sharp"),
+                nvls_eff=model_value("nvls_efficiency"))
     for v in [*fields.values(), compute, *node.values()]:
         if isinstance(v, np.ndarray):
             v.setflags(write=False)  # shared by the snapshots that reuse them
@@ -371,6 +376,12 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     dom_comp = np.zeros(int(gpu_domain.max()) + 1 if len(gpus) else 0, dtype=np.int64)
     dom_comp[gpu_domain] = comp[gpus]
     domain_nvls = (n_switch[dom_comp] > 0) & (n_gpu[dom_comp] > 1) & (n_without[dom_comp] == 0)
+    # The NVLS bandwidth factor of a domain's switch generation, for the time model (the
+    # lowest where generations mix; fmin skips the switches whose model gives none).
+    comp_eff = np.full(n, np.nan)
+    np.fmin.at(comp_eff, comp[nv_switch], node["nvls_eff"][nv_switch])
+    domain_nvls_eff = comp_eff[dom_comp]
+    domain_nvls_eff[~domain_nvls | np.isnan(domain_nvls_eff)] = 0.0
     fabric_switches = np.flatnonzero(net_node & node["fabric"])
     net_sharp = bool(fabric_switches.size) and bool(node["sharp"][fabric_switches].all())
     live_techs = np.flatnonzero(np.bincount(c.tech_of[live], minlength=len(c.tech_names)))
@@ -381,7 +392,7 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
         arc_family=fam, link_live=live,
         gpus=gpus, gpu_domain=gpu_domain, gpu_local=gpu_local, gpu_nic=gpu_nic,
         gpu_nic_via=gpu_nic_via,
-        domain_nvls=domain_nvls, net_sharp=net_sharp,
+        domain_nvls=domain_nvls, domain_nvls_eff=domain_nvls_eff, net_sharp=net_sharp,
         net_lossless=all(t.lossless for t in net_techs),
         link_compute=compute_link,
     )

@@ -194,7 +194,20 @@ def _shape(plan: Plan, snap: Snapshot, phases: Sequence[PhaseSolution],
         ceiling_GBps=ceiling,
         nvlink_hops=max(ph.nvlink_hops for ph in plan.phases),
         net_hops=arc_hops if plan.n_nodes > 1 else 0,
-        net_latency_us=switch_lat * max(arc_hops - 2, 0) * 1e6)
+        net_latency_us=switch_lat * max(arc_hops - 2, 0) * 1e6,
+        nvls_efficiency=_nvls_efficiency(snap, plan) if algorithm in _NVLS else None)
+
+
+_NVLS = ("nvls", "nvlstree")
+
+
+def _nvls_efficiency(snap: Snapshot, plan: Plan) -> float | None:
+    """The catalog's NVLS efficiency of the switches that reduce for ``plan`` (the
+    lowest over its ranks' domains), or None where no switch model gives one."""
+    doms = np.unique(snap.gpu_domain[np.asarray(plan.ranks, dtype=np.int64)])
+    eff = snap.domain_nvls_eff[doms]
+    eff = eff[eff > 0]
+    return float(eff.min()) if eff.size else None
 
 
 def _node_nic_GBps(snap: Snapshot, ranks: np.ndarray) -> float:

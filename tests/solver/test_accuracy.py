@@ -193,3 +193,23 @@ def test_summary_and_failures_on_made_up_rows():
     fails = acc.goal_failures(rows)
     assert any("A100 curve" in f for f in fails)
     assert not any("on >= 1 GiB" in f for f in fails)  # 5.0 % is within the goal
+
+
+# ------------------------------------------------------------------- unseen hardware
+
+
+def test_unseen_blackwell_figures_within_bound():
+    """Public Blackwell figures (benchmarks/unseen.json) that no calibration row covers:
+    every one through the CLI, each within the large-size row bound; and the NVLS rows
+    are predicted with Blackwell's NVLS factor, not Hopper's (with Hopper's, they were
+    10-15 % high)."""
+    unseen = json.loads(acc.UNSEEN.read_text(encoding="utf-8"))
+    report = acc.predict_reference(unseen, runner=acc.subprocess_runner, workers=2)
+    assert report.skipped == [], report.skipped
+    assert {r.case for r in report.rows} == {c["id"] for c in unseen["cases"]}
+    bad = [r for r in report.rows if abs(r.error_pct) > acc.BOUND_LARGE_ROW_PCT]
+    assert not bad, acc.format_table(report, goals=False)
+    by_case = {r.case: r for r in report.rows}
+    assert by_case["b200-8gpu-nvls"].algorithm == "nvls"
+    assert by_case["b300-8gpu-ring"].algorithm == "ring"
+    assert by_case["gb200-mnnvl-8gpu"].algorithm == "nvls"   # auto picks NVLS on NVL72

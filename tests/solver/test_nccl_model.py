@@ -189,6 +189,24 @@ def test_large_messages_reach_ceiling_times_efficiency(shape, eff_key, params):
     assert p.busbw_GBps[0] < shape.ceiling_GBps * eff  # latency still costs a little
 
 
+def test_nvls_efficiency_scales_with_the_switch_generation(params):
+    # Fitted on Hopper (NCCL's 0.85); a Blackwell switch (0.74) reaches 0.74 / 0.85 of it.
+    ceiling = nvls_bus_ceiling(H100, 8)
+    hopper = predict(intra("nvls", 8, ceiling), 16 * GiB, params).busbw_GBps[0]
+    same = dataclasses.replace(intra("nvls", 8, ceiling), nvls_efficiency=0.85)
+    assert predict(same, 16 * GiB, params).busbw_GBps[0] == pytest.approx(hopper, rel=1e-12)
+    bw = dataclasses.replace(intra("nvls", 8, ceiling), nvls_efficiency=0.74)
+    assert predict(bw, 16 * GiB, params).busbw_GBps[0] == pytest.approx(
+        hopper * 0.74 / 0.85, rel=1e-3)
+    # only NVLS reads it
+    ring = dataclasses.replace(intra("ring", 8, 370.8), nvls_efficiency=0.5)
+    assert predict(ring, 16 * GiB, params).busbw_GBps[0] == pytest.approx(
+        predict(intra("ring", 8, 370.8), 16 * GiB, params).busbw_GBps[0], rel=1e-12)
+    for bad in (0.0, -0.1, 1.5):
+        with pytest.raises(DesignError, match="nvls_efficiency"):
+            dataclasses.replace(intra("nvls", 8, ceiling), nvls_efficiency=bad)
+
+
 def test_tiny_messages_are_latency_bound(params):
     shape = intra("ring", 8, 370.8)
     p = predict(shape, [8, 1024], params, launch="graph")

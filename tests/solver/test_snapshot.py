@@ -372,6 +372,25 @@ def test_nvls_flag_follows_gpu_and_switch_generation():
     assert take_snapshot(build_template("hgx", gpus=1)).domain_nvls.tolist() == [False]
 
 
+def test_nvls_efficiency_follows_the_switch_generation():
+    # NCCL's nvlsEfficiency as the catalog gives it per NVLink switch: 0.85 Hopper (third-gen
+    # NVSwitch), 0.74 Blackwell (fourth-gen chips, on the board or in NVL72 trays); 0 where
+    # the domain cannot reduce in-switch.
+    eff = {k: take_snapshot(build_template(*k[:1], **dict(k[1:]))).domain_nvls_eff.tolist()
+           for k in [("hgx", ("gpu", "H100")), ("hgx", ("gpu", "B200")), ("nvl72",),
+                     ("hgx", ("gpu", "A100")), ("hgx", ("gpus", 1))]}
+    assert eff == {("hgx", ("gpu", "H100")): [0.85], ("hgx", ("gpu", "B200")): [0.74],
+                   ("nvl72",): [0.74], ("hgx", ("gpu", "A100")): [0.0],
+                   ("hgx", ("gpus", 1)): [0.0]}
+
+
+def test_nvls_efficiency_is_the_lowest_of_a_domains_switches():
+    topo = build_template("hgx", gpu="H100")
+    switch = next(n for n in topo.nodes() if n.kind == "nvswitch")
+    topo.update_node(switch.id, model="NVSwitch-gen4")   # one Blackwell chip among Hopper's
+    assert take_snapshot(topo).domain_nvls_eff.tolist() == [0.74]
+
+
 def test_network_flags():
     ib = take_snapshot(build_template("rail-cluster", nodes=2))
     assert ib.net_sharp and ib.net_lossless
