@@ -19,7 +19,8 @@ How each reference row maps to a design and a solve (the nccl-tests command behi
 * ``single-node-ring-rule``: the note's "GPU busbw/link-rate" pairs (A100 235/300,
   H100/H200 367/450) as forced-ring 4 GiB rows on ``hgx gpu=...``.
 * Rows that name their own design (``template``, ``params``, ``options``, as in
-  ``benchmarks/unseen.json``): that design and those options, at ``bytes``.
+  ``benchmarks/unseen.json``): that design and those options, at ``bytes`` (``busbw``)
+  or along ``curve_bytes_busbw``.
 """
 
 from __future__ import annotations
@@ -186,7 +187,10 @@ def _ring_rule(c: dict) -> list[Case]:
 def _explicit(c: dict) -> list[Case]:
     """A row that names its design and solve options (see ``benchmarks/unseen.json``)."""
     d = design(c["template"], **c.get("params", {}))
-    pts = tuple((s, float(c["busbw"])) for s in size_range(c["bytes"]))
+    if "curve_bytes_busbw" in c:
+        pts = tuple((parse_size(s), float(v)) for s, v in c["curve_bytes_busbw"])
+    else:
+        pts = tuple((s, float(c["busbw"])) for s in size_range(c["bytes"]))
     return [Case(c["id"], c["id"], (d,), tuple(c.get("options", ())), pts)]
 
 
