@@ -89,16 +89,28 @@ def fork(fn: Callable[..., T], *args, **kwargs) -> Forked[T]:
     helper).  Either way `Forked.join` gives the result or raises the call's error.
     """
     if threads() < 2 or getattr(_helper, "active", False):
-        try:
-            return Forked(value=fn(*args, **kwargs))
-        except Exception as exc:  # raised by join, as the helper's would be
-            return Forked(error=exc)
+        return _inline(fn, *args, **kwargs)
     global _in_flight
     with _lock:
         _in_flight += 1
-    future = _get_pool().submit(fn, *args, **kwargs)
+    try:
+        future = _get_pool().submit(fn, *args, **kwargs)
+    except RuntimeError:
+        # The interpreter is exiting (concurrent.futures takes no new work then) while a
+        # daemon thread still solves: finish the call here rather than fail with a
+        # traceback on the way out.
+        with _lock:
+            _in_flight -= 1
+        return _inline(fn, *args, **kwargs)
     future.add_done_callback(_done)
     return Forked(future)
+
+
+def _inline(fn: Callable[..., T], *args, **kwargs) -> Forked[T]:
+    try:
+        return Forked(value=fn(*args, **kwargs))
+    except Exception as exc:  # raised by join, as the helper's would be
+        return Forked(error=exc)
 
 
 def _done(_future: Future) -> None:

@@ -48,6 +48,23 @@ def test_a_fork_from_the_helper_runs_at_once_rather_than_wait_for_itself(threads
     assert outer_thread is inner_thread   # would deadlock if queued behind itself
 
 
+def test_a_pool_that_takes_no_more_work_runs_the_call_here(monkeypatch):
+    # At interpreter exit concurrent.futures refuses new work; a daemon solve thread
+    # still running then must finish its call, not die with a traceback.
+    monkeypatch.setenv("FABRIC_DESIGNER_THREADS", "2")
+    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+
+    class Closed:
+        def submit(self, *a, **k):
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    monkeypatch.setattr(parallel, "_get_pool", lambda: Closed())
+    assert parallel.fork(threading.current_thread).join() is threading.current_thread()
+    with pytest.raises(SolverError, match="gone"):
+        parallel.fork(lambda: (_ for _ in ()).throw(SolverError("gone"))).join()
+    assert parallel.busy() == 0
+
+
 def test_one_thread_when_asked(monkeypatch):
     monkeypatch.setenv("FABRIC_DESIGNER_THREADS", "1")
     assert parallel.threads() == 1
