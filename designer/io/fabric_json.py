@@ -48,7 +48,7 @@ import json
 import math
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from designer.collector import collector_paused
@@ -257,8 +257,20 @@ def _parse_overrides(raw: Mapping[str, Any], catalog: Catalog) -> dict[str, dict
     return out
 
 
-def _build(data: Any, catalog: Catalog | None) -> Topology:
+#: Items added between two calls of a load's ``progress`` callback.
+PROGRESS_EVERY = 4096
+
+#: ``progress(stage, done, total)``: what a long load is doing (``stage`` one of
+#: "checking", "building"), for a caller that shows it; ``done`` of ``total`` items.
+Progress = Callable[[str, int, int], None]
+
+
+def _build(data: Any, catalog: Catalog | None, progress: Progress | None = None) -> Topology:
     check_header(data)
+    total = sum(len(data.get(k, ())) for k in ("groups", "nodes", "links")
+                if isinstance(data.get(k), list))
+    if progress is not None:
+        progress("checking", 0, total)
     # The schema describes the current version.  An older version, once there is one,
     # is to be migrated to the current shape here, before the schema sees it.
     try:
@@ -286,6 +298,7 @@ def _build(data: Any, catalog: Catalog | None) -> Topology:
             topology.add_group(group)
         except DesignError as err:
             raise Invalid(where, strip_subject(str(err), f"group {group.id!r}")) from None
+    done = len(groups)
     for section, items, adder, noun in (
         ("nodes", nodes, topology.add_node, "node"),
         ("links", links, topology.add_link, "link"),
@@ -298,11 +311,15 @@ def _build(data: Any, catalog: Catalog | None) -> Topology:
                     item_where(section, index, item),
                     strip_subject(str(err), f"{noun} {item.id!r}"),
                 ) from None
+            done += 1
+            if progress is not None and done % PROGRESS_EVERY == 0:
+                progress("building", done, total)
     topology.flush_columns()  # as part of loading, not of the first snapshot
     return topology
 
 
-def from_dict(data: Any, *, source: str = "<memory>", catalog: Catalog | None = None) -> Topology:
+def from_dict(data: Any, *, source: str = "<memory>", catalog: Catalog | None = None,
+              progress: Progress | None = None) -> Topology:
     """Build a `Topology` from parsed JSON values (as `to_dict` makes them).
 
     Parameters
@@ -313,6 +330,9 @@ def from_dict(data: Any, *, source: str = "<memory>", catalog: Catalog | None = 
         File name used in error messages.
     catalog : Catalog, optional
         Catalog the design's models must exist in; the shipped one by default.
+    progress : callable, optional
+        ``progress(stage, done, total)`` now and then while a big design is built (see
+        `Progress`), for a caller that shows how far it got.
 
     Raises
     ------
@@ -321,7 +341,7 @@ def from_dict(data: Any, *, source: str = "<memory>", catalog: Catalog | None = 
     """
     try:
         with collector_paused():
-            return _build(data, catalog)
+            return _build(data, catalog, progress)
     except Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     except RecursionError:
@@ -329,7 +349,8 @@ def from_dict(data: Any, *, source: str = "<memory>", catalog: Catalog | None = 
 
 
 def loads(
-    text: str | bytes, *, source: str = "<memory>", catalog: Catalog | None = None
+    text: str | bytes, *, source: str = "<memory>", catalog: Catalog | None = None,
+    progress: Progress | None = None,
 ) -> Topology:
     """Read a design from the text of a ``.fabric.json`` file (str, or UTF-8 bytes).
 
@@ -352,7 +373,7 @@ Fabric Designer (format version 9); this version reads up to 1
     except Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     try:
-        return from_dict(data, source=source, catalog=catalog)
+        return from_dict(data, source=source, catalog=catalog, progress=progress)
     except FileFormatError:
         raise
     except Exception as err:
@@ -363,8 +384,9 @@ Fabric Designer (format version 9); this version reads up to 1
         ) from err
 
 
-def load(path: str | os.PathLike[str], *, catalog: Catalog | None = None) -> Topology:
-    """Read the design file ``path``.
+def load(path: str | os.PathLike[str], *, catalog: Catalog | None = None,
+         progress: Progress | None = None) -> Topology:
+    """Read the design file ``path`` (``progress``: see `from_dict`).
 
     Raises
     ------
@@ -390,4 +412,4 @@ def load(path: str | os.PathLike[str], *, catalog: Catalog | None = None) -> Top
         raise FileFormatError(f"{source}: cannot read: {err.strerror or err}") from err
     if len(data) > MAX_FILE_BYTES:
         raise FileFormatError(f"{source}: too big (the limit is {MAX_FILE_BYTES:_} bytes)")
-    return loads(data, source=source, catalog=catalog)
+    return loads(data, source=source, catalog=catalog, progress=progress)

@@ -325,3 +325,52 @@ def test_file_export_writes_an_svg_through_the_real_export_module(window, monkey
     assert target.is_file()
     assert target.read_bytes().lstrip().startswith((b"<?xml", b"<svg"))
     assert "diagram.svg" in window.statusBar().currentMessage()
+
+
+def test_a_big_file_opens_with_a_progress_bar_that_goes_away(window, monkeypatch, tmp_path):
+    """A big design's opening shows how far it got in the status bar: checking, building
+    the model, drawing the links, rising to the end; the bar is gone once it is open.
+    (Thresholds lowered so a 2-SU SuperPOD counts as big.)"""
+    import designer.gui.files as files_mod
+    import designer.gui.open_progress as op
+    import designer.io.fabric_json as fj
+    from designer.gui.canvas import scene as scene_mod
+    from designer.io.fabric_json import save
+
+    monkeypatch.setattr(files_mod, "OPEN_PROGRESS_BYTES", 0)
+    monkeypatch.setattr(fj, "PROGRESS_EVERY", 256)
+    monkeypatch.setattr(scene_mod, "BUILD_PROGRESS_EVERY", 256)
+    monkeypatch.setattr(op, "MIN_INTERVAL_S", 0.0)
+    path = tmp_path / "big.fabric.json"
+    save(build_template("superpod", sus=2), path)
+    shown: list[tuple[str, int, bool]] = []
+    real = op.OpenProgress._show
+
+    def spy(self, stage, done, total, force=False):
+        real(self, stage, done, total, force)
+        # (this file's window is never shown: the bar is in its status bar, not hidden)
+        shown.append((stage, self._bar.value(),
+                      self._bar.parent() is window.statusBar() and not self._bar.isHidden()))
+
+    monkeypatch.setattr(op.OpenProgress, "_show", spy)
+    assert window.files.open_file(path)
+    stages = [s for s, _, _ in shown]
+    assert stages[0] == "checking" and "building" in stages and stages[-1] == "drawing"
+    values = [v for _, v, _ in shown]
+    assert values == sorted(values) and values[-1] > 900
+    assert all(placed for _, _, placed in shown)
+    assert window.statusBar().findChild(op.QProgressBar, "open_progress") is None
+    assert len(window.scene.links) == sum(1 for _ in window.document.topology.links())
+
+
+def test_a_small_file_opens_without_a_progress_bar(window, monkeypatch, tmp_path):
+    import designer.gui.open_progress as op
+    from designer.io.fabric_json import save
+
+    made = []
+    monkeypatch.setattr(op.OpenProgress, "__enter__",
+                        lambda self: made.append(self) or self)
+    path = tmp_path / "small.fabric.json"
+    save(build_template("hgx"), path)
+    assert window.files.open_file(path)
+    assert made == []

@@ -381,3 +381,24 @@ def test_override_field_order_is_fixed():
     t.overrides = {"ib-ndr": {"power_w": 1.0, "price_usd": 2}, "H100": {"power_w": 3.0}}
     assert '"ib-ndr": {"price_usd": 2.0, "power_w": 1.0}' in dumps(t)
     assert dumps(t).index('"H100"') < dumps(t).index('"ib-ndr"')
+
+
+def test_load_reports_its_progress(tmp_path, monkeypatch):
+    """``progress(stage, done, total)``: checking first, then building, ``done`` rising
+    by `PROGRESS_EVERY` items up to ``total`` (groups, nodes and links); the design is
+    the same with or without it."""
+    from designer.model.templates import build_template
+
+    monkeypatch.setattr(fabric_json, "PROGRESS_EVERY", 100)
+    topo = build_template("superpod", sus=1)
+    path = tmp_path / "sp.fabric.json"
+    save(topo, path)
+    calls = []
+    loaded = load(path, progress=lambda *a: calls.append(a))
+    total = len(list(topo.groups())) + len(list(topo.nodes())) + len(list(topo.links()))
+    assert calls[0] == ("checking", 0, total)
+    building = calls[1:]
+    assert building and {s for s, _, _ in building} == {"building"}
+    done = [d for _, d, _ in building]
+    assert done == list(range(100, total + 1, 100)) and {t for _, _, t in building} == {total}
+    assert dumps(loaded) == dumps(load(path))

@@ -42,6 +42,7 @@ from designer.model.errors import DesignError
 from designer.model.topology import Group, Link, Node, Topology
 
 PARALLEL_GAP = 7.0
+BUILD_PROGRESS_EVERY = 4096  # link items made between two `build_progress` signals
 
 
 class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
@@ -66,11 +67,16 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         The canvas theme changed (the new `Theme`).
     collapsed_changed()
         Groups were collapsed or expanded.
+    build_progress(int, int)
+        While a big design's link items are made (``done``, ``total``), every
+        `BUILD_PROGRESS_EVERY` links: for a progress bar, which must repaint itself (the
+        event loop does not run meanwhile).
     """
 
     message = Signal(str)
     theme_changed = Signal(object)
     collapsed_changed = Signal()
+    build_progress = Signal(int, int)
 
     def __init__(self, document: Document, theme: Theme | None = None, parent=None):
         super().__init__(parent)
@@ -138,8 +144,11 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         for same in pairs.values():
             if len(same) > 1:
                 offsets.update(self._parallel_offsets(same[0].a, same))
-        for link in links:
+        report = len(links) >= BUILD_PROGRESS_EVERY  # (a big design: seconds of work)
+        for i, link in enumerate(links, start=1):
             self._add_link_item(link, offsets.get(link.id, 0.0), spread=False)
+            if report and i % BUILD_PROGRESS_EVERY == 0:
+                self.build_progress.emit(i, len(links))
         self._dirty_groups = True
         self.refresh()
 
