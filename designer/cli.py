@@ -256,6 +256,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
                           "end_s": b.end_s, "steps": b.steps, "bottleneck": b.bottleneck}
                          for b in res.timeline],
             "timing_ms": {k: round(v, 2) for k, v in timing.items()},
+            "notes": list(res.notes),
         }
         print(json.dumps(out, indent=2))
         return 0
@@ -269,6 +270,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         print("busiest links:")
         for name, u in bottlenecks[:5]:
             print(f"  {u * 100:6.1f}%  {name}")
+    for note in res.notes:
+        print(f"note: {note}")
     print("timing (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
     return 0
 

@@ -67,7 +67,9 @@ def test_solve_json_has_the_documented_keys(capsys, designs):
         "ceiling_busbw_GBps",
         "nodes",
         "timeline",
+        "notes",
     } <= set(out)
+    assert out["notes"] == []
     assert (out["collective"], out["algorithm"], out["ranks"], out["routing"], out["nodes"]) == (
         "allreduce",
         "ring",
@@ -94,6 +96,24 @@ def test_solve_json_has_the_documented_keys(capsys, designs):
     assert links["n01-host:n01-gpu0"]["utilization"] == 0
     assert {"snapshot", "route", "rates", "total"} <= set(out["timing_ms"])
     assert all(v >= 0 for v in out["timing_ms"].values())
+
+
+def test_nvls_beyond_the_measured_ranks_carries_a_caveat(capsys, tmp_path):
+    """NVLS on a whole NVL72 rack: the model says its figure is an upper bound, in the
+    JSON's notes and as a note line; on 8 GPUs it says nothing."""
+    rack, eight = tmp_path / "rack.fabric.json", tmp_path / "eight.fabric.json"
+    assert main(["new", "nvl72", "-o", str(rack)]) == 0
+    assert main(["new", "nvl72", "--set", "gpus=8", "-o", str(eight)]) == 0
+    capsys.readouterr()
+    out = solve_json(capsys, rack, "--bytes", "8GiB")
+    assert out["algorithm"] == "nvls"
+    assert len(out["notes"]) == 1 and "upper bound" in out["notes"][0]
+    assert "72 GPUs" in out["notes"][0]
+    code, text, _ = run(capsys, "solve", rack, "--bytes", "8GiB")
+    assert code == 0 and "note: NVLS on 72 GPUs" in text
+    assert solve_json(capsys, eight, "--bytes", "8GiB")["notes"] == []
+    # forced off NVLS, the rack's ring has no caveat
+    assert solve_json(capsys, rack, "--bytes", "8GiB", "--algorithm", "ring")["notes"] == []
 
 
 def test_text_output(capsys, designs):

@@ -71,6 +71,7 @@ __all__ = [
     "CollectiveShape",
     "Prediction",
     "bus_factor",
+    "caveats",
     "choose",
     "nvls_bus_ceiling",
     "predict",
@@ -364,6 +365,26 @@ def predict(
         protocol=np.asarray(names, dtype=str)[best],
         steps=steps(shape.collective, shape.algorithm, shape.n_ranks, shape.n_nodes),
     )
+
+
+#: The most GPUs per NVLink domain that a measured NVLS row covers (the calibration's
+#: 8-GPU boards; public 8-GPU Blackwell figures agree within 4 %, docs/model.md).
+NVLS_MEASURED_RANKS = 8
+
+
+def caveats(shape: CollectiveShape) -> tuple[str, ...]:
+    """What the model knows to be uncertain about ``shape``'s prediction, one line each.
+
+    >>> caveats(CollectiveShape("allreduce", "nvls", 72, 1, 1404.0, 1, 0))[0][:33]
+    'NVLS on 72 GPUs in one NVLink dom'
+    >>> caveats(CollectiveShape("allreduce", "nvls", 8, 1, 1122.8, 1, 0))
+    ()
+    """
+    if shape.algorithm in ("nvls", "nvlstree") and shape.ranks_per_node > NVLS_MEASURED_RANKS:
+        return (f"NVLS on {shape.ranks_per_node} GPUs in one NVLink domain: measured rows "
+                f"cover up to {NVLS_MEASURED_RANKS}, and a whole NVL72 rack measures "
+                "16-24 % below this model; read the NVLS figures as an upper bound",)
+    return ()
 
 
 def choose(

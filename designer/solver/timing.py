@@ -79,6 +79,8 @@ class CollectiveResult:
     timeline: tuple[TimelineBar, ...]
     timing_ms: dict[str, float] = field(default_factory=dict)
     plan: Plan | None = None  # the chosen plan (its phases' flows and pairs), for views
+    notes: tuple[str, ...] = ()
+    """The model's caveats on the algorithms chosen (`nccl_model.caveats`)."""
 
     def bottlenecks(self, snap: Snapshot, top: int = 10) -> list[tuple[str, float]]:
         """The most utilised arcs as ``(arc name, utilisation)``, busiest first; arcs
@@ -343,6 +345,8 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
         timing_ms={"route": (t_route - t0) * 1e3, "rates": (t_rates - t_route) * 1e3,
                    "time": (t_end - t_rates) * 1e3, "total": (t_end - t0) * 1e3},
         plan=plan,
+        notes=tuple(dict.fromkeys(
+            n for b in dict.fromkeys(best.tolist()) for n in nccl_model.caveats(solved[b][2]))),
     )
 
 

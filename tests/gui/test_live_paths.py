@@ -383,3 +383,16 @@ def test_a_result_builds_no_flow_index_without_a_gpu_to_outline(qtbot, ring):
     assert overlay._index is None
     ring.scene.select_ids([GPU])
     assert overlay._index is not None and overlay.path_links
+
+
+def test_the_models_caveat_reaches_the_scenario_summary():
+    """NVLS on a whole NVL72 rack: the analysis carries the model's caveat and the
+    Scenario dock's summary shows it as a note; on the example design there is none."""
+    from designer.gui.analysis.scenario_dock import result_summary_html
+
+    rack = runner_module.analyse(take_snapshot(build_template("nvl72")), Scenario(), None,
+                                 None, lambda: False)
+    assert rack.focus.algorithm == "nvls"
+    assert len(rack.notes) == 1 and "upper bound" in rack.notes[0]
+    assert "upper bound" in result_summary_html(rack)
+    assert _analyse().notes == ()

@@ -136,7 +136,8 @@ def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
     sweep = solve_collective(snap, scenario.collective, sizes=SWEEP,
                              algorithm=scenario.algorithm, ranks=ranks,
                              launch=scenario.launch, cancelled=check, cache=cache)
-    report, notes = None, []
+    report = None
+    notes = list(dict.fromkeys((*focus.notes, *sweep.notes)))  # the model's caveats
     if training is not None and snap.n_gpus >= 2:
         dp = training.dp_size or snap.n_gpus
         wl = TrainingWorkload(params=training.params, grad_dtype=training.grad_dtype,
