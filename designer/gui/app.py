@@ -76,7 +76,8 @@ def create_window(file: str | Path | None = None) -> tuple[MainWindow, str | Non
 
 def open_when_shown(window: MainWindow, file: str | Path) -> None:
     """Open ``file`` in ``window`` once the event loop has shown it (File > Open's path:
-    a status line and a busy cursor while it loads, a message box if it cannot).
+    a status line, the progress dialog for a big file or a busy cursor for a small one,
+    a message box if it cannot).
 
     A large design takes seconds to read and draw; opened before the window was shown,
     nothing at all appeared on screen meanwhile (~15 s for 16,384 GPUs).  The window is

@@ -138,10 +138,9 @@ class Document(QObject):
             self.path_changed.emit(path)
         settle_heap()
 
-    def open(self, path: Path, progress=None) -> None:
-        """Load ``path``; on a bad file raises `FileFormatError` and changes nothing.
-        ``progress``: passed to `designer.io.fabric_json.load`."""
-        topology = load(Path(path), progress=progress)
+    def open(self, path: Path) -> None:
+        """Load ``path``; on a bad file raises `FileFormatError` and changes nothing."""
+        topology = load(Path(path))
         self.replace(topology, Path(path))
 
     def save(self, path: Path | None = None) -> Path:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QSettings, Qt, Signal
@@ -99,6 +100,15 @@ def _display_path(path: Path) -> str:
     if folder == home or folder.startswith(home + os.sep):
         folder = "~" + folder[len(home):]
     return folder
+
+
+@contextmanager
+def _busy_cursor():
+    QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+    try:
+        yield
+    finally:
+        QApplication.restoreOverrideCursor()  # (before any message box)
 
 
 class FileController(QObject):
@@ -188,20 +198,20 @@ class FileController(QObject):
                 return False
         if not self.maybe_save():
             return False
-        # A large design takes seconds to read and draw (~12 s at 16,384 GPUs), all on
-        # this thread: say so first, painted now, show a busy cursor meanwhile and, for
-        # a big file, how far it has got (`open_progress`).
+        # A large design takes seconds to read and draw (~12 s at 16,384 GPUs): say so
+        # first, painted now; a big file opens through a dialog with its progress and
+        # Cancel (`open_progress`), a small one under a busy cursor.
         self.message.emit(f"Opening {Path(path).name}…")
         self.window.statusBar().repaint()
-        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
         try:
-            try:
-                self._open_with_progress(Path(path))
-            finally:
-                QApplication.restoreOverrideCursor()  # (before any message box)
+            opened = self._open(Path(path))
         except DesignError as exc:
             log.info("cannot open %s: %s", path, exc)
             self._error("Cannot open design", str(exc))
+            return False
+        if not opened:
+            log.info("opening %s cancelled", path)
+            self.message.emit(f"Opening {Path(path).name} cancelled: the design is as it was")
             return False
         log.info("opened %s: %d nodes", path, len(self.document.topology))
         self.recent.add(path)
@@ -209,23 +219,35 @@ class FileController(QObject):
         self.opened.emit(Path(path))
         return True
 
-    def _open_with_progress(self, path: Path) -> None:
+    def _open(self, path: Path) -> bool:
+        """Open ``path`` (whether it was: False when the user cancelled); raises
+        `DesignError` for a file that cannot be opened, with the cursor restored."""
         try:
             big = path.stat().st_size >= OPEN_PROGRESS_BYTES
         except OSError:
             big = False  # the load says why, in its own words
         if not big:
-            self.document.open(path)
-            return
-        scene = getattr(self.window, "scene", None)
-        with OpenProgress(self.window, path.name) as progress:
-            if scene is not None:
-                scene.build_progress.connect(progress.drawing)
-            try:
-                self.document.open(path, progress=progress.loading)
-            finally:
+            with _busy_cursor():
+                self.document.open(path)
+            return True
+        dialog = OpenProgress(self.window, path.name)
+        try:
+            topology = dialog.load(path)
+            if topology is None:
+                return False
+            scene = getattr(self.window, "scene", None)
+            with _busy_cursor():
                 if scene is not None:
-                    scene.build_progress.disconnect(progress.drawing)
+                    scene.build_progress.connect(dialog.drawing)
+                try:
+                    self.document.replace(topology, path)
+                finally:
+                    if scene is not None:
+                        scene.build_progress.disconnect(dialog.drawing)
+            return True
+        finally:
+            dialog.hide()
+            dialog.deleteLater()
 
     def save(self) -> bool:
         if self.document.path is None:

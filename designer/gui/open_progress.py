@@ -1,69 +1,156 @@
-"""`OpenProgress`: how far the opening of a big design has got, in the status bar.
+"""`OpenProgress`: the dialog that opens a big design, with its progress and Cancel.
 
-Opening a 16,384-GPU design holds the GUI thread for seconds: reading and checking the
-file, building the model, then an item per node and link on the canvas.  The event loop
-does not run meanwhile (running it would let timers and queued work touch a half-built
-canvas), so the bar repaints the status bar itself on each update, at most every
-`MIN_INTERVAL_S`.  The stages' shares of the bar follow where the time goes on a 16k
-design (checking ~30 %, building the model ~15 %, drawing the links ~55 %).
+Opening a 16,384-GPU design takes ~12 s: reading and checking the file and building the
+model (~3.5 s), then an item per node and link on the canvas (~8 s).  The first part is
+pure Python with no Qt in it, so it runs on a worker thread while this dialog's own
+event loop keeps the window painted, the bar moving and Cancel working; a cancelled or
+failed load changes nothing.  The second part must run on the GUI thread and cannot be
+interrupted halfway (a half-built canvas is no state to leave the user in): the event
+loop does not run during it (timers and queued work must not touch a half-built
+canvas), so the dialog repaints itself on each update, at most every `MIN_INTERVAL_S`,
+and Cancel is off.
+
+Reading and checking the file are single calls that report nothing on the way, so the
+bar is busy then; building the model and drawing share it as the time goes on a 16k
+design (~25 % and ~75 %).
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from pathlib import Path
 
-from PySide6.QtWidgets import QMainWindow, QProgressBar
+from PySide6.QtCore import QEventLoop, Qt, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QProgressBar,
+    QVBoxLayout,
+    QWidget,
+)
 
-#: Files at least this big get a progress bar (a small one opens before it would show).
+from designer.io.fabric_json import LoadCancelled, load
+from designer.model.topology import Topology
+
+#: Files at least this big open through the dialog (a small one opens before it shows).
 MIN_BYTES = 1 << 20
 
 MIN_INTERVAL_S = 0.1
 
-# (start, end) of each stage on the bar, in thousandths.
-_STAGES = {"checking": (0, 300), "building": (300, 450), "drawing": (450, 1000)}
-_LABELS = {"checking": "Checking", "building": "Building", "drawing": "Drawing"}
+# (start, end) of each stage on the bar, in thousandths; reading and checking the file
+# are single calls that report nothing on the way (the bar is busy then).
+_STAGES = {"building": (0, 250), "drawing": (250, 1000)}
+_BUSY = ("reading", "checking")
+_LABELS = {"reading": "Reading {name}…", "checking": "Checking {name}…",
+           "building": "Building the model of {name}…", "drawing": "Drawing {name}…"}
 
 
-class OpenProgress:
-    """A progress bar in ``window``'s status bar while a design opens (a context
-    manager: it goes away on exit).  `loading` is the ``progress`` callback of
-    `designer.io.fabric_json.load`; `drawing` is a slot for the canvas's
-    ``build_progress`` signal."""
+class OpenProgress(QDialog):
+    """A modal dialog that loads a design file (`load`) and then shows the canvas being
+    drawn (`drawing`, a slot for the canvas's ``build_progress``)."""
 
-    def __init__(self, window: QMainWindow, name: str):
-        self._status = window.statusBar()
+    _progressed = Signal(str, int, int)   # from the worker thread: queued to this one
+    _finished = Signal(object, object)    # (Topology or None, exception or None)
+
+    def __init__(self, parent: QWidget | None, name: str):
+        super().__init__(parent)
+        self.setObjectName("open_progress")
+        self.setWindowTitle("Opening design")
+        self.setWindowModality(Qt.WindowModality.ApplicationModal)
+        self._name = name
+        self._label = QLabel(f"Opening {name}…")
         self._bar = QProgressBar()
-        self._bar.setObjectName("open_progress")
         self._bar.setRange(0, 1000)
-        self._bar.setMaximumWidth(260)
-        self._bar.setToolTip(f"Opening {name}")
+        self._bar.setMinimumWidth(360)
+        self._buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+        self._buttons.rejected.connect(self.cancel)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self._label)
+        layout.addWidget(self._bar)
+        layout.addWidget(self._buttons)
+        self._stop = threading.Event()
         self._last = 0.0
         self.stage = ""
+        self._progressed.connect(self._show)
 
-    def __enter__(self) -> OpenProgress:
-        self._status.addPermanentWidget(self._bar)
-        self._bar.show()
-        self._show("checking", 0, 1, force=True)
-        return self
+    # ------------------------------------------------------------------ loading
+    def load(self, path: Path) -> Topology | None:
+        """The design in ``path``, read on a worker thread while this dialog runs the
+        event loop; None if the user cancelled.  Raises what `load` raises
+        (`FileFormatError`, with its one-line message)."""
+        outcome: list = []
+        loop = QEventLoop()
 
-    def __exit__(self, *exc) -> None:
-        self._status.removeWidget(self._bar)
-        self._bar.setParent(None)  # gone now, not at the next turn of the event loop
-        self._bar.deleteLater()
-        self._status.repaint()
+        def finish(topology, error) -> None:
+            outcome[:] = [topology, error]
+            loop.quit()
 
-    def loading(self, stage: str, done: int, total: int) -> None:
-        self._show(stage, done, total)
+        self._finished.connect(finish)
 
+        def work() -> None:
+            try:
+                topology = load(path, progress=self._on_progress)
+            except LoadCancelled:
+                self._finished.emit(None, None)
+            except BaseException as exc:  # raised in the GUI thread, by load() below
+                self._finished.emit(None, exc)
+            else:
+                self._finished.emit(topology, None)
+
+        self._show("reading", 0, 1, force=True)
+        self.show()
+        thread = threading.Thread(target=work, name="open-design", daemon=True)
+        thread.start()
+        if not outcome:       # (a quick load may already have finished)
+            loop.exec()
+        thread.join()
+        self._finished.disconnect(finish)
+        topology, error = outcome
+        if error is not None:
+            raise error
+        return topology
+
+    def _on_progress(self, stage: str, done: int, total: int) -> bool:
+        """`designer.io.fabric_json.Progress`, on the worker thread."""
+        if self._stop.is_set():
+            return False
+        self._progressed.emit(stage, done, total)
+        return True
+
+    def cancel(self) -> None:
+        """Stop the load at its next progress report (the drawing cannot be stopped)."""
+        if self.stage != "drawing":
+            self._stop.set()
+            self._label.setText("Cancelling…")
+
+    def reject(self) -> None:  # Escape: cancel, do not just hide the dialog
+        self.cancel()
+
+    # ------------------------------------------------------------------ drawing
     def drawing(self, done: int, total: int) -> None:
-        self._show("drawing", done, total)
+        """Slot for the canvas's ``build_progress``: the event loop is not running, so
+        the dialog repaints itself."""
+        first = self.stage != "drawing"
+        if first:
+            self._buttons.setEnabled(False)
+        if self._show("drawing", done, total, force=first):
+            self.repaint()
 
-    def _show(self, stage: str, done: int, total: int, force: bool = False) -> None:
+    def _show(self, stage: str, done: int, total: int, force: bool = False) -> bool:
+        """Show ``stage`` at ``done`` of ``total``; whether anything changed (updates
+        closer than `MIN_INTERVAL_S` within a stage are skipped)."""
         now = time.monotonic()
         if not force and stage == self.stage and now - self._last < MIN_INTERVAL_S:
-            return
+            return False
         self._last, self.stage = now, stage
-        lo, hi = _STAGES.get(stage, (0, 1000))
-        self._bar.setValue(lo + round((hi - lo) * min(done / total, 1.0)) if total else lo)
-        self._bar.setFormat(f"{_LABELS.get(stage, stage)} %p%")
-        self._status.repaint()  # now: the event loop will not run until the design is open
+        if stage in _BUSY:
+            self._bar.setRange(0, 0)
+        else:
+            lo, hi = _STAGES.get(stage, (0, 1000))
+            self._bar.setRange(0, 1000)
+            self._bar.setValue(lo + round((hi - lo) * min(done / total, 1.0)) if total else lo)
+        if not self._stop.is_set():
+            self._label.setText(_LABELS.get(stage, "{name}").format(name=self._name))
+        return True

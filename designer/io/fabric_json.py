@@ -87,6 +87,7 @@ __all__ = [
     "MAX_LINK_COUNT",
     "VERSION",
     "FileFormatError",
+    "LoadCancelled",
     "dumps",
     "from_dict",
     "load",
@@ -108,6 +109,11 @@ class FileFormatError(DesignError):
     """A design file cannot be read or written; the message is
     ``"<file>: <where>: <what>"``, e.g.
     ``"x.fabric.json: nodes[3] (id 'n0-gpu1'): unknown device model 'H900'"``."""
+
+
+class LoadCancelled(Exception):
+    """A load stopped because its ``progress`` callback returned False (the user's
+    Cancel); nothing was built."""
 
 
 # --------------------------------------------------------------------------- writing
@@ -262,15 +268,20 @@ PROGRESS_EVERY = 4096
 
 #: ``progress(stage, done, total)``: what a long load is doing (``stage`` one of
 #: "checking", "building"), for a caller that shows it; ``done`` of ``total`` items.
-Progress = Callable[[str, int, int], None]
+#: Returning False stops the load (`LoadCancelled`); None or True goes on.
+Progress = Callable[[str, int, int], "bool | None"]
+
+
+def _report(progress: Progress | None, stage: str, done: int, total: int) -> None:
+    if progress is not None and progress(stage, done, total) is False:
+        raise LoadCancelled(f"stopped while {stage}")
 
 
 def _build(data: Any, catalog: Catalog | None, progress: Progress | None = None) -> Topology:
     check_header(data)
     total = sum(len(data.get(k, ())) for k in ("groups", "nodes", "links")
                 if isinstance(data.get(k), list))
-    if progress is not None:
-        progress("checking", 0, total)
+    _report(progress, "checking", 0, total)
     # The schema describes the current version.  An older version, once there is one,
     # is to be migrated to the current shape here, before the schema sees it.
     try:
@@ -313,7 +324,7 @@ def _build(data: Any, catalog: Catalog | None, progress: Progress | None = None)
                 ) from None
             done += 1
             if progress is not None and done % PROGRESS_EVERY == 0:
-                progress("building", done, total)
+                _report(progress, "building", done, total)
     topology.flush_columns()  # as part of loading, not of the first snapshot
     return topology
 
@@ -332,7 +343,8 @@ def from_dict(data: Any, *, source: str = "<memory>", catalog: Catalog | None = 
         Catalog the design's models must exist in; the shipped one by default.
     progress : callable, optional
         ``progress(stage, done, total)`` now and then while a big design is built (see
-        `Progress`), for a caller that shows how far it got.
+        `Progress`), for a caller that shows how far it got; returning False stops the
+        load with `LoadCancelled`.
 
     Raises
     ------
@@ -374,7 +386,7 @@ Fabric Designer (format version 9); this version reads up to 1
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     try:
         return from_dict(data, source=source, catalog=catalog, progress=progress)
-    except FileFormatError:
+    except (FileFormatError, LoadCancelled):
         raise
     except Exception as err:
         # A safety net: the GUI promises the user a message, never a traceback.  The

@@ -327,10 +327,10 @@ def test_file_export_writes_an_svg_through_the_real_export_module(window, monkey
     assert "diagram.svg" in window.statusBar().currentMessage()
 
 
-def test_a_big_file_opens_with_a_progress_bar_that_goes_away(window, monkeypatch, tmp_path):
-    """A big design's opening shows how far it got in the status bar: checking, building
-    the model, drawing the links, rising to the end; the bar is gone once it is open.
-    (Thresholds lowered so a 2-SU SuperPOD counts as big.)"""
+@pytest.fixture
+def big_file(monkeypatch, tmp_path):
+    """A design that counts as big (thresholds lowered: a 2-SU SuperPOD), and the
+    stages the open dialog showed, with its bar's value."""
     import designer.gui.files as files_mod
     import designer.gui.open_progress as op
     import designer.io.fabric_json as fj
@@ -343,33 +343,100 @@ def test_a_big_file_opens_with_a_progress_bar_that_goes_away(window, monkeypatch
     monkeypatch.setattr(op, "MIN_INTERVAL_S", 0.0)
     path = tmp_path / "big.fabric.json"
     save(build_template("superpod", sus=2), path)
-    shown: list[tuple[str, int, bool]] = []
+    shown: list[tuple[str, int]] = []
     real = op.OpenProgress._show
 
     def spy(self, stage, done, total, force=False):
-        real(self, stage, done, total, force)
-        # (this file's window is never shown: the bar is in its status bar, not hidden)
-        shown.append((stage, self._bar.value(),
-                      self._bar.parent() is window.statusBar() and not self._bar.isHidden()))
+        changed = real(self, stage, done, total, force)
+        shown.append((stage, self._bar.value()))
+        return changed
 
     monkeypatch.setattr(op.OpenProgress, "_show", spy)
-    assert window.files.open_file(path)
-    stages = [s for s, _, _ in shown]
-    assert stages[0] == "checking" and "building" in stages and stages[-1] == "drawing"
-    values = [v for _, v, _ in shown]
-    assert values == sorted(values) and values[-1] > 900
-    assert all(placed for _, _, placed in shown)
-    assert window.statusBar().findChild(op.QProgressBar, "open_progress") is None
+    return types.SimpleNamespace(path=path, shown=shown, op=op)
+
+
+def _open_dialogs(window):
+    from designer.gui.open_progress import OpenProgress
+
+    return [d for d in window.findChildren(OpenProgress) if d.isVisible()]
+
+
+def test_a_big_file_opens_through_a_progress_dialog_that_goes_away(window, big_file):
+    """Reading, checking, building the model, drawing: the bar rises to the end, and
+    the dialog is gone once the design is open."""
+    assert window.files.open_file(big_file.path)
+    stages = list(dict.fromkeys(s for s, _ in big_file.shown))
+    assert stages == ["reading", "checking", "building", "drawing"]
+    values = [v for s, v in big_file.shown if s in ("building", "drawing")]  # (else busy)
+    assert values == sorted(values) and values[-1] == 1000
+    assert _open_dialogs(window) == []
+    assert window.document.path == big_file.path
     assert len(window.scene.links) == sum(1 for _ in window.document.topology.links())
 
 
-def test_a_small_file_opens_without_a_progress_bar(window, monkeypatch, tmp_path):
+def test_the_event_loop_runs_while_a_big_file_loads(window, big_file, monkeypatch, qtbot):
+    """The file is read on a worker thread: timers fire before the open returns."""
+    from PySide6.QtCore import QTimer
+
+    real = big_file.op.OpenProgress._on_progress
+
+    def slow(self, *args):    # (on the worker thread) a slow disk, say
+        import time
+
+        time.sleep(0.01)
+        return real(self, *args)
+
+    monkeypatch.setattr(big_file.op.OpenProgress, "_on_progress", slow)
+    ticks = []
+    timer = QTimer()
+    timer.setInterval(1)
+    timer.timeout.connect(lambda: ticks.append(1))
+    timer.start()
+    try:
+        assert window.files.open_file(big_file.path)
+        during = len(ticks)
+    finally:
+        timer.stop()
+    assert during > 0
+
+
+def test_cancelling_a_big_open_leaves_the_design_as_it_was(window, big_file, monkeypatch):
+    before, path_before = window.document.topology, window.document.path
+    messages = []
+    window.files.message.connect(messages.append)
+    real = big_file.op.OpenProgress._on_progress
+
+    def press_cancel(self, stage, done, total):
+        if stage == "building":
+            self._stop.set()   # what Cancel sets (its label is for the GUI thread)
+        return real(self, stage, done, total)
+
+    monkeypatch.setattr(big_file.op.OpenProgress, "_on_progress", press_cancel)
+    assert not window.files.open_file(big_file.path)
+    assert window.document.topology is before and window.document.path == path_before
+    assert "cancelled" in messages[-1] and "as it was" in messages[-1]
+    assert _open_dialogs(window) == []
+
+
+def test_a_bad_big_file_says_why_and_changes_nothing(window, big_file, boxes):
+    before = window.document.topology
+    messages = []
+    window.files.message.connect(messages.append)
+    text = big_file.path.read_text(encoding="utf-8")
+    big_file.path.write_text(text.replace('"tech": "ib-ndr"', '"tech": "ib-zzz"', 1),
+                             encoding="utf-8")
+    assert not window.files.open_file(big_file.path)
+    assert window.document.topology is before
+    assert "ib-zzz" in messages[-1] and "big.fabric.json" in messages[-1]
+    assert _open_dialogs(window) == []
+
+
+def test_a_small_file_opens_without_the_dialog(window, monkeypatch, tmp_path):
     import designer.gui.open_progress as op
     from designer.io.fabric_json import save
 
     made = []
-    monkeypatch.setattr(op.OpenProgress, "__enter__",
-                        lambda self: made.append(self) or self)
+    monkeypatch.setattr(op.OpenProgress, "load", lambda self, path: made.append(path))
     path = tmp_path / "small.fabric.json"
     save(build_template("hgx"), path)
     assert window.files.open_file(path)

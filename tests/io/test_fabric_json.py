@@ -402,3 +402,23 @@ def test_load_reports_its_progress(tmp_path, monkeypatch):
     done = [d for _, d, _ in building]
     assert done == list(range(100, total + 1, 100)) and {t for _, _, t in building} == {total}
     assert dumps(loaded) == dumps(load(path))
+
+
+def test_a_progress_callback_can_stop_the_load(tmp_path, monkeypatch):
+    from designer.model.templates import build_template
+
+    monkeypatch.setattr(fabric_json, "PROGRESS_EVERY", 50)
+    path = tmp_path / "sp.fabric.json"
+    save(build_template("superpod", sus=1), path)
+    stages = []
+
+    def stop_when_building(stage, done, total):
+        stages.append(stage)
+        return stage != "building"
+
+    with pytest.raises(fabric_json.LoadCancelled):
+        load(path, progress=stop_when_building)
+    assert stages == ["checking", "building"]
+    # None and True go on
+    assert load(path, progress=lambda *a: None) is not None
+    assert load(path, progress=lambda *a: True) is not None

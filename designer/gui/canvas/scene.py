@@ -149,6 +149,8 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
             self._add_link_item(link, offsets.get(link.id, 0.0), spread=False)
             if report and i % BUILD_PROGRESS_EVERY == 0:
                 self.build_progress.emit(i, len(links))
+        if report and len(links) % BUILD_PROGRESS_EVERY:
+            self.build_progress.emit(len(links), len(links))
         self._dirty_groups = True
         self.refresh()
 
