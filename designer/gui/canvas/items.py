@@ -71,6 +71,10 @@ def _static(text: str, font) -> QStaticText:
     return st
 
 
+_SELECTABLE = QGraphicsItem.GraphicsItemFlag.ItemIsSelectable  # looked up once, not per link
+_BADGE_WIDTH: dict[int, float] = {}  # count -> badge box width (`_LineItem._badge_width`)
+
+
 def _badge_static(count: int) -> QStaticText:
     st = _BADGE_TEXT.get(count)
     if st is None:
@@ -228,7 +232,7 @@ class _LineItem(QGraphicsItem):
         self.count = count
         self.batch_key: tuple[int, float, bool] = (0, 1.0, False)
         self._pen_key: tuple | None = None
-        self._pen = QPen()
+        self._pen: QPen | None = None   # made on first paint (`_pen_key` None till then)
         self.offset = 0.0
         self.hidden = False
         self.line = QLineF()
@@ -236,7 +240,7 @@ class _LineItem(QGraphicsItem):
         self._shape: QPainterPath | None = None
         self._badge_at: QPointF | None = None
         self._badge_paint: tuple | None = None  # (key, box, text origin, border pen)
-        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable)
+        self.setFlags(_SELECTABLE)   # (a new item has no flags to keep)
         self.setZValue(1)
 
     def _rekey(self) -> None:
@@ -260,7 +264,13 @@ class _LineItem(QGraphicsItem):
         margin = self.width / 2 + 4
         if self.count > 1:
             margin = max(margin, self._badge_width() / 2 + 3)
-        self._bounds = QRectF(pa, pb).normalized().adjusted(-margin, -margin, margin, margin)
+        # The ends' box grown by the margin, from plain floats: one QRectF, not three
+        # (this runs for every link of a design as it opens: 114,688 at 16k GPUs).
+        ax, ay, bx, by = pa.x(), pa.y(), pb.x(), pb.y()
+        x0, x1 = (ax, bx) if ax <= bx else (bx, ax)
+        y0, y1 = (ay, by) if ay <= by else (by, ay)
+        self._bounds = QRectF(x0 - margin, y0 - margin, x1 - x0 + 2 * margin,
+                              y1 - y0 + 2 * margin)
         self._shape = None
         self._badge_at = None
         self._badge_paint = None
@@ -294,7 +304,10 @@ class _LineItem(QGraphicsItem):
 
     # ---------------------------------------------------------------- painting
     def _badge_width(self) -> float:
-        return _badge_static(self.count).size().width() + 8
+        width = _BADGE_WIDTH.get(self.count)
+        if width is None:
+            width = _BADGE_WIDTH[self.count] = _badge_static(self.count).size().width() + 8
+        return width
 
     def _badge_center(self) -> QPointF:
         """The first spot along the line where the badge covers no node (cached)."""
