@@ -25,6 +25,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMenu, QMe
 
 from designer.gui.document import Document
 from designer.gui.open_progress import MIN_BYTES as OPEN_PROGRESS_BYTES
+from designer.gui.open_progress import MIN_LINKS as OPEN_PROGRESS_LINKS
 from designer.gui.open_progress import OpenProgress
 from designer.gui.recovery import DATA_DIR_ENV, Autosaver, RecoveryEntry, find_recoveries
 from designer.io.atomic import save_error_message
@@ -184,7 +185,17 @@ class FileController(QObject):
             dialog.deleteLater()
         if topology is None:
             return False
-        self.document.replace(topology)  # the window fits the view on topology_replaced
+        # (the window fits the view on topology_replaced)
+        if sum(1 for _ in topology.links()) >= OPEN_PROGRESS_LINKS:
+            dialog = OpenProgress(self.window, topology.name)
+            try:
+                dialog.draw(getattr(self.window, "scene", None),
+                            lambda: self.document.replace(topology))
+            finally:
+                dialog.hide()
+                dialog.deleteLater()
+        else:
+            self.document.replace(topology)
         # A design built from a template exists nowhere on disk: treat it as unsaved so
         # closing asks first and autosave covers it.
         self.document.undo_stack.resetClean()
@@ -235,15 +246,8 @@ class FileController(QObject):
             topology = dialog.load(path)
             if topology is None:
                 return False
-            scene = getattr(self.window, "scene", None)
-            with _busy_cursor():
-                if scene is not None:
-                    scene.build_progress.connect(dialog.drawing)
-                try:
-                    self.document.replace(topology, path)
-                finally:
-                    if scene is not None:
-                        scene.build_progress.disconnect(dialog.drawing)
+            dialog.draw(getattr(self.window, "scene", None),
+                        lambda: self.document.replace(topology, path))
             return True
         finally:
             dialog.hide()

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QEventLoop, Qt, Signal
 from PySide6.QtWidgets import (
+    QApplication,
     QDialog,
     QDialogButtonBox,
     QLabel,
@@ -36,6 +37,8 @@ from designer.model.topology import Topology
 
 #: Files at least this big open through the dialog (a small one opens before it shows).
 MIN_BYTES = 1 << 20
+#: Designs with at least this many links are drawn with the dialog (New from Template).
+MIN_LINKS = 20_000
 
 MIN_INTERVAL_S = 0.1
 
@@ -129,6 +132,24 @@ class OpenProgress(QDialog):
         self.cancel()
 
     # ------------------------------------------------------------------ drawing
+    def draw(self, scene, replace) -> None:
+        """Call ``replace()`` (which makes ``scene``'s items, a canvas with a
+        ``build_progress`` signal, or None) with the drawing shown, under a busy cursor."""
+        self._show("drawing", 0, 1, force=True)
+        self._buttons.setEnabled(False)
+        if not self.isVisible():
+            self.show()
+        self.repaint()
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        if scene is not None:
+            scene.build_progress.connect(self.drawing)
+        try:
+            replace()
+        finally:
+            if scene is not None:
+                scene.build_progress.disconnect(self.drawing)
+            QApplication.restoreOverrideCursor()
+
     def drawing(self, done: int, total: int) -> None:
         """Slot for the canvas's ``build_progress``: the event loop is not running, so
         the dialog repaints itself."""

@@ -195,6 +195,27 @@ def test_new_from_template_builds_a_superpod_on_the_canvas(window, monkeypatch):
     assert not window.document.undo_stack.canUndo()
 
 
+def test_a_big_template_is_drawn_with_the_progress_dialog(window, big_file, monkeypatch):
+    """New from Template with many links: the dialog shows the drawing to the end (no
+    Cancel then), and is gone after."""
+    import designer.gui.files as files_mod
+
+    monkeypatch.setattr(files_mod, "OPEN_PROGRESS_LINKS", 1000)
+
+    def fill_and_create(dialog):
+        dialog.set_template("superpod")
+        dialog.set_param("sus", 2)
+        dialog.accept()
+        return dialog.result()
+
+    monkeypatch.setattr(TemplateDialog, "exec", fill_and_create)
+    assert window.files.new_from_template()
+    assert {s for s, _ in big_file.shown} == {"drawing"}
+    assert big_file.shown[-1] == ("drawing", 1000)
+    assert _open_dialogs(window) == []
+    assert len(window.scene.links) == sum(1 for _ in window.document.topology.links())
+
+
 def test_new_from_template_asks_about_unsaved_changes_first(window, monkeypatch, boxes):
     def must_not_run(_dialog):
         raise AssertionError("the template dialog opened after Cancel")
