@@ -175,14 +175,19 @@ def test_closing_with_unsaved_changes_asks_and_cancel_keeps_the_window(window, q
     assert len(boxes.questions) == 2
 
 
-def test_new_from_template_builds_a_superpod_on_the_canvas(window, monkeypatch):
+def _create_superpod(monkeypatch, sus: int) -> None:
+    """The template dialog, when shown, fills in a SuperPOD of ``sus`` SUs and creates it."""
     def fill_and_create(dialog):
         dialog.set_template("superpod")
-        dialog.set_param("sus", 1)
+        dialog.set_param("sus", sus)
         dialog.accept()
         return dialog.result()
 
     monkeypatch.setattr(TemplateDialog, "exec", fill_and_create)
+
+
+def test_new_from_template_builds_a_superpod_on_the_canvas(window, monkeypatch):
+    _create_superpod(monkeypatch, 1)
     assert window.files.new_from_template()
     topo = window.document.topology
     expected = build_template("superpod", sus=1)
@@ -201,14 +206,7 @@ def test_a_big_template_is_drawn_with_the_progress_dialog(window, big_file, monk
     import designer.gui.files as files_mod
 
     monkeypatch.setattr(files_mod, "OPEN_PROGRESS_LINKS", 1000)
-
-    def fill_and_create(dialog):
-        dialog.set_template("superpod")
-        dialog.set_param("sus", 2)
-        dialog.accept()
-        return dialog.result()
-
-    monkeypatch.setattr(TemplateDialog, "exec", fill_and_create)
+    _create_superpod(monkeypatch, 2)
     assert window.files.new_from_template()
     assert {s for s, _ in big_file.shown} == {"drawing"}
     assert big_file.shown[-1] == ("drawing", 1000)
