@@ -281,6 +281,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     from designer.solver.training import TrainingWorkload
     from designer.solver.workload import training_report
 
+    if args.compute_s is None and (args.flops is None or args.tflops is None):
+        # (the workload's own message names its fields, not these options)
+        raise UsageError("train needs --compute-s SECONDS, or both --flops and --tflops")
     topo = _load(args.file)
     if args.routing:
         topo.set_setting("routing", args.routing)
@@ -304,6 +307,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                    "ideal_s": dist.ideal_s, "hop_jitter_s": rep.hop_jitter_s,
                    "comm_steps": rep.comm_steps,
                    "straggler_gpu_s_per_step": dist.straggler_gpu_s_per_step},
+        "notes": list(rep.allreduce.notes),
     }
     if args.json:
         print(json.dumps(out, indent=2))
@@ -319,6 +323,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"with jitter ({args.steps} steps): p50 {dist.p50_s * 1e3:.2f} ms, "
           f"p99 {dist.p99_s * 1e3:.2f} ms; stragglers cost "
           f"{dist.straggler_gpu_s_per_step:.3f} GPU-s per step")
+    for note in rep.allreduce.notes:
+        print(f"note: {note}")
     return 0
 
 

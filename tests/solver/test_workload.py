@@ -51,3 +51,24 @@ def test_train_cli_json(tmp_path, capsys):
     assert out["gradient_bytes"] == 140e9
     assert out["dp_size"] == 8
     assert out["step_s"] == pytest.approx(out["compute_s"] + out["exposed_comm_s"])
+    assert out["notes"] == []
+
+
+def test_train_cli_without_a_compute_time_is_a_usage_error(tmp_path, capsys):
+    f = tmp_path / "h.fabric.json"
+    assert main(["new", "hgx", "-o", str(f)]) == 0
+    capsys.readouterr()
+    assert main(["train", str(f), "--params", "70e9"]) == 2
+    err = capsys.readouterr().err
+    assert "--compute-s" in err and "--flops" in err and "TrainingWorkload" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_train_cli_carries_the_models_caveat(tmp_path, capsys):
+    f = tmp_path / "rack.fabric.json"
+    assert main(["new", "nvl72", "-o", str(f)]) == 0
+    capsys.readouterr()
+    assert main(["train", str(f), "--params", "7e9", "--compute-s", "0.5", "--steps", "50",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["allreduce"]["algorithm"] == "nvls" and "upper bound" in out["notes"][0]
