@@ -276,7 +276,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
     return 0
 
 
+#: `TrainingWorkload` fields -> the `train` options that set them (for its messages).
+_TRAIN_OPTIONS = {"params": "--params", "grad_dtype": "--dtype", "dp_size": "--dp",
+                  "compute_s": "--compute-s", "model_flops_per_step": "--flops",
+                  "gpu_tflops": "--tflops", "mfu": "--mfu", "overlap": "--overlap"}
+
+
 def cmd_train(args: argparse.Namespace) -> int:
+    from designer.solver.errors import SolverError
     from designer.solver.snapshot import take_snapshot
     from designer.solver.training import TrainingWorkload
     from designer.solver.workload import training_report
@@ -288,10 +295,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.routing:
         topo.set_setting("routing", args.routing)
     snap = take_snapshot(topo)
-    workload = TrainingWorkload(
-        params=args.params, grad_dtype=args.dtype, dp_size=args.dp or snap.n_gpus,
-        compute_s=args.compute_s, model_flops_per_step=args.flops, gpu_tflops=args.tflops,
-        mfu=args.mfu, overlap=args.overlap)
+    try:
+        workload = TrainingWorkload(
+            params=args.params, grad_dtype=args.dtype,
+            dp_size=snap.n_gpus if args.dp is None else args.dp,
+            compute_s=args.compute_s, model_flops_per_step=args.flops, gpu_tflops=args.tflops,
+            mfu=args.mfu, overlap=args.overlap)
+    except SolverError as exc:
+        # The workload names its fields; the user typed options.
+        text = str(exc)
+        for field, option in _TRAIN_OPTIONS.items():
+            text = text.replace(f"TrainingWorkload.{field}", option)
+        raise UsageError(text) from None
     rep = training_report(snap, workload, algorithm=args.algorithm, n_steps=args.steps,
                           seed=args.seed)
     est, dist = rep.estimate, rep.distribution

@@ -72,3 +72,19 @@ def test_train_cli_carries_the_models_caveat(tmp_path, capsys):
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["allreduce"]["algorithm"] == "nvls" and "upper bound" in out["notes"][0]
+
+
+@pytest.mark.parametrize(("argv", "option"), [
+    (["--params", "-5", "--compute-s", "1"], "--params must be > 0"),
+    (["--params", "7e9", "--compute-s", "1", "--overlap", "2"], "--overlap must be within"),
+    (["--params", "7e9", "--flops", "1e15", "--tflops", "900", "--mfu", "1.5"], "--mfu"),
+    (["--params", "7e9", "--compute-s", "-1"], "--compute-s must be >= 0"),
+    (["--params", "7e9", "--compute-s", "1", "--dp", "0"], "--dp must be"),
+])
+def test_train_cli_bad_values_are_named_by_their_options(tmp_path, capsys, argv, option):
+    f = tmp_path / "h.fabric.json"
+    assert main(["new", "hgx", "-o", str(f)]) == 0
+    capsys.readouterr()
+    assert main(["train", str(f), *argv]) == 2
+    err = capsys.readouterr().err
+    assert option in err and "TrainingWorkload" not in err and len(err.strip().splitlines()) == 1
