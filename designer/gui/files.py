@@ -103,6 +103,14 @@ def _display_path(path: Path) -> str:
     return folder
 
 
+def _is_big(path: Path) -> bool:
+    """Whether ``path`` is big enough to open through the progress dialog."""
+    try:
+        return path.stat().st_size >= OPEN_PROGRESS_BYTES
+    except OSError:
+        return False  # the load says why, in its own words
+
+
 @contextmanager
 def _busy_cursor():
     QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
@@ -233,21 +241,22 @@ class FileController(QObject):
     def _open(self, path: Path) -> bool:
         """Open ``path`` (whether it was: False when the user cancelled); raises
         `DesignError` for a file that cannot be opened, with the cursor restored."""
-        try:
-            big = path.stat().st_size >= OPEN_PROGRESS_BYTES
-        except OSError:
-            big = False  # the load says why, in its own words
-        if not big:
+        if not _is_big(path):
             with _busy_cursor():
                 self.document.open(path)
             return True
-        dialog = OpenProgress(self.window, path.name)
+        return self._through_dialog(path, path.name,
+                                    lambda topology: self.document.replace(topology, path))
+
+    def _through_dialog(self, source: Path, name: str, replace) -> bool:
+        """Read ``source`` and call ``replace(topology)`` with the progress dialog
+        (`open_progress`); False if the user cancelled while it was read."""
+        dialog = OpenProgress(self.window, name)
         try:
-            topology = dialog.load(path)
+            topology = dialog.load(source)
             if topology is None:
                 return False
-            dialog.draw(getattr(self.window, "scene", None),
-                        lambda: self.document.replace(topology, path))
+            dialog.draw(getattr(self.window, "scene", None), lambda: replace(topology))
             return True
         finally:
             dialog.hide()
@@ -400,12 +409,19 @@ class FileController(QObject):
         if not self.maybe_save():
             return False
         try:
-            topology = entry.load()
+            if _is_big(entry.design):   # a big design: with the progress dialog
+                if not self._through_dialog(
+                        entry.design, entry.title,
+                        lambda topology: self.document.replace(topology, entry.original)):
+                    self.message.emit("Restoring cancelled: the recovered copy is kept")
+                    return False
+            else:
+                topology = entry.load()
+                self.document.replace(topology, entry.original)
         except DesignError as exc:
             aside = entry.set_aside()
             self._error("Cannot restore design", f"{exc} (kept as {aside})")
             return False
-        self.document.replace(topology, entry.original)
         self.autosaver.adopt(entry)
         log.info("restored the recovery copy %s (from %s)", entry.design, entry.original)
         # Not the saved state: the title shows "*" and closing asks to save.

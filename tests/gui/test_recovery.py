@@ -198,6 +198,48 @@ def test_offer_recovery_restores_the_crashed_design(qtbot, answers, data_folder,
     assert not copy.exists()
 
 
+def test_a_big_recovery_copy_is_restored_through_the_progress_dialog(
+        qtbot, answers, data_folder, tmp_path, monkeypatch):
+    """A big copy (threshold lowered) is read and drawn with the open dialog; the
+    restored design is the same as through the small path."""
+    import designer.gui.files as files_mod
+    import designer.gui.open_progress as op
+
+    monkeypatch.setattr(files_mod, "OPEN_PROGRESS_BYTES", 0)
+    stages = []
+    real = op.OpenProgress._show
+    monkeypatch.setattr(op.OpenProgress, "_show", lambda self, stage, *a, **k: (
+        stages.append(stage), real(self, stage, *a, **k))[1])
+    original = tmp_path / "work.fabric.json"
+    lost = crash_copy(data_folder, original)
+    win = make_window(qtbot, build_template("hgx"))
+    answers.queue.append(Button.Yes)
+    assert win.files.offer_recovery()
+    assert {"reading", "drawing"} <= set(stages)
+    assert win.document.topology.state() == lost.state()
+    assert win.document.path == original and win.document.is_modified
+    assert set(win.scene.nodes) == {n.id for n in lost.nodes()}
+
+
+def test_cancelling_a_big_restore_keeps_the_copy(qtbot, answers, data_folder, tmp_path,
+                                                monkeypatch):
+    import designer.gui.files as files_mod
+    import designer.gui.open_progress as op
+
+    monkeypatch.setattr(files_mod, "OPEN_PROGRESS_BYTES", 0)
+    monkeypatch.setattr(op.OpenProgress, "load", lambda self, path: None)  # Cancel pressed
+    crash_copy(data_folder, tmp_path / "work.fabric.json")
+    win = make_window(qtbot, build_template("hgx"))
+    before = win.document.topology
+    messages = []
+    win.files.message.connect(messages.append)
+    answers.queue.append(Button.Yes)
+    assert not win.files.offer_recovery()
+    assert win.document.topology is before
+    assert (data_folder / "recovery" / "crashed-1234.fabric.json").is_file()
+    assert "cancelled" in messages[-1] and "kept" in messages[-1]
+
+
 def test_declining_recovery_deletes_the_copy(qtbot, answers, data_folder):
     crash_copy(data_folder)
     win = make_window(qtbot)
