@@ -194,14 +194,10 @@ class FileController(QObject):
         if topology is None:
             return False
         # (the window fits the view on topology_replaced)
-        if sum(1 for _ in topology.links()) >= OPEN_PROGRESS_LINKS:
-            dialog = OpenProgress(self.window, topology.name)
-            try:
+        if topology.link_count() >= OPEN_PROGRESS_LINKS:
+            with self._progress_dialog(topology.name) as dialog:
                 dialog.draw(getattr(self.window, "scene", None),
                             lambda: self.document.replace(topology))
-            finally:
-                dialog.hide()
-                dialog.deleteLater()
         else:
             self.document.replace(topology)
         # A design built from a template exists nowhere on disk: treat it as unsaved so
@@ -251,13 +247,19 @@ class FileController(QObject):
     def _through_dialog(self, source: Path, name: str, replace) -> bool:
         """Read ``source`` and call ``replace(topology)`` with the progress dialog
         (`open_progress`); False if the user cancelled while it was read."""
-        dialog = OpenProgress(self.window, name)
-        try:
+        with self._progress_dialog(name) as dialog:
             topology = dialog.load(source)
             if topology is None:
                 return False
             dialog.draw(getattr(self.window, "scene", None), lambda: replace(topology))
             return True
+
+    @contextmanager
+    def _progress_dialog(self, name: str):
+        """An `OpenProgress` dialog for ``name``, gone on exit."""
+        dialog = OpenProgress(self.window, name)
+        try:
+            yield dialog
         finally:
             dialog.hide()
             dialog.deleteLater()

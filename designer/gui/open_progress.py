@@ -153,10 +153,7 @@ class OpenProgress(QDialog):
     def drawing(self, done: int, total: int) -> None:
         """Slot for the canvas's ``build_progress``: the event loop is not running, so
         the dialog repaints itself."""
-        first = self.stage != "drawing"
-        if first:
-            self._buttons.setEnabled(False)
-        if self._show("drawing", done, total, force=first):
+        if self._show("drawing", done, total):
             self.repaint()
 
     def _show(self, stage: str, done: int, total: int, force: bool = False) -> bool:

@@ -67,6 +67,7 @@ __all__ = [
     "ALGORITHMS",
     "COLLECTIVES",
     "LAUNCH_MODES",
+    "NVLS_ALGORITHMS",
     "VALID_ALGORITHMS",
     "CollectiveShape",
     "Prediction",
@@ -80,6 +81,9 @@ __all__ = [
 ]
 
 LAUNCH_MODES: tuple[str, ...] = ("eager", "graph")
+
+#: The in-switch reduction algorithms (NVLink SHARP), costed with the NVLS efficiency.
+NVLS_ALGORITHMS: tuple[str, ...] = ("nvls", "nvlstree")
 
 #: Protocols each algorithm can use (NVLS, CollNet and PAT are Simple-only in NCCL;
 #: point-to-point has no LL128 path).
@@ -213,7 +217,7 @@ def _family(algorithm: str) -> str:
 def _efficiency(algorithm: str, params: ModelParams, nvls: float | None = None) -> float:
     """Large-size share of the ceiling ``algorithm`` reaches (``nvls``: the switches'
     `CollectiveShape.nvls_efficiency`)."""
-    if algorithm == "nvls" or algorithm == "nvlstree":
+    if algorithm in NVLS_ALGORITHMS:
         if nvls is None:
             return params.nvls_efficiency
         return params.nvls_efficiency * nvls / params.nvls_reference
@@ -242,7 +246,7 @@ def _latency_us(
     fam = _family(algo)
     intra, inter = step_split(shape.collective, algo, shape.n_ranks, shape.n_nodes)
     lat = launch_us + params.base_us[fam][protocol]
-    if fam in ("nvls", "nvlstree"):
+    if fam in NVLS_ALGORITHMS:
         step_intra = params.nvls_step_us
     elif shape.nvlink_hops > 0:
         step_intra = params.step_us["nvlink"][fam][protocol] * shape.nvlink_hops
@@ -380,7 +384,7 @@ def caveats(shape: CollectiveShape) -> tuple[str, ...]:
     >>> caveats(CollectiveShape("allreduce", "nvls", 8, 1, 1122.8, 1, 0))
     ()
     """
-    if shape.algorithm in ("nvls", "nvlstree") and shape.ranks_per_node > NVLS_MEASURED_RANKS:
+    if shape.algorithm in NVLS_ALGORITHMS and shape.ranks_per_node > NVLS_MEASURED_RANKS:
         return (f"NVLS on {shape.ranks_per_node} GPUs in one NVLink domain: measured rows "
                 f"cover up to {NVLS_MEASURED_RANKS}, and a whole NVL72 rack measures "
                 "16-24 % below this model; read the NVLS figures as an upper bound",)

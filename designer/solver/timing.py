@@ -197,10 +197,9 @@ def _shape(plan: Plan, snap: Snapshot, phases: Sequence[PhaseSolution],
         nvlink_hops=max(ph.nvlink_hops for ph in plan.phases),
         net_hops=arc_hops if plan.n_nodes > 1 else 0,
         net_latency_us=switch_lat * max(arc_hops - 2, 0) * 1e6,
-        nvls_efficiency=_nvls_efficiency(snap, plan) if algorithm in _NVLS else None)
+        nvls_efficiency=(_nvls_efficiency(snap, plan)
+                         if algorithm in nccl_model.NVLS_ALGORITHMS else None))
 
-
-_NVLS = ("nvls", "nvlstree")
 
 
 def _nvls_efficiency(snap: Snapshot, plan: Plan) -> float | None:
