@@ -35,10 +35,12 @@ def test_sorting_helpers_match_numpy(space):
     assert u.tolist() == ref_u.tolist() and inv.tolist() == ref_inv.tolist()
 
 
+@pytest.mark.parametrize("least", [1, 1 << 16])
 @pytest.mark.parametrize("table", [1, 7, 64, 1 << 20])
-def test_first_occurrence_by_groups_matches_the_sort(table):
+def test_first_occurrence_by_groups_matches_the_sort(table, least):
     # Keys (group, item) with groups in order, as a DAG walk's level lists them: the
     # table of first positions, one group or a few at a time, gives the sort's answer.
+    # (``least``: the smallest table; with 1 the table is sized by the keys alone.)
     from designer.solver import route_arrays
     from designer.solver.route_arrays import first_occurrence, first_occurrence_grouped
 
@@ -48,7 +50,8 @@ def test_first_occurrence_by_groups_matches_the_sort(table):
         group = np.sort(rng.integers(0, int(rng.integers(1, 60)), int(rng.integers(0, 400))))
         group += int(rng.integers(0, 5))  # need not start at 0
         item = rng.integers(0, n_items, group.size)
-        with mock.patch.object(route_arrays, "_GROUPED_TABLE", table):
+        with (mock.patch.object(route_arrays, "_GROUPED_TABLE", table),
+              mock.patch.object(route_arrays, "_GROUPED_MIN", least)):
             first, at = first_occurrence_grouped(group, item, n_items)
         uniq, ref_at = first_occurrence(group * n_items + item)
         assert (group * n_items + item)[first].tolist() == uniq.tolist()
