@@ -304,6 +304,10 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
                 if cache is not None:
                     cache["router"] = router
             plans = candidate_plans(router, rank_arr, collective, algorithm)
+            # Let go of the router unless the cache keeps it: its tables (MBs on a big
+            # fabric) are freed before the rates are found, whose arrays then reuse
+            # that memory rather than take fresh pages (page faults).
+            del router
         t_route = time.perf_counter()
         if check():
             raise SolverError("cancelled")

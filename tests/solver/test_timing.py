@@ -306,3 +306,43 @@ def test_phase_loads_are_the_pairs_at_the_phase_pace(collective, degrade):
         slowdown = pace / sol.rates_GBps
         paces.add(bool(np.ptp(slowdown) <= 1e-12 * slowdown.max()))
     assert paces == {not degrade}  # each case takes the path it is meant to test
+
+
+def test_a_solve_lets_go_of_its_router_before_the_rates(monkeypatch):
+    """Without a cache to keep it, the router (its route tables are MBs on a big fabric)
+    is freed once the plans are made, so the max-min arrays reuse its memory instead of
+    taking fresh pages; a cache keeps it for the next call."""
+    import gc
+    import weakref
+
+    from designer.solver import routing, timing
+
+    made = []
+    real_init = routing.Router.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        made.append(weakref.ref(self))
+
+    alive_at_rates = []
+    real_solve_phase = timing.solve_phase
+
+    def solve_phase(snap, phase):
+        alive_at_rates.append(sum(r() is not None for r in made))
+        return real_solve_phase(snap, phase)
+
+    monkeypatch.setattr(routing.Router, "__init__", init)
+    monkeypatch.setattr(timing, "solve_phase", solve_phase)
+    snap = take_snapshot(build_template("superpod", gpu="H100", sus=1))
+    enabled = gc.isenabled()
+    gc.disable()   # freed by reference counting, not by the cycle collector
+    try:
+        solve_collective(snap, sizes=[1 << 30], algorithm="ring")
+        assert made and alive_at_rates and set(alive_at_rates) == {0}
+        made.clear(), alive_at_rates.clear()
+        cache: dict = {}
+        solve_collective(snap, sizes=[1 << 30], algorithm="ring", cache=cache)
+        assert set(alive_at_rates) == {1} and made[0]() is cache["router"]
+    finally:
+        if enabled:
+            gc.enable()
