@@ -339,7 +339,8 @@ def test_a_solve_lets_go_of_its_router_before_the_rates(monkeypatch):
     try:
         solve_collective(snap, sizes=[1 << 30], algorithm="ring")
         assert made and alive_at_rates and set(alive_at_rates) == {0}
-        made.clear(), alive_at_rates.clear()
+        made.clear()
+        alive_at_rates.clear()
         cache: dict = {}
         solve_collective(snap, sizes=[1 << 30], algorithm="ring", cache=cache)
         assert set(alive_at_rates) == {1} and made[0]() is cache["router"]
