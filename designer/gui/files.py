@@ -196,8 +196,7 @@ class FileController(QObject):
         # (the window fits the view on topology_replaced)
         if topology.link_count() >= OPEN_PROGRESS_LINKS:
             with self._progress_dialog(topology.name) as dialog:
-                dialog.draw(getattr(self.window, "scene", None),
-                            lambda: self.document.replace(topology))
+                self._draw(dialog, lambda: self.document.replace(topology))
         else:
             self.document.replace(topology)
         # A design built from a template exists nowhere on disk: treat it as unsaved so
@@ -251,8 +250,12 @@ class FileController(QObject):
             topology = dialog.load(source)
             if topology is None:
                 return False
-            dialog.draw(getattr(self.window, "scene", None), lambda: replace(topology))
+            self._draw(dialog, lambda: replace(topology))
             return True
+
+    def _draw(self, dialog: OpenProgress, replace) -> None:
+        """Call ``replace()`` with ``dialog`` showing the canvas's drawing progress."""
+        dialog.draw(getattr(self.window, "scene", None), replace)
 
     @contextmanager
     def _progress_dialog(self, name: str):

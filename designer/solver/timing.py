@@ -201,6 +201,11 @@ def _shape(plan: Plan, snap: Snapshot, phases: Sequence[PhaseSolution],
                          if algorithm in nccl_model.NVLS_ALGORITHMS else None))
 
 
+def _notes(shapes) -> tuple[str, ...]:
+    """The model's caveats (`nccl_model.caveats`) on the chosen ``shapes``, each once,
+    in order."""
+    return tuple(dict.fromkeys(n for shape in shapes for n in nccl_model.caveats(shape)))
+
 
 def _nvls_efficiency(snap: Snapshot, plan: Plan) -> float | None:
     """The catalog's NVLS efficiency of the switches that reduce for ``plan`` (the
@@ -348,8 +353,7 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
         timing_ms={"route": (t_route - t0) * 1e3, "rates": (t_rates - t_route) * 1e3,
                    "time": (t_end - t_rates) * 1e3, "total": (t_end - t0) * 1e3},
         plan=plan,
-        notes=tuple(dict.fromkeys(
-            n for b in dict.fromkeys(best.tolist()) for n in nccl_model.caveats(solved[b][2]))),
+        notes=_notes(solved[b][2] for b in best.tolist()),
     )
 
 
