@@ -36,16 +36,16 @@ def make_rank_links(router: Router) -> RankLinks:
     host = has & (via >= 0) & ~pxn
     # Pieces of the way up: [GPU -> relay] then [relay (or GPU) -> NIC].
     near = np.where(direct, gpu, via)              # the end of the NIC's PCIe link
-    last_up = np.where(has, router.pcie_arcs(near, nic), -1)
-    host_up = np.where(host, router.pcie_arcs(gpu, via), -1)
-    if router.pcie.symmetric:
+    last_up = _pcie_arcs(router, near, nic, has, direct)
+    host_up = _pcie_arcs(router, gpu, via, host)
+    if router.pcie_symmetric():
         # The first arc b -> a (lowest id) is the reverse of the first a -> b: both are
         # of the lowest-numbered link between them (arcs 2k and 2k + 1 of link k).
         first_down = np.where(last_up >= 0, last_up ^ 1, -1)
         host_down = np.where(host_up >= 0, host_up ^ 1, -1)
     else:
-        first_down = np.where(has, router.pcie_arcs(nic, near), -1)
-        host_down = np.where(host, router.pcie_arcs(via, gpu), -1)
+        first_down = _pcie_arcs(router, nic, near, has)
+        host_down = _pcie_arcs(router, via, gpu, host)
     sel = np.flatnonzero(pxn)
     nv_up = nv_down = _single(np.full(len(gpu), -1))      # no PXN: empty routes
     if sel.size:
@@ -65,3 +65,21 @@ def make_rank_links(router: Router) -> RankLinks:
     leaves -= 1
     return RankLinks(gpu, nic, access_up, up, access_down, leaf.astype(np.int64),
                      ok, leaves, code.reshape(-1).astype(np.int32))
+
+
+def _pcie_arcs(router: Router, a: np.ndarray, b: np.ndarray, where: np.ndarray,
+               own: np.ndarray | None = None) -> np.ndarray:
+    """`Router.pcie_arcs` of ``(a[i], b[i])`` where ``where[i]``, else -1; ranks marked
+    in ``own`` go from their GPU to their own NIC, whose arc the snapshot gives when it
+    has them (``Snapshot.gpu_nic_arc``): the PCIe subgraph is then made only for the
+    others, if any."""
+    out = np.full(len(a), -1, dtype=np.int64)
+    given = router.snap.gpu_nic_arc
+    ask = where
+    if own is not None and given is not None:
+        out[own] = given[own]
+        ask = where & ~own
+    sel = np.flatnonzero(ask)
+    if sel.size:
+        out[sel] = router.pcie_arcs(a[sel], b[sel])
+    return out

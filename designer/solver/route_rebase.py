@@ -172,11 +172,12 @@ def rebase_router(old: Router, change: SnapshotChange) -> Router:
         new.nvlink = _subgraph_after(old.nvlink, change, lambda a: fam[a] == NVLINK)
         new.net = _subgraph_after(old.net, change, lambda a: (
             (fam[a] != NVLINK) & (fam[a] != PCIE) & snap.compute_links()[a // 2]))
-        new.pcie = _subgraph_after(old.pcie, change, lambda a: fam[a] == PCIE)
+        new._pcie = (None if old._pcie is None else
+                     _subgraph_after(old._pcie, change, lambda a: fam[a] == PCIE))
         new._edge_table = None
     else:
         new.nvlink, new.net = _subgraph_after(old.nvlink, change), _subgraph_after(old.net, change)
-        new.pcie = _subgraph_after(old.pcie, change)
+        new._pcie = None if old._pcie is None else _subgraph_after(old._pcie, change)
         if old._edge_table is not None and net_reweighed.size:
             new._edge_table = _edge_table(new, old._edge_table, net_reweighed)
     new._nv_batch = None if nv_changed else _nv_tables(old, new, change)

@@ -82,6 +82,10 @@ class Snapshot:
     net_lossless: bool
     link_live: np.ndarray | None = None      # bool per link: neither it nor an end failed
     link_compute: np.ndarray | None = None   # bool per link: live, on the compute plane
+    # Per rank: the lowest PCIe arc from its GPU to its NIC where the NIC is on its own
+    # PCIe link, else -1 (PXN, through a host, no NIC); None: not given (the router
+    # then looks the arcs up in its PCIe subgraph).
+    gpu_nic_arc: np.ndarray | None = None
     links: LinkPositions | None = None       # link id -> index in ``link_ids``
 
     def link_positions(self) -> LinkPositions:
@@ -364,7 +368,7 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     net_arc = ~nv & (fam != PCIE) & np.repeat(compute_link, 2)
     net_node = np.zeros(n, dtype=bool)
     net_node[arc_src[net_arc]] = True
-    gpu_nic, gpu_nic_via = _assign_nics(
+    gpu_nic, gpu_nic_via, gpu_nic_arc = _assign_nics(
         arc_src, arc_dst, fam == PCIE, node["gpu"], node["nic"] & net_node, gpus,
         gpu_domain, gpu_local)
 
@@ -391,7 +395,7 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
         arcs.fields,
         arc_family=fam, link_live=live,
         gpus=gpus, gpu_domain=gpu_domain, gpu_local=gpu_local, gpu_nic=gpu_nic,
-        gpu_nic_via=gpu_nic_via,
+        gpu_nic_via=gpu_nic_via, gpu_nic_arc=gpu_nic_arc,
         domain_nvls=domain_nvls, domain_nvls_eff=domain_nvls_eff, net_sharp=net_sharp,
         net_lossless=all(t.lossless for t in net_techs),
         link_compute=compute_link,
@@ -405,8 +409,10 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
 
 def _assign_nics(arc_src: np.ndarray, arc_dst: np.ndarray, pcie: np.ndarray,
                  is_gpu: np.ndarray, fabric_nic: np.ndarray, gpus: np.ndarray,
-                 gpu_domain: np.ndarray, gpu_local: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each rank's rail NIC and the node it is reached through (-1: its own PCIe link).
+                 gpu_domain: np.ndarray, gpu_local: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each rank's rail NIC, the node it is reached through (-1: its own PCIe link) and,
+    for a NIC on the rank's own PCIe link, the arc to it (else -1).
 
     In NCCL's order of preference (its path types PIX/PXB < PXN < PHB):
 
@@ -427,10 +433,15 @@ def _assign_nics(arc_src: np.ndarray, arc_dst: np.ndarray, pcie: np.ndarray,
     gpu_with, first_arc = np.unique(arc_src[nic_arcs], return_index=True)  # lowest arc first
     nic_of[gpu_with] = arc_dst[nic_arcs[first_arc]]
     gpu_nic = nic_of[gpus]
+    # The arc found is also the lowest from the GPU to that NIC (any lower one would
+    # have been found instead): the router's own lookup, made here for free.
+    arc_of = np.full(len(is_gpu), -1, dtype=np.int32 if len(arc_src) < 2**31 else np.int64)
+    arc_of[gpu_with] = nic_arcs[first_arc]
+    nic_arc = arc_of[gpus]
     via = np.full(n_gpus, -1, dtype=np.int32)
     orphans = np.flatnonzero(gpu_nic < 0)
     if orphans.size == 0:
-        return gpu_nic, via
+        return gpu_nic, via, nic_arc
 
     # 2. PXN, domain by domain: orphan k of m goes to owner (base + k p // m) mod p.
     owners = np.flatnonzero(gpu_nic >= 0)
@@ -458,7 +469,7 @@ def _assign_nics(arc_src: np.ndarray, arc_dst: np.ndarray, pcie: np.ndarray,
     left = orphans[~pxn]
     host_nic = pcie & ~is_gpu[arc_src] & ~fabric_nic[arc_src] & fabric_nic[arc_dst]
     if left.size == 0 or not host_nic.any():
-        return gpu_nic, via
+        return gpu_nic, via, nic_arc
     has_nic = np.zeros(len(is_gpu), dtype=bool)
     has_nic[arc_src[host_nic]] = True
     rank_of = np.full(len(is_gpu), -1, dtype=np.int64)
@@ -466,7 +477,7 @@ def _assign_nics(arc_src: np.ndarray, arc_dst: np.ndarray, pcie: np.ndarray,
     up = np.flatnonzero(pcie & (rank_of[arc_src] >= 0) & has_nic[arc_dst])
     ranks, first_arc = np.unique(rank_of[arc_src[up]], return_index=True)  # rank order
     if ranks.size == 0:
-        return gpu_nic, via
+        return gpu_nic, via, nic_arc
     host = arc_dst[up[first_arc]].astype(np.int64)
     pairs = np.unique(arc_src[host_nic].astype(np.int64) * len(is_gpu) + arc_dst[host_nic])
     h_of, nic_list = pairs // len(is_gpu), pairs % len(is_gpu)    # NICs of each host
@@ -478,4 +489,4 @@ def _assign_nics(arc_src: np.ndarray, arc_dst: np.ndarray, pcie: np.ndarray,
     k[order] = np.arange(len(ranks)) - np.searchsorted(hs, hs)  # turn among the host's GPUs
     gpu_nic[ranks] = nic_list[h_ptr + k % q]
     via[ranks] = host
-    return gpu_nic, via
+    return gpu_nic, via, nic_arc

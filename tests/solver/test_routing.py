@@ -183,6 +183,29 @@ def test_host_access_route_crosses_two_pcie_links():
     assert named(snap, rl.access_down.route(1)) == {("c01", "h0"): 1.0, ("h0", "g01"): 1.0}
 
 
+@pytest.mark.parametrize("design", ["pxn", "host", "own"])
+def test_rank_links_from_the_snapshots_nic_arcs_match_the_pcie_lookup(design):
+    # The ranks' arcs to their own NICs come with the snapshot; rank links made from them
+    # equal those looked up in the PCIe subgraph, which is made only when some rank
+    # needs it (PXN or host NICs), not for a design whose every NIC is its GPU's own.
+    import dataclasses
+
+    topo = {"pxn": lambda: build_template("rail-cluster", nodes=2, nics_per_node=4),
+            "host": host_nic_fabric,
+            "own": lambda: build_template("rail-cluster", nodes=2)}[design]()
+    snap = take_snapshot(topo)
+    fast = Router(snap)
+    slow = Router(dataclasses.replace(snap, gpu_nic_arc=None))
+    a, b = fast.rank_links(), slow.rank_links()
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        for part in ("ptr", "arcs", "weights", "hops") if hasattr(x, "arcs") else (None,):
+            np.testing.assert_array_equal(x if part is None else getattr(x, part),
+                                          y if part is None else getattr(y, part))
+    assert (fast._pcie is None) == (design == "own")
+    assert slow._pcie is not None
+
+
 def test_failed_spine_moves_everything_to_the_other():
     topo = small_fabric()
     topo.update_node("S1", failed=True)

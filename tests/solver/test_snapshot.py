@@ -237,6 +237,27 @@ def test_a_sibling_nic_beats_one_behind_the_host():
     assert snap.node_ids[snap.gpu_nic[0]] == snap.node_ids[snap.gpu_nic[7]]
 
 
+def test_a_gpus_own_nic_arc_is_its_lowest_pcie_arc_to_the_nic():
+    # Two PCIe links between n01-gpu0 and its NIC: the lower-numbered one's arc; GPUs that
+    # reach a NIC through a sibling (PXN) or the host have none of their own (-1).
+    topo = build_template("rail-cluster", nodes=2, nics_per_node=4)
+    (first,) = [lk for lk in topo.links_of("n01-nic0") if "gpu" in (lk.a + lk.b)]
+    topo.add_link(Link(id="extra-pcie", a="n01-gpu0", b="n01-nic0", tech=first.tech))
+    topo.update_node("n02-nic1", failed=True)
+    snap = take_snapshot(topo)
+    pcie = np.flatnonzero(snap.arc_family == PCIE)
+    for r in range(snap.n_gpus):
+        g, nic, via, arc = (int(v[r]) for v in (snap.gpus, snap.gpu_nic, snap.gpu_nic_via,
+                                                snap.gpu_nic_arc))
+        if via >= 0 or nic < 0:
+            assert arc == -1
+        else:
+            to_nic = pcie[(snap.arc_src[pcie] == g) & (snap.arc_dst[pcie] == nic)]
+            assert arc == to_nic.min()
+    assert snap.link_ids[int(snap.gpu_nic_arc[0]) // 2] == first.id
+    assert (snap.gpu_nic_via[[1, 3, 10, 11]] >= 0).all()   # PXN ranks, -1 checked above
+
+
 # ----------------------------------------------------------------- GPUs and domains
 def test_gpus_are_in_natural_id_order():
     t = Topology()
