@@ -63,7 +63,8 @@ class _Domains:
 
     def __init__(self, snap: Snapshot, graph: _Subgraph):
         n_dom = snap.n_domains
-        self.node_dom = _node_domains(snap, graph)
+        self.node_dom = (snap.node_domain if snap.node_domain is not None
+                         else _node_domains(snap, graph))
         nv_all = np.flatnonzero(snap.arc_family == NVLINK)
         arc_dom = self.node_dom[snap.arc_src[nv_all]]
         keep = np.flatnonzero(arc_dom >= 0)

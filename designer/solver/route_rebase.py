@@ -265,4 +265,6 @@ def node_domains(router: Router) -> np.ndarray:
     """NVLink domain of every node of the router's snapshot (-1: none)."""
     if router._nv_started() is not None:
         return router._nv_batch.dom.node_dom
+    if router.snap.node_domain is not None:
+        return router.snap.node_domain
     return _node_domains(router.snap, router.nvlink)

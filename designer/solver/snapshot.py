@@ -86,6 +86,9 @@ class Snapshot:
     # PCIe link, else -1 (PXN, through a host, no NIC); None: not given (the router
     # then looks the arcs up in its PCIe subgraph).
     gpu_nic_arc: np.ndarray | None = None
+    # Per node: the NVLink domain of its component of live NVLink links (-1: no GPU in
+    # it); None: not given (the router then finds it by a breadth-first search).
+    node_domain: np.ndarray | None = None
     links: LinkPositions | None = None       # link id -> index in ``link_ids``
 
     def link_positions(self) -> LinkPositions:
@@ -190,6 +193,15 @@ def _domains(label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     local = np.empty(len(label), dtype=np.int32)
     local[by_dom] = np.arange(len(label)) - first
     return domain, local
+
+
+def _node_domains(comp: np.ndarray, gpus: np.ndarray, gpu_domain: np.ndarray) -> np.ndarray:
+    """NVLink domain of every node from its component ``comp`` (-1 where no rank is in
+    it): two gathers, where the router walked the NVLink arcs from every GPU.  int64:
+    the router multiplies domains by arc counts."""
+    of_label = np.full(len(comp), -1, dtype=np.int64)
+    of_label[comp[gpus]] = gpu_domain
+    return of_label[comp]
 
 
 @dataclass(frozen=True, eq=False)
@@ -362,6 +374,8 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
                                    lambda: _components(n, a_idx[nv_link], b_idx[nv_link]))
     gpu_domain, gpu_local = cache.derived("domains", (comp, gpus),
                                           lambda: _domains(comp[gpus]))
+    node_domain = cache.derived("node domains", (comp, gpus, gpu_domain),
+                                lambda: _node_domains(comp, gpus, gpu_domain))
 
     # Rail NICs: NICs with a compute-plane network link, reached from every GPU that can
     # (its own PCIe link, a sibling's over NVLink, or through the host; see `_assign_nics`).
@@ -395,7 +409,7 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
         arcs.fields,
         arc_family=fam, link_live=live,
         gpus=gpus, gpu_domain=gpu_domain, gpu_local=gpu_local, gpu_nic=gpu_nic,
-        gpu_nic_via=gpu_nic_via, gpu_nic_arc=gpu_nic_arc,
+        gpu_nic_via=gpu_nic_via, gpu_nic_arc=gpu_nic_arc, node_domain=node_domain,
         domain_nvls=domain_nvls, domain_nvls_eff=domain_nvls_eff, net_sharp=net_sharp,
         net_lossless=all(t.lossless for t in net_techs),
         link_compute=compute_link,

@@ -333,6 +333,25 @@ def test_components_match_networkx(seed):
     assert (_components(500, order[:-1], order[1:]) == 0).all()
 
 
+@pytest.mark.parametrize("fail", [(), ("n01-gpu3",), ("n02-nvs1", "n01-gpu0"),
+                                  tuple(f"n03-nvs{k}" for k in range(4))])
+def test_node_domains_are_those_a_walk_over_nvlink_from_the_gpus_finds(fail):
+    # The snapshot labels every node with its component's domain; the router's own
+    # breadth-first search from every GPU must agree, with failed GPUs and switches
+    # (a server whose switches all failed: each GPU its own domain, switches none).
+    from designer.solver.route_nvlink import _node_domains
+    from designer.solver.routing import Router
+
+    topo = build_template("rail-cluster", nodes=3)
+    for node in fail:
+        topo.update_node(node, failed=True)
+    snap = take_snapshot(topo)
+    np.testing.assert_array_equal(snap.node_domain, _node_domains(snap, Router(snap).nvlink))
+    assert (snap.node_domain[snap.gpus] == snap.gpu_domain).all()
+    switch = snap.node_ids.index("n03-nvs0")
+    assert snap.node_domain[switch] == (-1 if "n03-nvs0" in fail else snap.gpu_domain[16])
+
+
 def test_hgx_is_one_nvlink_domain():
     snap = take_snapshot(build_template("hgx", gpu="H100"))
     assert snap.n_gpus == 8
