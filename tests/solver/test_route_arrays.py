@@ -70,3 +70,21 @@ def test_sorted_ptr_is_where_each_key_would_be_inserted(seed):
 
     expect = np.searchsorted(keys, np.arange(n + 1))
     assert sorted_ptr(keys, n).tolist() == expect.tolist()
+
+
+def test_a_dense_key_map_is_a_mapping_of_its_own():
+    # `KeyedRows`' large maps are anonymous mappings (zero pages until a key touches
+    # one), not np.zeros, which zeroes a block that malloc reuses from its heap whole.
+    import mmap
+
+    from designer.solver.keyed_rows import KeyedRows, _lazy_zeros
+
+    big = _lazy_zeros(4 << 20)
+    assert big.dtype == np.int32 and big.size == 4 << 20 and big.flags.writeable
+    assert isinstance(big.base, memoryview) and isinstance(big.base.obj, mmap.mmap)
+    big[[5, -1]] = 7
+    assert big.sum() == 14
+    small = _lazy_zeros(1000)          # under a MB: calloc's zeros will do
+    assert small.base is None and not small.any()
+    rows = KeyedRows(4 << 20)
+    assert isinstance(rows._dense.base, memoryview)
