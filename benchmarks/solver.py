@@ -20,7 +20,10 @@ Two figures per case:
 cold
     the design's first snapshot (from the columns the topology keeps, see
     `designer.model.columns`) plus a solve (routes from scratch, max-min rates, the
-    NCCL time model); the solve is the median of a few runs where a run is cheap.
+    NCCL time model); the solve is the median of a few runs where a run is cheap (3
+    for case a, 1 for case b), and the details give the first run too: the later runs
+    reuse the memory the earlier ones freed, as the app's re-solves do
+    (`designer.memory.keep_freed_memory`).
     ``kernel``: the kernel's CPU time within it and the page faults it took (see
     `Kernel`).
 edit
@@ -229,12 +232,13 @@ def measure(topo, solve: Callable, runs: int, edits: int) -> dict:
     cold_snap = time.perf_counter() - t
     k_snap = Kernel() - k0
     with Counters() as counters:
-        solve_s, res, k_solve = time_runs(lambda: solve(snap), runs)
+        solve_s, res, k_solve, first_s = time_runs(lambda: solve(snap), runs)
     ms = res.timing_ms
     k_cold = k_snap + k_solve
     out = {"cold": cold_snap + solve_s, "edit": {}, "kernel": k_cold,
            "detail": f"cold: snapshot {cold_snap * 1e3:.0f} ms + solve {solve_s * 1e3:.0f} ms "
-                     f"(routes {ms['route']:.0f}, rates {ms['rates']:.0f}, time "
+                     f"(first of {runs}: {first_s * 1e3:.0f} ms; "
+                     f"routes {ms['route']:.0f}, rates {ms['rates']:.0f}, time "
                      f"{ms['time']:.0f} ms; kernel {k_cold.text()}); "
                      f"busbw {res.busbw_GBps[-1]:.1f} GB/s",
            "counts": counters.text()}
@@ -261,9 +265,9 @@ def measure(topo, solve: Callable, runs: int, edits: int) -> dict:
     return out
 
 
-def time_runs(fn: Callable, runs: int) -> tuple[float, object, Kernel]:
-    """Median wall time of ``runs`` calls of ``fn``, the last result, and the kernel's
-    share of the median run."""
+def time_runs(fn: Callable, runs: int) -> tuple[float, object, Kernel, float]:
+    """Median wall time of ``runs`` calls of ``fn``, the last result, the kernel's share
+    of the median run, and the first run's wall time."""
     times, out = [], None
     for _ in range(runs):
         k = Kernel()
@@ -271,7 +275,7 @@ def time_runs(fn: Callable, runs: int) -> tuple[float, object, Kernel]:
         out = fn()
         times.append((time.perf_counter() - t, Kernel() - k))
     wall, kernel = sorted(times, key=lambda x: x[0])[(len(times) - 1) // 2]
-    return wall, out, kernel
+    return wall, out, kernel, times[0][0]
 
 
 def ring(snap, memo=None):
@@ -369,7 +373,8 @@ def main(argv: list[str] | None = None) -> None:
     n = max(1, args.processes)
     print(f"Each case runs in {n} fresh process{'es' if n > 1 else ''}, each of which first "
           "builds its design (not timed);\nthe figures are the medians over the processes, "
-          "the details those of the median cold run.", flush=True)
+          "the details those of the median cold run.\nmalloc: the app's (import designer: "
+          "freed memory kept for the next solve, designer/memory.py).", flush=True)
     results = []
     for key in keys:
         label, goal = CASES[key][:2]

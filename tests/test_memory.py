@@ -81,3 +81,34 @@ def test_threads_share_one_malloc_arena_unless_the_user_chose():
         pytest.skip("glibc only")
     assert _arenas(None) == 1
     assert _arenas("4") == 2     # the thread got an arena of its own
+
+
+# Arrays of 16 MB and 8 MB written and freed, then the same again: the page faults of
+# the second pair (its pages are the first pair's if the process kept them).
+_REUSE = ("import resource\n"
+          "import numpy, designer\n"
+          "def faults(): return resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+          "a, b = numpy.ones(2 << 20), numpy.ones(1 << 20); del a, b\n"
+          "f = faults()\n"
+          "a, b = numpy.ones(2 << 20), numpy.ones(1 << 20)\n"
+          "print(faults() - f)\n")
+
+
+def _faults_on_reuse(env: dict[str, str]) -> int:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run([sys.executable, "-c", _REUSE], env={**clean, **env},
+                         capture_output=True, text=True, check=True)
+    return int(out.stdout.strip())
+
+
+def test_freed_memory_is_kept_for_the_next_solve_unless_the_user_chose():
+    # 6,144 pages written twice: the second time in memory the process kept, unless
+    # the user set glibc's trim threshold (here to its default, 128 KiB), which returns
+    # the freed top of the heap to the kernel: then the pages fault again.
+    if sys.platform != "linux" or not hasattr(ctypes.CDLL(None), "mallopt"):
+        pytest.skip("glibc only")
+    assert _faults_on_reuse({}) < 200
+    assert _faults_on_reuse({"MALLOC_TRIM_THRESHOLD_": "131072"}) > 3000
+    # Asked to leave glibc's own thresholds alone: they moved with the first pair's free
+    # (the 16 MB block was mapped, then unmapped), and some of the pages fault again.
+    assert _faults_on_reuse({"FABRIC_DESIGNER_MALLOC": "glibc"}) > 500
