@@ -442,7 +442,9 @@ def _assign_nics(arc_src: np.ndarray, arc_dst: np.ndarray, pcie: np.ndarray,
     Only the GPUs that lack a NIC of their own cost anything beyond step 1.
     """
     n_gpus = len(gpus)
-    nic_arcs = np.flatnonzero(pcie & is_gpu[arc_src] & fabric_nic[arc_dst])
+    # Among the PCIe arcs only (a third of a cluster's): gathers over them, not all arcs.
+    nic_arcs = np.flatnonzero(pcie)
+    nic_arcs = nic_arcs[is_gpu[arc_src[nic_arcs]] & fabric_nic[arc_dst[nic_arcs]]]
     nic_of = np.full(len(is_gpu), -1, dtype=np.int32)
     gpu_with, first_arc = np.unique(arc_src[nic_arcs], return_index=True)  # lowest arc first
     nic_of[gpu_with] = arc_dst[nic_arcs[first_arc]]
