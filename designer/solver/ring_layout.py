@@ -49,7 +49,7 @@ def ring_layout(snap: Snapshot, ranks: np.ndarray) -> RingLayout:
     """Domain order for rings, and one channel per NIC when the ring leaves its domain.
 
     Inside one domain: local order, a channel per GPU.  Across domains, GPUs that share a
-    NIC (PXN, see `snapshot._assign_nics`) are put next to each other (by the first local
+    NIC (PXN, see `rail_nics.assign_nics`) are put next to each other (by the first local
     index of their NIC's GPUs, then local index; the identity when every GPU has its own
     NIC) and channel ``c`` starts at the ``c``-th NIC's first GPU of the domain with the
     fewest NICs, so every NIC sends one channel and receives one (NCCL opens channels per
