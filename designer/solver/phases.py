@@ -28,6 +28,7 @@ import numpy as np
 from designer.solver.errors import SolverError
 from designer.solver.labels import Labels
 from designer.solver.parallel import fork
+from designer.solver.route_middles import SplitDags
 from designer.solver.route_recipe import (
     PhaseRecipe,
     Piece,
@@ -340,7 +341,8 @@ class FlowBuilder:
         # Pairs: every sender's way out, every receiver's way in, then (adaptive) every
         # fabric route, transfer by transfer (`route_recipe.phase_transfers` reads it).
         pairs = 3 * m if adaptive else 2 * m
-        ids = f_cross.dtype if 2 * n + len(fab.ptr) < 2**31 else np.int64
+        n_fab = len(fab.own.hops if isinstance(fab, SplitDags) else fab.hops)
+        ids = f_cross.dtype if 2 * n + n_fab + 1 < 2**31 else np.int64
         pair_flow, pair_route = np.empty(pairs, f_cross.dtype), np.empty(pairs, ids)
         pair_flow[:m] = f_cross
         pair_flow[m:2 * m] = f_cross
@@ -388,8 +390,9 @@ class FlowBuilder:
         route in the table (one per (edge switch, edge switch) class under adaptive
         routing, one per transfer otherwise), and the rows' keys for `route_recipe`:
         the classes' edge switches ``(la, lb)``, then for walks each transfer's class,
-        hash key and destination, and the routing mode.  ``pending``: the class DAGs may
-        come unwritten (`Router.fabric_dags`), for `materialize` to write."""
+        hash key and destination, and the routing mode.  ``pending`` (adaptive): the
+        class DAGs come as a `route_middles.SplitDags`, their own rows maybe unwritten
+        (`Router.fabric_dags`), for `materialize` to write."""
         s, r = self.snap, self.router
         rl = r.rank_links()
         # Fabric routes are per (edge switch, edge switch) class: find the classes by
@@ -405,8 +408,10 @@ class FlowBuilder:
             i = int(np.flatnonzero(cls_hops < 0)[0])
             r.fabric_dag(int(la[i]), int(lb[i]))  # raises naming the pair
         if s.routing == "adaptive":
-            # One DAG per class, shared.
-            return r.fabric_dags(la, lb, hops=cls_hops, pending=pending), inverse, (la, lb)
+            # One DAG per class, shared (``pending``: the middles apart, see
+            # `route_middles`).
+            return (r.fabric_dags(la, lb, hops=cls_hops, pending=pending, split=pending),
+                    inverse, (la, lb))
         # Static routing picks by destination; the keys are ECMP's alone.
         wkeys = bc if keys is None else keys
         walks = r.class_walks(la, lb, inverse, wkeys, bc, s.routing, hops=cls_hops)

@@ -27,6 +27,7 @@ from designer.solver.route_subgraph import sorted_ptr
 from designer.solver.route_walk import walk_shared
 
 if TYPE_CHECKING:
+    from designer.solver.route_middles import SplitDags
     from designer.solver.routing import Router
 
 
@@ -399,14 +400,15 @@ class _FabricGroups:
 
     # ---- adaptive DAGs
     def dags(self, leaf_a: np.ndarray, leaf_b: np.ndarray,
-             hops: np.ndarray | None = None, pending: bool = False) -> RouteBatch:
+             hops: np.ndarray | None = None, pending: bool = False,
+             split: bool = False) -> RouteBatch | SplitDags:
         """Adaptive DAGs of pairs of distinct switches (``hops``: their distances, if
         known), walked together level by level.
 
         Per pair this is `Router._dag_fractions` (see `route_walk.walk_levels`); until
         the last hop a switch's next hops depend only on the target's group, so pairs
         whose first hop leaves them alike share the levels in between
-        (`route_walk.walk_shared`, which ``pending`` is passed to)."""
+        (`route_walk.walk_shared`, which ``pending`` and ``split`` are passed to)."""
         s = self.snap
         grp = self.groups_of(leaf_b)
         if hops is None:
@@ -424,7 +426,7 @@ class _FabricGroups:
             return table.take(row)
 
         return walk_shared(leaf_a, hops, grp, s.arc_dst, s.n_nodes, next_hops, self.index,
-                           pending=pending)
+                           pending=pending, split=split)
 
     # ---- single-path walks (ecmp, static)
     _CHUNK = 1 << 16   # flows walked at a time: temporaries stay small and in cache

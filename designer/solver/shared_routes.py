@@ -191,18 +191,19 @@ class SharedRoutes:
         ``tails[i]``, if given, is ``(link, weight)`` entries that follow
         ``parts[i]``'s own, where ``parts[i].ptr`` already counts them (a set whose
         entries are written here, once, rather than joined first and copied again); or
-        a `PendingRows` that writes them.
+        a `PendingRows` that writes them; or a list of those, one after another.
         ``link_dtype``: the links' type in a result that is written (narrower than the
         parts' where the caller knows the ids fit); default: numpy's common type of the
         parts'.  One set with no tail, its links of that type, is returned as it is.
         """
-        tails = [None] * len(parts) if tails is None else list(tails)
+        tails = [[] if t is None else t if isinstance(t, list) else [t]
+                 for t in ([None] * len(parts) if tails is None else tails)]
         if len(parts) == 1:
             p, tail = parts[0], tails[0]
-            if tail is None and (link_dtype is None or p.link.dtype == link_dtype):
+            if not tail and (link_dtype is None or p.link.dtype == link_dtype):
                 return p
             # The entries alone are written: the pairs need no renumbering.
-            entries = [(p.link, p.weight)] + ([] if tail is None else [tail])
+            entries = [(p.link, p.weight), *tail]
             link, weight = _written(entries, int(p.ptr[-1]), link_dtype)
             return cls(p.ptr, link, weight, p.pair_flow, p.pair_route, p.pair_mult, p.local)
         ptrs, base_entry, base_route = [np.zeros(1, np.int64)], 0, 0
@@ -213,8 +214,7 @@ class SharedRoutes:
             base_entry += int(p.ptr[-1])
             base_route += p.n_routes
             entries.append((p.link, p.weight))
-            if tail is not None:
-                entries.append(tail)
+            entries.extend(tail)
         mult = None
         if any(p.pair_mult is not None for p in parts):
             mult = np.concatenate([np.ones(len(p.pair_flow)) if p.pair_mult is None
