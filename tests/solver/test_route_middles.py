@@ -80,7 +80,9 @@ def test_canonical_middles_merge_equal_rows_drop_unused_and_number_by_first_use(
         digest, monkeypatch):
     if digest == "all equal":   # every row collides: matches are still checked
         monkeypatch.setattr(route_middles, "_row_digest",
-                            lambda t: np.zeros(len(t.hops), np.uint64))
+                            lambda t: np.zeros(len(t.hops), np.int64))
+        monkeypatch.setattr(route_middles, "_row_hash",
+                            lambda t, rows: np.zeros(len(rows), np.uint64))
     table = _table([[1, 2], [5], [3, 4], [1, 2], [7, 8]])
     head = np.arange(6)
     mid = canonical_middles(head, np.array([2, -1, 3, 0, 2, 1]), table)
@@ -89,6 +91,15 @@ def test_canonical_middles_merge_equal_rows_drop_unused_and_number_by_first_use(
     assert [mid.table.route(i)[0].tolist() for i in range(3)] == [[3, 4], [1, 2], [5]]
     np.testing.assert_array_equal(mid.of, [0, -1, 1, 1, 0, 2])
     np.testing.assert_array_equal(mid.head, head)
+
+
+def test_rows_of_one_key_are_told_apart_by_their_entries():
+    # Same length and arc sum (the cheap key), but only rows 1 and 3 are equal: they are
+    # merged even though row 0 comes first among those of their key.
+    table = _table([[1, 4], [2, 3], [0, 5], [2, 3]])
+    mid = canonical_middles(np.zeros(4, np.int64), np.array([0, 1, 2, 3]), table)
+    np.testing.assert_array_equal(mid.of, [0, 1, 2, 1])
+    assert [mid.table.route(i)[0].tolist() for i in range(3)] == [[1, 4], [2, 3], [0, 5]]
 
 
 def test_rows_that_differ_in_weight_alone_stay_apart():
