@@ -157,6 +157,10 @@ def _distinct_rows(rows_of, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     def block_rows(b: slice) -> np.ndarray:
         return whole if whole is not None else rows_of(items[b])
 
+    # Every row equal to the first (a cluster of identical boards): one comparison, no
+    # hashes.  (Otherwise this costs one pass over the first block.)
+    if all(bool((block_rows(b) == probe).all()) for b in blocks):
+        return np.zeros(1, np.int64), np.zeros(n, np.int64)
     hashes = np.concatenate([_row_hash(block_rows(b)) for b in blocks])
     _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
