@@ -57,14 +57,19 @@ class _Domains:
     Parameters
     ----------
     snap : Snapshot
-    graph : _Subgraph
-        The NVLink arcs (`Router.nvlink`).
+    graph : _Subgraph, optional
+        The NVLink arcs (`Router.nvlink`), for a snapshot that does not label its nodes'
+        domains (``Snapshot.node_domain``); made here if needed and not given.
     """
 
-    def __init__(self, snap: Snapshot, graph: _Subgraph):
+    def __init__(self, snap: Snapshot, graph: _Subgraph | None = None):
         n_dom = snap.n_domains
-        self.node_dom = (snap.node_domain if snap.node_domain is not None
-                         else _node_domains(snap, graph))
+        if snap.node_domain is not None:
+            self.node_dom = snap.node_domain
+        else:
+            if graph is None:
+                graph = _Subgraph(snap, snap.arc_family == NVLINK)
+            self.node_dom = _node_domains(snap, graph)
         nv_all = np.flatnonzero(snap.arc_family == NVLINK)
         arc_dom = self.node_dom[snap.arc_src[nv_all]]
         keep = np.flatnonzero(arc_dom >= 0)
@@ -194,8 +199,15 @@ class NvlinkTables:
 
     def __init__(self, router: Router):
         self.snap = router.snap
-        self.graph = router.nvlink
-        self.dom = _Domains(self.snap, self.graph)
+        self.dom = dom = _Domains(self.snap, router._nvlink)
+        # Templates are found on each class's first domain alone: the subgraph of those
+        # domains' arcs is all the walks read (a cluster of identical boards: one
+        # board's, not every NVLink arc of the design).
+        reps = dom.class_rep
+        start = dom.arc_ptr[reps]
+        mine = np.zeros(self.snap.n_arcs, dtype=bool)
+        mine[dom.arcs[ragged_arange(start, dom.arc_ptr[reps + 1] - start)]] = True
+        self.graph = _Subgraph(self.snap, mine)
         k = self.dom.max_nodes
         # Template keys shifted by one (0: the empty route).
         self._rows = KeyedRows(int(self.dom.class_rep.size) * k * k + 1)

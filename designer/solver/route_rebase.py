@@ -169,14 +169,16 @@ def rebase_router(old: Router, change: SnapshotChange) -> Router:
     net_reweighed = change.net_reweighed()
     if change.live:
         fam = snap.arc_family
-        new.nvlink = _subgraph_after(old.nvlink, change, lambda a: fam[a] == NVLINK)
+        new.nvlink = (None if old._nvlink is None else
+                      _subgraph_after(old._nvlink, change, lambda a: fam[a] == NVLINK))
         new.net = _subgraph_after(old.net, change, lambda a: (
             (fam[a] != NVLINK) & (fam[a] != PCIE) & snap.compute_links()[a // 2]))
         new._pcie = (None if old._pcie is None else
                      _subgraph_after(old._pcie, change, lambda a: fam[a] == PCIE))
         new._edge_table = None
     else:
-        new.nvlink, new.net = _subgraph_after(old.nvlink, change), _subgraph_after(old.net, change)
+        new.nvlink = None if old._nvlink is None else _subgraph_after(old._nvlink, change)
+        new.net = _subgraph_after(old.net, change)
         new._pcie = None if old._pcie is None else _subgraph_after(old._pcie, change)
         if old._edge_table is not None and net_reweighed.size:
             new._edge_table = _edge_table(new, old._edge_table, net_reweighed)
@@ -220,7 +222,7 @@ def _nv_tables(old: Router, new: Router, change: SnapshotChange):
     if tables is None:
         return None
     out = copy.copy(tables)
-    out.snap, out.graph = new.snap, new.nvlink
+    out.snap = new.snap   # (its graph, the domains' NVLink arcs, is the same)
     # The templates found so far; new ones are found by the new router.  (The key map
     # is copied, as it is written in place; the template space is small.)
     rows = out._rows = copy.copy(tables._rows)

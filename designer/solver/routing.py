@@ -95,13 +95,14 @@ class Router:
         self.snap = snap
         self.seed = seed
         s = snap
-        # The NVLink subgraph first: the NVLink route templates' groundwork (domains,
-        # classes of domains built alike) needs it alone, and on two cores it is laid
-        # while this thread builds the others and goes on.
+        # The NVLink route templates' groundwork (domains, classes of domains built
+        # alike) first: on two cores it is laid while this thread builds the fabric's
+        # subgraph and goes on.  It needs no NVLink subgraph of the whole design (see
+        # `NvlinkTables`), which is made only if some route is found pair by pair.
         nv = s.arc_family == NVLINK
-        self.nvlink = _Subgraph(s, nv)
+        self._nvlink: _Subgraph | None = None
         self._nv_pending: Forked[NvlinkTables] | None = (
-            fork(NvlinkTables, self) if self.nvlink.arcs.size else None)
+            fork(NvlinkTables, self) if nv.any() else None)
         compute = np.repeat(s.compute_links(), 2)  # planes are per link
         net = ~nv & (s.arc_family != PCIE) & compute
         self.net = _Subgraph(s, net)
@@ -118,6 +119,18 @@ class Router:
         self._legs_pending: Forked[RouteBatch] | None = None
 
     # -------------------------------------------------------------- NVLink
+    @property
+    def nvlink(self) -> _Subgraph:
+        """The NVLink arcs, made on first use (the batched routes need only their
+        domains', `NvlinkTables`)."""
+        if self._nvlink is None:
+            self._nvlink = _Subgraph(self.snap, self.snap.arc_family == NVLINK)
+        return self._nvlink
+
+    @nvlink.setter
+    def nvlink(self, graph: _Subgraph | None) -> None:
+        self._nvlink = graph
+
     def nvlink_route(self, a: int, b: int) -> Route:
         """Spray from node ``a`` to node ``b`` over all shortest NVLink paths, each hop
         split in proportion to arc capacity."""

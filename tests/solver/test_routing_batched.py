@@ -10,8 +10,9 @@ from fabrics import named
 
 from designer.model.templates import build_template
 from designer.model.topology import Topology
+from designer.solver.route_rebase import diff_snapshots, rebase_router
 from designer.solver.routing import Router
-from designer.solver.snapshot import take_snapshot
+from designer.solver.snapshot import NVLINK, take_snapshot
 
 
 def degraded(topo: Topology, seed: int, fail: float = 0.0) -> Topology:
@@ -74,6 +75,35 @@ def test_batched_nvlink_routes_equal_the_per_pair_spray(design):
     assert batch.hops.tolist() == hops
     if design == "torus":
         assert batch.hops.max() >= 3  # really multi-hop
+
+
+def test_batched_nvlink_routes_read_only_the_class_domains_arcs():
+    # Four identical boards: the templates are found on the first board's arcs alone,
+    # and the router makes no NVLink subgraph of the whole design for a batch (only
+    # for a route asked pair by pair), nor does a rebased router, until asked.
+    topo = build_template("rail-cluster", nodes=4, gpu="B200")
+    snap = take_snapshot(topo)
+    a, b = domain_pairs(snap)
+    router = Router(snap)
+    batch = router.nvlink_routes(a, b)
+    tables = router._nv_tables()
+    assert len(tables.dom.class_rep) == 1 and router._nvlink is None
+    first = tables.dom.class_rep[0]
+    board = tables.dom.arcs[tables.dom.arc_ptr[first]:tables.dom.arc_ptr[first + 1]]
+    np.testing.assert_array_equal(np.sort(tables.graph.arcs), np.sort(board))
+    assert len(board) * 4 == int((snap.arc_family == NVLINK).sum())
+    single = Router(snap)
+    pairs = list(zip(a.tolist(), b.tolist(), strict=True))
+    assert_same_routes(batch, [single.nvlink_route(x, y) for x, y in pairs])
+    assert single._nvlink is not None and single._nvlink.arcs.size == len(board) * 4
+    # A network link fails: the rebased router keeps the templates and their graph.
+    topo.update_link(next(lk.id for lk in topo.links() if "leaf" in lk.a + lk.b),
+                     failed=True)
+    after = take_snapshot(topo)
+    new = rebase_router(router, diff_snapshots(snap, after))
+    assert new._nvlink is None and new._nv_tables().graph is tables.graph
+    assert_same_routes(new.nvlink_routes(a, b), [Router(after).nvlink_route(x, y)
+                                                 for x, y in pairs])
 
 
 def test_degraded_domains_get_their_own_routes():
