@@ -266,7 +266,7 @@ def access_legs(rl: RankLinks, n_arcs: int) -> RouteBatch:
                             np.stack([one, down_t.lengths], axis=1)])
     sizes = sizes * np.concatenate([ok, ok])[:, None]
     pick = ragged_arange(heads.reshape(-1), sizes.reshape(-1))
-    lengths = sizes.sum(axis=1)
+    lengths = sizes[:, 0] + sizes[:, 1]   # (a sum over an axis of two: 10x slower)
     ptr = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=ptr[1:])
     return RouteBatch(ptr, pool[pick], pool_w[pick], np.zeros(len(lengths), np.int64))

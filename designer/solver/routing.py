@@ -313,6 +313,11 @@ class Router:
         g = self.net
         out = np.full(len(nodes), -1, dtype=np.int64)
         ask = np.flatnonzero(~self.is_switch[nodes])
+        # A node with one such arc (a NIC with one cable: the usual case) takes it.
+        count = g.ptr[nodes[ask] + 1] - g.ptr[nodes[ask]]
+        one = count == 1
+        out[ask[one]] = g.arcs[g.ptr[nodes[ask[one]]]]
+        ask = ask[~one]
         pos, owner = g.out_arcs(nodes[ask])
         if pos.size:
             cap = self.snap.arc_cap[g.arcs[pos]]
