@@ -267,3 +267,25 @@ def test_walks_longer_than_one_chunk(fat_tree, monkeypatch):
     assert mixed.hops.tolist()[:2] == [0, 0] and mixed.hops.tolist()[4:] == [0, 0]
     assert mixed.hops[2] == mixed.hops[3] > 0
     assert len(mixed.arcs) == 2 * mixed.hops[2]
+
+
+def test_edge_switches_are_grouped_by_their_switch_neighbours(fat_tree):
+    # Leaves with the same spines share a group (one search), whatever order they are
+    # asked in; the failures leave some leaves with spines of their own.
+    snap, la, lb = fat_tree
+    leaves = np.unique(lb)
+    groups = Router(snap)._fabric_groups()
+    got = groups.groups_of(leaves[::-1])[::-1]         # any order of asking
+    net = groups.net
+    spines = [frozenset(int(x) for x in net.dst[net.ptr[v]:net.ptr[v + 1]]
+                        if snap.node_kind[x] != "nic") for v in leaves.tolist()]
+    for i in range(len(leaves)):
+        for j in range(len(leaves)):
+            assert (got[i] == got[j]) == (spines[i] == spines[j])
+    assert len(set(got.tolist())) == len(set(spines)) > 1
+    # Numbered by first appearance, targets ascending.
+    firsts = [got[i] for i in sorted({got.tolist().index(g) for g in got.tolist()})]
+    assert firsts == list(range(len(firsts)))
+    single = Router(snap)
+    assert_same_routes(Router(snap).fabric_dags(la, lb),
+                       [single.fabric_dag(int(x), int(y)) for x, y in zip(la, lb, strict=True)])
