@@ -38,7 +38,7 @@ from designer.solver.route_arrays import (
 )
 from designer.solver.shared_routes import SharedRoutes
 
-__all__ = ["Middles", "SplitDags", "canonical_middles", "no_middles", "split_rows", "with_middles"]
+__all__ = ["Middles", "SplitDags", "canonical_middles", "split_rows", "with_middles"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,15 +105,8 @@ class SplitDags:
     middles: Middles
 
     def whole(self) -> RouteBatch:
+        """The class rows written in full (`Middles.whole`)."""
         return self.middles.whole(self.own)
-
-
-def no_middles(own: RouteBatch) -> Middles:
-    """Middles of a table whose rows are all whole (none shared)."""
-    n = len(own.hops)
-    return Middles(np.asarray(own.lengths, np.int64), np.full(n, -1, np.int64),
-                   RouteBatch(np.zeros(1, np.int64), own.arcs[:0], np.zeros(0),
-                              np.zeros(0, np.int64)))
 
 
 def _row_digest(table: RouteBatch) -> np.ndarray:

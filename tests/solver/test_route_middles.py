@@ -13,7 +13,7 @@ from test_route_walk import leaf_pairs
 from designer.model.templates import build_template
 from designer.solver import route_middles, routing
 from designer.solver.route_arrays import RouteBatch, _ptr
-from designer.solver.route_middles import Middles, canonical_middles
+from designer.solver.route_middles import canonical_middles
 from designer.solver.route_recipe import phase_transfers
 from designer.solver.routing import Router
 from designer.solver.snapshot import take_snapshot
@@ -174,10 +174,3 @@ def test_a_transfers_arcs_include_its_middle(fat_tree, monkeypatch):
         got = np.unique(np.concatenate(tr.arcs_of(np.array([rank]))))
         want = np.unique(np.concatenate(tr_whole.arcs_of(np.array([rank]))))
         np.testing.assert_array_equal(got, want)
-
-
-def test_no_middles_keeps_every_row_whole():
-    table = _table([[1, 2], [3]])
-    mid = route_middles.no_middles(table)
-    assert isinstance(mid, Middles)
-    _same_batch(mid.whole(table), table)
