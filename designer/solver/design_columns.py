@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -70,28 +71,32 @@ class ColumnCache:
 
         Arrays, not tuples: gathered from the names by code (a tuple is a Python call per
         node: 50 ms at 131,072 GPUs), and the cyclic garbage collector does not walk an
-        array's items (see `link_planes`)."""
+        array's items (see `arc_plane`)."""
         def names(table, codes):
             return np.array(list(table), dtype=object)[codes]
         return self.derived("names", (f.kind_of, f.model_of), lambda: (
             names(f.kind_names, f.kind_of), names(f.model_names, f.model_of)))
 
-    def link_planes(self, f: FrozenColumns) -> tuple[np.ndarray, np.ndarray]:
+    def arc_plane(self, f: FrozenColumns) -> np.ndarray:
         """The plane of every arc (an object array: the cyclic garbage collector does not
-        walk an array's items, and a 200,000-item tuple costs each of its passes ~15 ms)
-        and whether each link is on the compute plane."""
+        walk an array's items, and a 200,000-item tuple costs each of its passes ~15 ms)."""
         def compute():
-            n = len(f.keys)
-            one = f.one_plane
-            if one is None and len(set(f.planes)) <= 1:
-                one = f.planes[0] if f.planes else ""
-            if one is not None:  # one plane: no need to test every link
-                arc_plane = np.empty(2 * n, dtype=object)
+            one = _one_plane(f)
+            if one is not None:  # one plane: no need to read every link's
+                arc_plane = np.empty(2 * len(f.keys), dtype=object)
                 arc_plane.fill(one)  # np.full is ~15x slower for objects
-                return arc_plane, np.full(n, one == "compute")
-            return (np.repeat(np.array(f.planes, dtype=object), 2),
-                    np.fromiter(map("compute".__eq__, f.planes), bool, n))
-        return self.derived("planes", (f.keys, f.planes), compute)
+                return arc_plane
+            return np.repeat(np.array(f.planes, dtype=object), 2)
+        return self.derived("arc planes", (f.keys, f.planes), compute)
+
+    def link_compute(self, f: FrozenColumns) -> np.ndarray:
+        """Whether each link is on the compute plane."""
+        def compute():
+            one = _one_plane(f)
+            if one is not None:  # one plane: no need to test every link
+                return np.full(len(f.keys), one == "compute")
+            return np.fromiter(map("compute".__eq__, f.planes), bool, len(f.keys))
+        return self.derived("compute links", (f.keys, f.planes), compute)
 
     def nvlink_components(self, f: FrozenColumns, nvlink: np.ndarray, compute) -> np.ndarray:
         hit = self._components
@@ -161,6 +166,30 @@ def _same_shape_order(joined: str, n: int) -> np.ndarray | None:
     if bool(np.all(text[1:] >= text[:-1])):
         return np.arange(n)
     return np.argsort(text, kind="stable")
+
+
+def _one_plane(f: FrozenColumns) -> str | None:
+    """The plane every link is on, if they share one (None: several)."""
+    one = f.one_plane
+    if one is None and len(set(f.planes)) <= 1:
+        one = f.planes[0] if f.planes else ""
+    return one
+
+
+@dataclass(frozen=True, eq=False)
+class NameSource:
+    """Where a snapshot reads its names on first use: the design's frozen columns,
+    through their cache (so the snapshots of one design share the arrays, and a cold
+    snapshot makes none of them)."""
+
+    cache: ColumnCache
+    columns: FrozenColumns
+
+    def node_names(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.cache.node_names(self.columns)
+
+    def arc_plane(self) -> np.ndarray:
+        return self.cache.arc_plane(self.columns)
 
 
 _CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

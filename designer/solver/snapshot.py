@@ -38,7 +38,7 @@ from designer.model.catalog import FAMILIES
 from designer.model.columns import FrozenColumns
 from designer.model.topology import Topology
 from designer.solver.arc_delays import ArcDelays, read_only
-from designer.solver.design_columns import ColumnCache, LinkPositions, cache_of
+from designer.solver.design_columns import ColumnCache, LinkPositions, NameSource, cache_of
 from designer.solver.rail_nics import assign_nics
 
 NVLINK, PCIE = FAMILIES.index("nvlink"), FAMILIES.index("pcie")
@@ -58,8 +58,6 @@ class Snapshot:
     generation: int
     routing: str
     node_ids: tuple[str, ...]
-    node_kind: np.ndarray              # object (str) per node, read-only
-    node_model: np.ndarray             # object (str) per node, read-only
     node_switch: np.ndarray            # bool per node: its kind is in SWITCH_KINDS
     # Every link; arcs 2k, 2k+1 belong to link_ids[k].  The design columns' own list,
     # which nobody writes once frozen (`FrozenColumns`): not copied, not to be written.
@@ -70,7 +68,6 @@ class Snapshot:
     link_line: np.ndarray              # GB/s per direction per link, line rate
     arc_delays: ArcDelays              # latency and jitter (`arc_latency_s`, `arc_jitter_s`)
     arc_family: np.ndarray             # index into FAMILIES, DEAD for a dead link's arcs
-    arc_plane: np.ndarray              # plane name (object array of str)
     gpus: np.ndarray                   # node index of each rank
     gpu_domain: np.ndarray             # NVLink domain id of each rank (0..D-1)
     gpu_local: np.ndarray              # position of the rank inside its domain
@@ -91,6 +88,9 @@ class Snapshot:
     # it); None: not given (the router then finds it by a breadth-first search).
     node_domain: np.ndarray | None = None
     links: LinkPositions | None = None       # link id -> index in ``link_ids``
+    # Where the names come from (`node_kind`, `node_model`, `arc_plane`): the design's
+    # columns, through their cache, so snapshots of one design share the arrays.
+    names: NameSource | None = None
 
     def link_positions(self) -> LinkPositions:
         """``{link id: index in link_ids}``, as a read-only mapping.
@@ -103,6 +103,24 @@ class Snapshot:
             object.__setattr__(self, "links", LinkPositions(
                 dict(zip(self.link_ids, range(len(self.link_ids)), strict=True))))
         return self.links
+
+    # Names a solve reads rarely (error messages, PXN relays), made on first use: object
+    # arrays of 40,192 nodes and 229,376 arcs at 16,384 GPUs, ~0.8 ms a cold snapshot
+    # paid for.
+    @cached_property
+    def node_kind(self) -> np.ndarray:
+        """Object (str) per node: its kind, read-only."""
+        return self.names.node_names()[0]
+
+    @cached_property
+    def node_model(self) -> np.ndarray:
+        """Object (str) per node: its device model, read-only."""
+        return self.names.node_names()[1]
+
+    @cached_property
+    def arc_plane(self) -> np.ndarray:
+        """Object (str) per arc: its link's plane, read-only."""
+        return self.names.arc_plane()
 
     # Per-arc facts a solve does not need, made on first use: at 131,072 GPUs each is
     # 14 MB of fresh memory (3,600 page faults) that every cold snapshot paid for.
@@ -274,8 +292,11 @@ def build_snapshot(capture: DesignCapture) -> Snapshot:
     arc_cap = np.empty(2 * len(line))
     np.multiply(line, arcs.eff, out=arc_cap[0::2])
     arc_cap[1::2] = arc_cap[0::2]
+    # (The names' source is the snapshot's own: kept in the cache's values, it would
+    # make a reference cycle through the cache, freed only by the cyclic collector.)
     return Snapshot(generation=capture.generation, routing=capture.routing,
-                    arc_cap=arc_cap, link_line=read_only(line), **fields)
+                    arc_cap=arc_cap, link_line=read_only(line), names=NameSource(cache, c),
+                    **fields)
 
 
 @dataclass(frozen=True, eq=False)
@@ -297,7 +318,6 @@ def _arcs(capture: DesignCapture) -> _Arcs:
     """The arcs of every link of ``capture`` and the catalog's facts about them."""
     cat = capture.catalog
     c, cache = capture.columns, capture.cache
-    kinds, models = cache.node_names(c)
     # Per-model and per-tech facts are looked up once per distinct value, then indexed;
     # names no node or link uses any more are skipped (they may be stale).
     model_of = c.model_of
@@ -313,7 +333,7 @@ def _arcs(capture: DesignCapture) -> _Arcs:
     t_GBps, t_eff = fact(lambda t: t.GBps), fact(lambda t: t.efficiency)
     t_lat, t_jit = fact(lambda t: t.latency_ns * 1e-9), fact(lambda t: t.jitter_ns * 1e-9)
     t_fam = fact(lambda t: FAMILIES.index(t.family), np.int8)
-    arc_plane, compute = cache.link_planes(c)
+    compute = cache.link_compute(c)
 
     # Arcs a->b then b->a for every link: arc_src = a, b, a, b ...
     arc_src = np.empty(2 * len(c.a_idx), dtype=np.int32)
@@ -321,8 +341,8 @@ def _arcs(capture: DesignCapture) -> _Arcs:
     arc_src[0::2] = arc_dst[1::2] = c.a_idx
     arc_src[1::2] = arc_dst[0::2] = c.b_idx
     fields = dict(
-        node_ids=c.node_ids, node_kind=kinds, node_model=models, link_ids=c.keys,
-        arc_src=arc_src, arc_dst=arc_dst, arc_plane=arc_plane,
+        node_ids=c.node_ids, link_ids=c.keys,
+        arc_src=arc_src, arc_dst=arc_dst,
         arc_delays=ArcDelays(tech_of, t_lat, t_jit, node_latency, arc_dst),
         links=LinkPositions(c.link_pos),
     )

@@ -29,14 +29,15 @@ def fresh(topo):
 def assert_same(a, b) -> None:
     for f in dataclasses.fields(a):
         x, y = getattr(a, f.name), getattr(b, f.name)
-        if f.name in ("links", "link_compute"):  # caches, compared through their methods
+        if f.name in ("links", "link_compute", "names"):  # compared through what they give
             continue
         if isinstance(x, np.ndarray):
             assert x.dtype == y.dtype and np.array_equal(x, y), f.name
         elif f.name != "arc_delays":   # made on first use: compared below
             assert x == y, f.name
     # The per-arc facts made on first use, from what the capture held.
-    for name in ("arc_line", "arc_latency_s", "arc_jitter_s"):
+    for name in ("arc_line", "arc_latency_s", "arc_jitter_s", "node_kind", "node_model",
+                 "arc_plane"):
         x, y = getattr(a, name), getattr(b, name)
         assert x.dtype == y.dtype and np.array_equal(x, y), name
     assert dict(a.link_positions()) == dict(b.link_positions())
@@ -92,3 +93,21 @@ def test_nvlink_domains_are_reused_until_an_nvlink_link_changes():
     snap = build_snapshot(capture_design(topo))
     assert cols._components[3] is not first
     assert_same(snap, fresh(topo))
+
+
+def test_a_snapshot_makes_its_names_only_when_asked():
+    """Node kinds and models and arc planes are object arrays a solve rarely reads: a
+    snapshot and a ring solve make none of them; asked, they are the design's, shared by
+    the snapshots of one design."""
+    from designer.solver.timing import solve_collective
+
+    topo = build_template("rail-cluster", nodes=2)
+    snap = build_snapshot(capture_design(topo))
+    solve_collective(snap, sizes=[1 << 30], algorithm="ring")
+    assert not {"node_kind", "node_model", "arc_plane"} & set(vars(snap))
+    assert list(snap.node_kind[:2]) == [topo.node(i).kind for i in snap.node_ids[:2]]
+    link = next(iter(topo.links()))
+    k = snap.link_ids.index(link.id)
+    assert snap.arc_plane[2 * k] == snap.arc_plane[2 * k + 1] == link.plane
+    again = build_snapshot(capture_design(topo))
+    assert again.node_kind is snap.node_kind and again.arc_plane is snap.arc_plane
