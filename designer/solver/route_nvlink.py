@@ -205,9 +205,16 @@ class NvlinkTables:
         # board's, not every NVLink arc of the design).
         reps = dom.class_rep
         start = dom.arc_ptr[reps]
+        lengths = dom.arc_ptr[reps + 1] - start
+        at = ragged_arange(start, lengths)             # places in `dom.arcs`
         mine = np.zeros(self.snap.n_arcs, dtype=bool)
-        mine[dom.arcs[ragged_arange(start, dom.arc_ptr[reps + 1] - start)]] = True
+        mine[dom.arcs[at]] = True
         self.graph = _Subgraph(self.snap, mine)
+        # Each of those arcs' position in its domain's list, by arc id (a template's
+        # arcs are a class's first domain's: `_templates` looks them up here).
+        order = np.argsort(dom.arcs[at], kind="stable")
+        self._rep_arcs = dom.arcs[at][order]
+        self._rep_pos = (at - np.repeat(start, lengths))[order]
         k = self.dom.max_nodes
         # Template keys shifted by one (0: the empty route).
         self._rows = KeyedRows(int(self.dom.class_rep.size) * k * k + 1)
@@ -244,11 +251,9 @@ class NvlinkTables:
         a = dom.nodes[dom.node_ptr[rep] + keys[real] // k % k]
         b = dom.nodes[dom.node_ptr[rep] + keys[real] % k]
         found = self.spray(a, b)
-        # Each arc's position in its domain's list (sorted by arc): a binary search.
-        arc_dom = np.repeat(rep, found.lengths)
-        n_arcs = self.snap.n_arcs
-        listed = dom.node_dom[self.snap.arc_src[dom.arcs]] * n_arcs + dom.arcs  # sorted
-        pos = np.searchsorted(listed, arc_dom * n_arcs + found.arcs) - dom.arc_ptr[arc_dom]
+        # Each arc's position in its domain's list: a binary search among the class
+        # domains' arcs.
+        pos = self._rep_pos[np.searchsorted(self._rep_arcs, found.arcs)]
         return _scatter(RouteBatch(found.ptr, pos, found.weights, found.hops), real, len(keys))
 
     # ---- the spray of many pairs at once
