@@ -30,11 +30,10 @@ from designer.solver.route_arrays import (
     PendingBatch,
     PendingRows,
     RouteBatch,
-    _hash,
     _ptr,
     _stack,
     first_occurrence,
-    ragged_arange,
+    segment_hash,
 )
 from designer.solver.shared_routes import SharedRoutes
 
@@ -109,60 +108,23 @@ class SplitDags:
         return self.middles.whole(self.own)
 
 
-def _row_digest(table: RouteBatch) -> np.ndarray:
-    """A cheap key of each row (its length and the sum of its arc ids): equal rows have
-    equal keys.  (Rows of equal keys are told apart by `_row_hash`.)"""
-    lengths = np.asarray(table.lengths, np.int64)
-    out = lengths << np.int64(40)
-    full = np.flatnonzero(lengths)
-    if full.size:
-        out[full] += np.add.reduceat(table.arcs, table.ptr[:-1][full], dtype=np.int64)
-    return out
-
-
-def _row_hash(table: RouteBatch, rows: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of the entries of ``rows`` (arcs, weight bits, places)."""
-    lengths = np.asarray(table.lengths[rows], np.int64)
-    pos = ragged_arange(table.ptr[rows], lengths)
-    place = np.arange(len(pos)) - np.repeat(_ptr(lengths)[:-1], lengths)
-    out = np.zeros(len(rows), np.uint64)
-    full = np.flatnonzero(lengths)
-    if full.size:
-        with np.errstate(over="ignore"):
-            mixed = _hash(table.arcs[pos].astype(np.int64) * np.int64(1 << 24) + place, 3) \
-                ^ _hash(np.asarray(table.weights, np.float64)[pos].view(np.uint64), 4)
-            out[full] = np.add.reduceat(mixed, _ptr(lengths)[:-1][full])
-    return out
-
-
 def canonical_middles(head: np.ndarray, of: np.ndarray, table: RouteBatch) -> Middles:
     """``Middles(head, of, table)`` in canonical form: rows with equal entries merged,
     rows no class crosses dropped, the rest numbered in order of the first class that
     crosses them.
 
-    Rows are matched by a key and a hash of their entries, and every match is then
-    checked entry by entry, so a collision costs sharing, never a wrong route.
+    Rows are matched by a hash of their entries (`route_arrays.segment_hash`), and every
+    match is then checked entry by entry, so a collision costs sharing, never a wrong
+    route.
     """
     of = np.asarray(of, np.int64)
     n_rows = len(table.hops)
     if n_rows == 0:
         return Middles(head, of, table)
-    # Each row's stand-in: the first row with the same entries.  Rows are told apart by
-    # a cheap key, and those that share one by a hash of their entries as well.
-    key = _row_digest(table)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    clash = np.flatnonzero(np.bincount(inverse)[inverse] > 1)
-    if clash.size:
-        full = np.zeros(n_rows, np.uint64)
-        full[clash] = _row_hash(table, clash)
-        order = np.lexsort((np.arange(n_rows), full, key))
-        starts = np.ones(n_rows, bool)
-        starts[1:] = (key[order][1:] != key[order][:-1]) | (full[order][1:] != full[order][:-1])
-        same = np.empty(n_rows, np.int64)
-        same[order] = order[starts][np.cumsum(starts) - 1]
-    else:
-        same = first[inverse]
+    # Each row's stand-in: the first row with the same hash (checked below).
+    _, first, inverse = np.unique(segment_hash(table.arcs, table.weights, table.lengths),
+                                  return_index=True, return_inverse=True)
+    same = first[inverse.reshape(-1)]
     maybe = np.flatnonzero(same != np.arange(n_rows))
     if maybe.size:
         lengths = table.lengths

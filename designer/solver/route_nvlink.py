@@ -207,13 +207,14 @@ class NvlinkTables:
         start = dom.arc_ptr[reps]
         lengths = dom.arc_ptr[reps + 1] - start
         at = ragged_arange(start, lengths)             # places in `dom.arcs`
+        arcs = dom.arcs[at]
         mine = np.zeros(self.snap.n_arcs, dtype=bool)
-        mine[dom.arcs[at]] = True
+        mine[arcs] = True
         self.graph = _Subgraph(self.snap, mine)
         # Each of those arcs' position in its domain's list, by arc id (a template's
         # arcs are a class's first domain's: `_templates` looks them up here).
-        order = np.argsort(dom.arcs[at], kind="stable")
-        self._rep_arcs = dom.arcs[at][order]
+        order = np.argsort(arcs, kind="stable")
+        self._rep_arcs = arcs[order]
         self._rep_pos = (at - np.repeat(start, lengths))[order]
         k = self.dom.max_nodes
         # Template keys shifted by one (0: the empty route).

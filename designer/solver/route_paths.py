@@ -84,7 +84,7 @@ def class_walks(router: Router, leaf_a: np.ndarray, leaf_b: np.ndarray, cls: np.
         i = int(np.flatnonzero(hops[cls] < 0)[0])
         c = int(cls[i])
         fabric_paths(router, int(leaf_a[c]), int(leaf_b[c]), keys[i:i + 1],
-                          dest_ids[i:i + 1], mode)  # raises naming the pair
+                     dest_ids[i:i + 1], mode)  # raises naming the pair
     flow_hops = hops[cls]
     ptr = _ptr(flow_hops)
     # Millions of arcs: int32 ids while they fit.
@@ -105,7 +105,7 @@ def class_walks(router: Router, leaf_a: np.ndarray, leaf_b: np.ndarray, cls: np.
         for c in np.flatnonzero(~fast & (hops > 0)).tolist():
             rows = np.flatnonzero(cls == c)
             _, path = fabric_paths(router, int(leaf_a[c]), int(leaf_b[c]), keys[rows],
-                                        dest_ids[rows], mode)
+                                   dest_ids[rows], mode)
             arcs[ptr[rows] + np.arange(hops[c])[:, None]] = path.reshape(-1, len(rows))
     # Weights all 1: a read-only view, no memory.
     return RouteBatch(ptr, arcs, np.broadcast_to(np.float64(1.0), arcs.shape), flow_hops)

@@ -169,15 +169,15 @@ def rebase_router(old: Router, change: SnapshotChange) -> Router:
     net_reweighed = change.net_reweighed()
     if change.live:
         fam = snap.arc_family
-        new.nvlink = (None if old._nvlink is None else
-                      _subgraph_after(old._nvlink, change, lambda a: fam[a] == NVLINK))
+        new._nvlink = (None if old._nvlink is None else
+                       _subgraph_after(old._nvlink, change, lambda a: fam[a] == NVLINK))
         new.net = _subgraph_after(old.net, change, lambda a: (
             (fam[a] != NVLINK) & (fam[a] != PCIE) & snap.compute_links()[a // 2]))
         new._pcie = (None if old._pcie is None else
                      _subgraph_after(old._pcie, change, lambda a: fam[a] == PCIE))
         new._edge_table = None
     else:
-        new.nvlink = None if old._nvlink is None else _subgraph_after(old._nvlink, change)
+        new._nvlink = None if old._nvlink is None else _subgraph_after(old._nvlink, change)
         new.net = _subgraph_after(old.net, change)
         new._pcie = None if old._pcie is None else _subgraph_after(old._pcie, change)
         if old._edge_table is not None and net_reweighed.size:

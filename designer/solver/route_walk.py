@@ -19,6 +19,7 @@ from designer.solver.route_arrays import (
     first_occurrence,
     first_occurrence_grouped,
     ragged_arange,
+    segment_hash,
 )
 from designer.solver.route_middles import SplitDags, split_rows
 
@@ -262,11 +263,9 @@ def _alike(front: Frontier, hops: np.ndarray, kind: np.ndarray) -> np.ndarray:
     size = np.bincount(front.route, minlength=n)
     ptr = _ptr(size)
     place = np.arange(len(front.route)) - ptr[front.route]
+    has = np.flatnonzero(size)
     with np.errstate(over="ignore"):
-        mixed = _hash(front.node * np.int64(1 << 20) + place, 0) \
-            ^ _hash(front.frac.view(np.uint64), 1)
-        has = np.flatnonzero(size)
-        digest = np.add.reduceat(mixed, ptr[:-1][has]) \
+        digest = segment_hash(front.node, front.frac, size)[has] \
             ^ _hash((kind[has] * np.int64(1 << 20) + hops[has]) * np.int64(1 << 20)
                     + size[has], 2)
     _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)

@@ -128,10 +128,6 @@ class Router:
             self._nvlink = _Subgraph(self.snap, self.snap.arc_family == NVLINK)
         return self._nvlink
 
-    @nvlink.setter
-    def nvlink(self, graph: _Subgraph | None) -> None:
-        self._nvlink = graph
-
     def nvlink_route(self, a: int, b: int) -> Route:
         """Spray from node ``a`` to node ``b`` over all shortest NVLink paths, each hop
         split in proportion to arc capacity."""

@@ -79,10 +79,8 @@ def _table(rows):
 def test_canonical_middles_merge_equal_rows_drop_unused_and_number_by_first_use(
         digest, monkeypatch):
     if digest == "all equal":   # every row collides: matches are still checked
-        monkeypatch.setattr(route_middles, "_row_digest",
-                            lambda t: np.zeros(len(t.hops), np.int64))
-        monkeypatch.setattr(route_middles, "_row_hash",
-                            lambda t, rows: np.zeros(len(rows), np.uint64))
+        monkeypatch.setattr(route_middles, "segment_hash",
+                            lambda ids, values, lengths: np.zeros(len(lengths), np.uint64))
     table = _table([[1, 2], [5], [3, 4], [1, 2], [7, 8]])
     head = np.arange(6)
     mid = canonical_middles(head, np.array([2, -1, 3, 0, 2, 1]), table)
