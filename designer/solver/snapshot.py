@@ -40,6 +40,7 @@ from designer.model.topology import Topology
 from designer.solver.arc_delays import ArcDelays, read_only
 from designer.solver.design_columns import ColumnCache, LinkPositions, NameSource, cache_of
 from designer.solver.rail_nics import assign_nics
+from designer.solver.route_arrays import run_heads
 
 NVLINK, PCIE = FAMILIES.index("nvlink"), FAMILIES.index("pcie")
 DEAD = -1
@@ -175,6 +176,14 @@ class Snapshot:
                 f"{self.node_ids[self.arc_dst[arc]]})")
 
 
+def _codes_used(codes: np.ndarray, n: int) -> np.ndarray:
+    """Whether each code ``0..n-1`` occurs in ``codes``: a scatter of flags (a bincount
+    would first copy int8 / int16 codes to int64)."""
+    used = np.zeros(n, dtype=bool)
+    used[codes] = True
+    return used
+
+
 def _components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Connected-component label per node for the undirected edges (src, dst): the
     smallest node index of the component.
@@ -208,9 +217,12 @@ def _domains(label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     _, domain = np.unique(label, return_inverse=True)
     domain = domain.reshape(-1).astype(np.int32)
     by_dom = np.argsort(domain, kind="stable")
-    first = np.searchsorted(domain[by_dom], domain[by_dom])
+    # Each sorted rank's domain starts at the last run head up to it.
+    place = np.arange(len(label))
+    first = np.where(run_heads(domain[by_dom]), place, 0)
+    np.maximum.accumulate(first, out=first)
     local = np.empty(len(label), dtype=np.int32)
-    local[by_dom] = np.arange(len(label)) - first
+    local[by_dom] = place - first
     return domain, local
 
 
@@ -305,6 +317,7 @@ class _Arcs:
 
     fields: dict            # Snapshot fields that do not depend on failures
     family: np.ndarray      # per arc, the technology's family, failed or not
+    link_family: np.ndarray  # the same per link
     compute: np.ndarray     # per link: on the compute plane
     rate: np.ndarray        # per link: GB/s per lane
     eff: np.ndarray         # per link: efficiency
@@ -321,13 +334,13 @@ def _arcs(capture: DesignCapture) -> _Arcs:
     # Per-model and per-tech facts are looked up once per distinct value, then indexed;
     # names no node or link uses any more are skipped (they may be stale).
     model_of = c.model_of
-    present = set(np.flatnonzero(np.bincount(model_of, minlength=len(c.model_names))).tolist())
-    specs = [cat.device(m).specs if i in present else {} for i, m in enumerate(c.model_names)]
+    present = _codes_used(model_of, len(c.model_names))
+    specs = [cat.device(m).specs if present[i] else {} for i, m in enumerate(c.model_names)]
     node_latency = np.array([s.get("latency_ns", 0.0) * 1e-9 for s in specs],
                             dtype=float)[model_of]
     tech_of = c.tech_of
-    used = np.flatnonzero(np.bincount(tech_of, minlength=len(c.tech_names)))
-    tech = {i: cat.tech(c.tech_names[i]) for i in used.tolist()}
+    tech = {i: cat.tech(c.tech_names[i])
+            for i in np.flatnonzero(_codes_used(tech_of, len(c.tech_names))).tolist()}
     fact = lambda f, dt=float: np.array(  # noqa: E731  one value per tech code
         [f(tech[i]) if i in tech else 0 for i in range(len(c.tech_names))], dtype=dt)
     t_GBps, t_eff = fact(lambda t: t.GBps), fact(lambda t: t.efficiency)
@@ -362,8 +375,10 @@ def _arcs(capture: DesignCapture) -> _Arcs:
     for v in [*fields.values(), compute, *node.values()]:
         if isinstance(v, np.ndarray):
             v.setflags(write=False)  # shared by the snapshots that reuse them
-    return _Arcs(fields=fields, family=np.repeat(t_fam[tech_of], 2), compute=compute,
-                 rate=t_GBps[tech_of], eff=t_eff[tech_of], tech=tech, node=node)
+    link_family = t_fam[tech_of]
+    return _Arcs(fields=fields, family=np.repeat(link_family, 2), link_family=link_family,
+                 compute=compute, rate=t_GBps[tech_of], eff=t_eff[tech_of], tech=tech,
+                 node=node)
 
 
 def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
@@ -374,8 +389,12 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     failed_node = c.node_failed
     node = arcs.node
     a_idx, b_idx = c.a_idx, c.b_idx
-    live = ~c.link_failed & ~failed_node[a_idx] & ~failed_node[b_idx]
-    all_live = bool(live.all())
+    node_fails = bool(failed_node.any())
+    if node_fails or c.link_failed.any():
+        live = ~c.link_failed & ~failed_node[a_idx] & ~failed_node[b_idx]
+        all_live = bool(live.all())
+    else:  # the usual case: two scans of flags instead of two gathers over the links
+        live, all_live = np.ones(len(a_idx), dtype=bool), True
     # A dead arc keeps its id (routes through other arcs stay valid across a fail) but
     # belongs to no family, so no subgraph, mask or planner selects it.  With every link
     # live, the families are the arcs' own (int8 already), not a copy.
@@ -385,12 +404,11 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     arc_src, arc_dst = arcs.fields["arc_src"], arcs.fields["arc_dst"]
 
     # GPUs in natural id order; NVLink domains = components over NVLink arcs.
-    gpu_nodes = np.flatnonzero(node["gpu"] & ~failed_node)
+    gpu_nodes = np.flatnonzero(node["gpu"] & ~failed_node if node_fails else node["gpu"])
     gpus = cache.gpus_in_order(c, gpu_nodes)
-    nv = fam == NVLINK
     # The NVLink domains change only with the NVLink links: a what-if on the network
     # reuses them (`ColumnCache.nvlink_components`).
-    nv_link = live & (arcs.family[0::2] == NVLINK)
+    nv_link = live & (arcs.link_family == NVLINK)
     comp = cache.nvlink_components(c, nv_link,
                                    lambda: _components(n, a_idx[nv_link], b_idx[nv_link]))
     gpu_domain, gpu_local = cache.derived("domains", (comp, gpus),
@@ -400,9 +418,11 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
 
     # Rail NICs: NICs with a compute-plane network link, reached from every GPU that can
     # (its own PCIe link, a sibling's over NVLink, or through the host; see `rail_nics`).
-    net_arc = ~nv & (fam != PCIE) & np.repeat(compute_link, 2)
+    # (Per link: each network link makes both of its ends network nodes.)
+    net_link = (arcs.link_family != NVLINK) & (arcs.link_family != PCIE) & compute_link
     net_node = np.zeros(n, dtype=bool)
-    net_node[arc_src[net_arc]] = True
+    net_node[a_idx[net_link]] = True
+    net_node[b_idx[net_link]] = True
     gpu_nic, gpu_nic_via, gpu_nic_arc = assign_nics(
         arc_src, arc_dst, fam == PCIE, node["gpu"], node["nic"] & net_node, gpus,
         gpu_domain, gpu_local)
@@ -423,8 +443,9 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     domain_nvls_eff[~domain_nvls | np.isnan(domain_nvls_eff)] = 0.0
     fabric_switches = np.flatnonzero(net_node & node["fabric"])
     net_sharp = bool(fabric_switches.size) and bool(node["sharp"][fabric_switches].all())
-    live_techs = np.flatnonzero(np.bincount(c.tech_of[live], minlength=len(c.tech_names)))
-    net_techs = [t for t in map(arcs.tech.__getitem__, live_techs.tolist())
+    live_techs = (arcs.tech if all_live else  # every tech in use has a live link then
+                  np.flatnonzero(_codes_used(c.tech_of[live], len(c.tech_names))).tolist())
+    net_techs = [t for t in map(arcs.tech.__getitem__, live_techs)
                  if t.family not in ("nvlink", "pcie")]
     fields = dict(
         arcs.fields,

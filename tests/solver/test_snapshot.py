@@ -173,6 +173,18 @@ def test_failed_node_kills_its_links_and_its_gpu():
     assert snap.node_ids[snap.gpu_nic[0]] == "c0"
 
 
+def test_failed_gpu_without_links_is_no_rank():
+    """Every link live does not mean every node is: a failed GPU with no links of its own
+    (just placed on the canvas) is still left out of the ranks."""
+    topo = small_fabric()
+    topo.add_node(Node("g9", "gpu", "H100", "g9"))
+    assert "g9" in [take_snapshot(topo).node_ids[g] for g in take_snapshot(topo).gpus]
+    topo.update_node("g9", failed=True)
+    snap = take_snapshot(topo)
+    assert snap.live_links().all()
+    assert [snap.node_ids[g] for g in snap.gpus] == ["g0", "g1", "g2", "g3"]
+
+
 # ----------------------------------------------------------------- GPUs and domains
 def test_gpus_are_in_natural_id_order():
     t = Topology()
