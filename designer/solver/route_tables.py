@@ -78,6 +78,7 @@ class _FabricGroups:
         self._table: np.ndarray | None = None
         self._hops = KeyedRows(self._hops_space())   # see `_next`
         self._into = None                         # see `_arcs_into`
+        self._pair_keys: tuple | None = None      # see `_arc_pairs`
 
     def _bind(self, router: Router) -> None:
         """Keep what the groups read of ``router``, not the router itself: the router
@@ -381,10 +382,32 @@ class _FabricGroups:
             raise SolverError(f"routing dead end at {self.snap.node_ids[bad]}")
         return table
 
+    def _arc_pairs(self) -> tuple[np.ndarray | None, bool]:
+        """``(keys, single)``: each switch-to-switch arc's ``source * S + destination``
+        (switch numbers), if these never fall (each switch lists its arcs in order of
+        their far ends, as the templates add links; else None), and whether no two are
+        equal (no parallel arcs).  Made once."""
+        if self._pair_keys is None:
+            keys = self.s_src.astype(np.int64) * len(self.switches) + self.s_dst
+            step = np.diff(keys)
+            self._pair_keys = ((keys, bool(np.all(step > 0))) if bool(np.all(step >= 0))
+                               else (None, False))
+        return self._pair_keys
+
     def _ends(self, end_node: np.ndarray, end_tgt: np.ndarray) -> RouteBatch:
         """Last hops: row ``i`` is the arcs from switch ``end_node[i]`` into switch
         ``end_tgt[i]`` (switch numbers), in arc order, split by capacity."""
         n_sw = len(self.switches)
+        keys, single = self._arc_pairs()
+        if keys is not None and keys.size:
+            # The arcs sorted by (source, destination) already: a binary search each.
+            want = end_node.astype(np.int64) * n_sw + end_tgt
+            lo = np.searchsorted(keys, want)
+            if single:   # one arc per pair at most: found or not
+                lengths = (keys[np.minimum(lo, keys.size - 1)] == want).astype(np.int64)
+            else:
+                lengths = np.searchsorted(keys, want, side="right") - lo
+            return self._split(self.s_arc[ragged_arange(lo, lengths)], lengths)
         # Among the switch arcs of the nodes concerned, sorted by (node, destination),
         # arc order within, each (node, target) by binary search.
         nodes, which = unique_inverse(end_node, n_sw)

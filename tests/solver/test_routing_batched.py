@@ -9,7 +9,7 @@ import pytest
 from fabrics import named
 
 from designer.model.templates import build_template
-from designer.model.topology import Topology
+from designer.model.topology import Link, Node, Topology
 from designer.solver.route_rebase import diff_snapshots, rebase_router
 from designer.solver.routing import Router
 from designer.solver.snapshot import NVLINK, take_snapshot
@@ -222,6 +222,53 @@ def test_batched_fabric_dags_equal_fabric_dag(fat_tree, monkeypatch, dense):
         for x, y in zip(la, lb, strict=True)]
     # some pairs lost paths to the failures: weights differ from an even split
     assert len({round(float(w), 9) for _, ws in routes for w in ws}) > 4
+
+
+def _bundled_leaf_spine(order: str) -> Topology:
+    """Three leaves, two spines, each leaf-spine pair cabled by two separate links (each
+    edge switch has one host); ``order`` "sorted" adds every switch's links in order of
+    their far ends, "mixed" adds them shuffled."""
+    t = Topology()
+    for i in range(3):
+        t.add_node(Node(f"L{i}", "leaf", "QM9700", f"leaf {i}"))
+        t.add_node(Node(f"g{i}", "gpu", "H100", f"gpu {i}"))
+        t.add_node(Node(f"c{i}", "nic", "ConnectX-7", f"nic {i}"))
+        t.add_link(Link(f"g{i}-c{i}", f"g{i}", f"c{i}", "pcie5"))
+        t.add_link(Link(f"c{i}-L{i}", f"c{i}", f"L{i}", "ib-ndr"))
+    for j in range(2):
+        t.add_node(Node(f"S{j}", "spine", "QM9700", f"spine {j}"))
+    cables = [(i, j, k) for i in range(3) for j in range(2) for k in "ab"]
+    if order == "mixed":
+        cables = [cables[k] for k in np.random.default_rng(3).permutation(len(cables))]
+    for i, j, k in cables:
+        t.add_link(Link(f"L{i}-S{j}{k}", f"L{i}", f"S{j}", "ib-ndr", count=1 + (i + j) % 2))
+    return t
+
+
+@pytest.mark.parametrize("design", ["fat tree", "bundles sorted", "bundles mixed"])
+@pytest.mark.parametrize("search", [True, False])
+def test_last_hops_by_search_or_sort(fat_tree, monkeypatch, design, search):
+    # The last hop's arcs (a switch's arcs into the target) are found by binary search
+    # where every switch lists its arcs in order of their far ends (the templates'
+    # designs), with or without parallel arcs, and by a sort otherwise: the same DAGs.
+    from designer.solver.route_tables import _FabricGroups
+
+    if design == "fat tree":
+        snap, la, lb = fat_tree
+    else:
+        snap = take_snapshot(_bundled_leaf_spine(design.split()[1]))
+        leaves = np.array([i for i, k in enumerate(snap.node_kind) if k == "leaf"])
+        la, lb = np.repeat(leaves, len(leaves)), np.tile(leaves, len(leaves))
+    keys, single = Router(snap)._fabric_groups()._arc_pairs()
+    assert (keys is not None) == (design != "bundles mixed")
+    assert single == (design == "fat tree")
+    if not search:
+        monkeypatch.setattr(_FabricGroups, "_arc_pairs", lambda self: (None, False))
+    single_pair = Router(snap)
+    routes = [single_pair.fabric_dag(int(x), int(y)) for x, y in zip(la, lb, strict=True)]
+    assert_same_routes(Router(snap).fabric_dags(la, lb), routes)
+    # (the bundles: every last hop crosses both cables of its pair)
+    assert design == "fat tree" or max(len(a) for a, _ in routes) == 8
 
 
 @pytest.mark.parametrize("mode", ["ecmp", "static"])
