@@ -48,16 +48,27 @@ def arcs_by_source(snap: Snapshot, arcs: np.ndarray) -> np.ndarray:
 
 
 class _Subgraph:
-    """CSR of a subset of arcs, with cached BFS distances to a target node."""
+    """CSR of a subset of arcs (``arc_mask``, or both arcs of the links of ``link_mask``),
+    with cached BFS distances to a target node."""
 
-    def __init__(self, snap: Snapshot, arc_mask: np.ndarray):
+    def __init__(self, snap: Snapshot, arc_mask: np.ndarray | None = None, *,
+                 link_mask: np.ndarray | None = None):
         self.snap = snap
-        self.arcs = arcs_by_source(snap, np.flatnonzero(arc_mask))   # sorted by source
+        if link_mask is not None:   # both arcs of each link chosen
+            links = np.flatnonzero(link_mask)
+            arcs = np.empty(2 * len(links), dtype=links.dtype)
+            np.multiply(links, 2, out=arcs[0::2])
+            np.add(arcs[0::2], 1, out=arcs[1::2])
+            symmetric = True
+        else:
+            arcs = np.flatnonzero(arc_mask)
+            symmetric = bool(np.array_equal(arc_mask[0::2], arc_mask[1::2]))
+        self.arcs = arcs_by_source(snap, arcs)   # sorted by source
         self.ptr = sorted_ptr(snap.arc_src[self.arcs], snap.n_nodes)
         self.dst = snap.arc_dst[self.arcs]
         # Links are full duplex and masks are per link, so the arcs into a node are the
         # reverses of the arcs out of it: a BFS towards a target can walk out-arcs.
-        self._symmetric = bool(np.array_equal(arc_mask[0::2], arc_mask[1::2]))
+        self._symmetric = symmetric
         self._dist: dict[int, np.ndarray] = {}
 
     @property

@@ -100,13 +100,12 @@ class Router:
         # alike) first: on two cores it is laid while this thread builds the fabric's
         # subgraph and goes on.  It needs no NVLink subgraph of the whole design (see
         # `NvlinkTables`), which is made only if some route is found pair by pair.
-        nv = s.arc_family == NVLINK
+        family = s.arc_family[0::2]   # per link (a link's two arcs share it, as planes)
+        nv = family == NVLINK
         self._nvlink: _Subgraph | None = None
         self._nv_pending: Forked[NvlinkTables] | None = (
             fork(NvlinkTables, self) if nv.any() else None)
-        compute = np.repeat(s.compute_links(), 2)  # planes are per link
-        net = ~nv & (s.arc_family != PCIE) & compute
-        self.net = _Subgraph(s, net)
+        self.net = _Subgraph(s, link_mask=~nv & (family != PCIE) & s.compute_links())
         self._pcie: _Subgraph | None = None   # made when first asked (`pcie`)
         self.is_switch = s.node_switch
         self._edge: dict[int, int] = {}   # NIC -> its first compute switch arc
@@ -125,7 +124,7 @@ class Router:
         """The NVLink arcs, made on first use (the batched routes need only their
         domains', `NvlinkTables`)."""
         if self._nvlink is None:
-            self._nvlink = _Subgraph(self.snap, self.snap.arc_family == NVLINK)
+            self._nvlink = _Subgraph(self.snap, link_mask=self.snap.arc_family[0::2] == NVLINK)
         return self._nvlink
 
     def nvlink_route(self, a: int, b: int) -> Route:
@@ -251,7 +250,7 @@ class Router:
         GPU's own PCIe link needs no PCIe subgraph (98,304 arcs sorted, ~2.5 ms at
         16,384 GPUs)."""
         if self._pcie is None:
-            self._pcie = _Subgraph(self.snap, self.snap.arc_family == PCIE)
+            self._pcie = _Subgraph(self.snap, link_mask=self.snap.arc_family[0::2] == PCIE)
         return self._pcie
 
     def pcie_symmetric(self) -> bool:
