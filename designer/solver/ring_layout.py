@@ -84,6 +84,14 @@ def ring_layout(snap: Snapshot, ranks: np.ndarray) -> RingLayout:
 
 def ring_orders(layout: RingLayout, channels: range | list[int]) -> np.ndarray:
     """`ring_order` for each channel, one row per channel."""
+    n_dom = len(layout.starts)
+    if n_dom % 2 == 0 and n_dom and int(layout.sizes.min()) == int(layout.sizes.max()):
+        return _even_orders(layout, channels)
+    return _any_orders(layout, channels)
+
+
+def _any_orders(layout: RingLayout, channels: range | list[int]) -> np.ndarray:
+    """`ring_orders` of any layout."""
     srt, starts, sizes = layout.srt, layout.starts, layout.sizes
     n_dom = len(starts)
     j = np.repeat(np.arange(n_dom), sizes)
@@ -113,6 +121,23 @@ def ring_orders(layout: RingLayout, channels: range | list[int]) -> np.ndarray:
             at = np.where(swap, _wrapped(k - (size - 2) + shift, size), at)
         at += base
         out[row] = srt[at]
+    return out
+
+
+def _even_orders(layout: RingLayout, channels: range | list[int]) -> np.ndarray:
+    """`ring_orders` of an even number of domains of one size (a cluster of identical
+    boards): every even domain is rolled alike and every odd one reversed alike, so a
+    channel's row is two gathers through one pattern of positions each."""
+    size = int(layout.sizes[0])
+    pairs = layout.srt.reshape(-1, 2, size)   # [domain pair, even / odd, position]
+    k = np.arange(size)
+    out = np.empty((len(channels), layout.srt.size),
+                   dtype=np.int32 if layout.srt.size < 2**31 else np.int64)
+    for row, c in enumerate(channels):
+        head = int(layout.heads[c % len(layout.heads)])
+        mine = out[row].reshape(-1, 2, size)
+        mine[:, 0] = pairs[:, 0, (k + head) % size]
+        mine[:, 1] = pairs[:, 1, (size - 1 - k + head) % size]
     return out
 
 

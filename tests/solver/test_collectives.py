@@ -84,6 +84,22 @@ def test_ring_order_is_rail_aligned_with_an_odd_number_of_servers():
                 assert snap.gpu_local[a] == snap.gpu_local[b], f"channel {c}: {a}->{b}"
 
 
+@pytest.mark.parametrize("nodes", [2, 4, 6])
+def test_ring_orders_of_identical_boards_take_the_short_way(nodes):
+    # An even number of domains of one size is laid out by two patterns of positions
+    # (`_even_orders`); the general way must give the same rows, for every channel and
+    # for rank subsets that keep or break the pattern.
+    from designer.solver.ring_layout import _any_orders, _even_orders, ring_layout
+
+    snap = take_snapshot(build_template("rail-cluster", nodes=nodes))
+    for ranks in (np.arange(snap.n_gpus), np.arange(0, snap.n_gpus, 2)):
+        layout = ring_layout(snap, ranks)
+        channels = range(len(layout.heads) + 2)
+        short = _even_orders(layout, channels)
+        assert short.dtype == np.int32
+        np.testing.assert_array_equal(short, _any_orders(layout, channels))
+
+
 def test_a_ring_channel_is_one_flow_over_all_its_arcs():
     snap = take_snapshot(build_template("hgx", gpu="H100"))
     plan = plan_ring(Router(snap), np.arange(8), "allreduce")
