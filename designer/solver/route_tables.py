@@ -168,13 +168,21 @@ class _FabricGroups:
         uniq, inverse = unique_inverse(targets, self.snap.n_nodes)
         new = [t for t in uniq.tolist() if t not in self._group]
         if new:
-            g, n = self.net, self.snap.n_nodes
-            pos, owner = g.neighbours(np.array(new, dtype=np.int64))
-            keep = self.switch_arc[pos]
-            pairs = distinct(owner[keep] * n + g.dst[pos][keep])  # by target, then node
-            owner, nbr = pairs // n, self.index[pairs % n]
-            lo = np.searchsorted(owner, new)
-            hi = np.searchsorted(owner, new, side="right")
+            at = np.array(new, dtype=np.int64)
+            if self._arc_pairs()[1] and bool(np.all(self.index[at] >= 0)):
+                # Each switch's switch neighbours are its arcs' far ends, in order and
+                # each once already (`_arc_pairs`).
+                at = self.index[at]
+                lo, hi = self.s_ptr[at], self.s_ptr[at + 1]
+                nbr = self.s_dst
+            else:
+                g, n = self.net, self.snap.n_nodes
+                pos, owner = g.neighbours(at)
+                keep = self.switch_arc[pos]
+                pairs = distinct(owner[keep] * n + g.dst[pos][keep])  # by target, then node
+                owner, nbr = pairs // n, self.index[pairs % n]
+                lo = np.searchsorted(owner, new)
+                hi = np.searchsorted(owner, new, side="right")
             fresh: list[np.ndarray] = []
             for t, a, b in zip(new, lo.tolist(), hi.tolist(), strict=True):
                 key = nbr[a:b].tobytes()
@@ -404,9 +412,9 @@ class _FabricGroups:
             want = end_node.astype(np.int64) * n_sw + end_tgt
             lo = np.searchsorted(keys, want)
             if single:   # one arc per pair at most: found or not
-                lengths = (keys[np.minimum(lo, keys.size - 1)] == want).astype(np.int64)
-            else:
-                lengths = np.searchsorted(keys, want, side="right") - lo
+                found = keys[np.minimum(lo, keys.size - 1)] == want
+                return self._split(self.s_arc[lo[found]], found.astype(np.int64))
+            lengths = np.searchsorted(keys, want, side="right") - lo
             return self._split(self.s_arc[ragged_arange(lo, lengths)], lengths)
         # Among the switch arcs of the nodes concerned, sorted by (node, destination),
         # arc order within, each (node, target) by binary search.

@@ -250,7 +250,9 @@ def _bundled_leaf_spine(order: str) -> Topology:
 def test_last_hops_by_search_or_sort(fat_tree, monkeypatch, design, search):
     # The last hop's arcs (a switch's arcs into the target) are found by binary search
     # where every switch lists its arcs in order of their far ends (the templates'
-    # designs), with or without parallel arcs, and by a sort otherwise: the same DAGs.
+    # designs), with or without parallel arcs, and by a sort otherwise; the targets'
+    # switch neighbours (their groups) are read off those arcs where no pair has
+    # parallel ones, and sorted out of the fabric's arcs otherwise: the same DAGs.
     from designer.solver.route_tables import _FabricGroups
 
     if design == "fat tree":
