@@ -273,12 +273,25 @@ def access_legs(rl: RankLinks, n_arcs: int) -> RouteBatch:
     NIC's cable), route ``n + x`` its way in; empty for a rank without a NIC (``n_arcs``:
     the snapshot's, which sets the arc ids' type)."""
     up_t, down_t = rl.access_up, rl.access_down
+    n = len(rl.ok)
+    ids = np.int32 if n_arcs < 2**31 else np.int64   # as the route tables'
+    one_each = np.arange(n + 1)
+    if (n and rl.ok.all() and np.array_equal(up_t.ptr, one_each)
+            and np.array_equal(down_t.ptr, one_each)):
+        # Every rank on a NIC of its own PCIe link (the usual case): two arcs a route,
+        # laid side by side.
+        arcs = np.empty((2, n, 2), ids)
+        weights = np.empty((2, n, 2))
+        arcs[0, :, 0], arcs[0, :, 1] = up_t.arcs, rl.up
+        arcs[1, :, 0], arcs[1, :, 1] = rl.up ^ 1, down_t.arcs
+        weights[0, :, 0], weights[1, :, 1] = up_t.weights, down_t.weights
+        weights[0, :, 1] = weights[1, :, 0] = 1.0
+        return RouteBatch(np.arange(0, 4 * n + 1, 2, dtype=np.int64), arcs.reshape(-1),
+                          weights.reshape(-1), np.zeros(2 * n, np.int64))
     ok = rl.ok.astype(np.int64)
-    n = len(ok)
     # Out: the access arcs, then the cable; in: the cable reversed, then the access arcs;
     # gathered from one pool.
     up = np.where(rl.ok, rl.up, 0).astype(np.int64)
-    ids = np.int32 if n_arcs < 2**31 else np.int64   # as the route tables'
     pool = np.concatenate([up_t.arcs, up, up ^ 1, down_t.arcs]).astype(ids)
     pool_w = np.concatenate([up_t.weights, np.ones(n), np.ones(n), down_t.weights])
     base = np.cumsum([0, len(up_t.arcs), n, n])

@@ -88,3 +88,35 @@ def test_a_dense_key_map_is_a_mapping_of_its_own():
     assert small.base is None and not small.any()
     rows = KeyedRows(4 << 20)
     assert isinstance(rows._dense.base, memoryview)
+
+
+@pytest.mark.parametrize("pxn", [False, True])
+def test_access_legs_are_each_ranks_way_to_and_from_the_fabric(pxn):
+    # Route x: rank x's arcs to its NIC, then the NIC's cable; route n + x: the cable
+    # reversed, then the arcs back to the rank.  Every rank on a NIC of its own takes
+    # the short way (two arcs each); a failed GPU-NIC link sends one GPU through a
+    # sibling (PXN) and all ranks the general way: the same routes rank by rank.
+    from designer.model.templates import build_template
+    from designer.solver.route_arrays import access_legs
+    from designer.solver.routing import Router
+    from designer.solver.snapshot import take_snapshot
+
+    topo = build_template("rail-cluster", nodes=2)
+    if pxn:
+        pcie = next(lk for lk in topo.links()
+                    if {topo.node(lk.a).kind, topo.node(lk.b).kind} == {"gpu", "nic"})
+        topo.update_link(pcie.id, failed=True)
+    snap = take_snapshot(topo)
+    rl = Router(snap).rank_links()
+    legs = access_legs(rl, snap.n_arcs)
+    n = snap.n_gpus
+    assert legs.arcs.dtype == np.int32 and len(legs.hops) == 2 * n
+    lengths = np.diff(legs.ptr)
+    assert (lengths > 2).any() == pxn
+    for x in range(n):
+        up, w_up = rl.access_up.route(x)
+        down, w_down = rl.access_down.route(x)
+        assert legs.route(x)[0].tolist() == [*up.tolist(), int(rl.up[x])]
+        assert legs.route(n + x)[0].tolist() == [int(rl.up[x]) ^ 1, *down.tolist()]
+        assert legs.route(x)[1].tolist() == [*w_up.tolist(), 1.0]
+        assert legs.route(n + x)[1].tolist() == [1.0, *w_down.tolist()]
