@@ -501,5 +501,12 @@ def split_by_capacity(arcs: np.ndarray, lengths: np.ndarray, cap: np.ndarray) ->
     time (``cap[out] / cap[out].sum()``, see `segment_sums`)."""
     ptr = _ptr(lengths)
     c = cap[arcs]
+    if len(lengths) and c.size == len(lengths) * int(lengths[0]) \
+            and lengths.min() == lengths.max() > 0:
+        # Rows of one length: the sums of a matrix's rows (the same pairwise sums as
+        # `segment_sums`), no gather.
+        rows = c.reshape(len(lengths), -1)
+        return RouteBatch(ptr, arcs, (rows / rows.sum(axis=1, keepdims=True)).reshape(-1),
+                          lengths)
     ratio = c / np.repeat(segment_sums(c, ptr[:-1], lengths), lengths)
     return RouteBatch(ptr, arcs, ratio, lengths)

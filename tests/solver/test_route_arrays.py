@@ -120,3 +120,20 @@ def test_access_legs_are_each_ranks_way_to_and_from_the_fabric(pxn):
         assert legs.route(n + x)[0].tolist() == [int(rl.up[x]) ^ 1, *down.tolist()]
         assert legs.route(x)[1].tolist() == [*w_up.tolist(), 1.0]
         assert legs.route(n + x)[1].tolist() == [1.0, *w_down.tolist()]
+
+
+@pytest.mark.parametrize("lengths", [[3] * 40, [1] * 40, [200] * 3, [4, 1, 3, 3, 0, 2] * 7])
+def test_capacity_splits_are_the_per_row_arithmetic(lengths):
+    # Each row of next hops is split as one route would be, ``cap[row] / cap[row].sum()``,
+    # bit for bit, whether its rows share one length (a matrix's row sums) or not.
+    from designer.solver.route_arrays import split_by_capacity
+
+    rng = np.random.default_rng(len(lengths))
+    cap = rng.random(200) * 400.0
+    lengths = np.array(lengths, np.int64)
+    arcs = rng.integers(0, 200, int(lengths.sum()))
+    out = split_by_capacity(arcs, lengths, cap)
+    for i in range(len(lengths)):
+        row, weights = out.route(i)
+        assert weights.tobytes() == (cap[row] / cap[row].sum()).tobytes()
+    assert out.hops.tolist() == lengths.tolist()
