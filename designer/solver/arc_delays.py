@@ -38,21 +38,20 @@ class ArcDelays:
     def jitter(self) -> np.ndarray:
         return read_only(np.repeat(self.tech_jitter[self.link_tech], 2))
 
-    def latency_where(self, mask: np.ndarray) -> np.ndarray:
-        """``latency[mask]``, without making the whole array: written slice by slice
-        into the result (the temporaries stay in cache), the only fresh memory."""
-        if "latency" in self.__dict__:
-            return self.latency[mask]
-        out = np.empty(int(np.count_nonzero(mask)))
-        at = 0
-        for lo in range(0, len(mask), _SLICE):
-            arcs = np.flatnonzero(mask[lo:lo + _SLICE])
-            arcs += lo
-            part = out[at:at + len(arcs)]
-            np.take(self.tech_latency, self.link_tech[arcs >> 1], out=part)
-            part += self.node_latency[self.arc_dst[arcs]]
-            at += len(arcs)
-        return out
+    def link_latencies(self, links: np.ndarray) -> np.ndarray:
+        """The latencies of both arcs of each of ``links`` (link ids), arc ``2k`` then
+        ``2k + 1``: `latency` of those arcs, with no array over every arc.  Written a
+        slice of links at a time, so that the temporaries stay in cache and the result
+        is the only fresh memory."""
+        out = np.empty((len(links), 2))
+        for lo in range(0, len(links), _SLICE):
+            part = links[lo:lo + _SLICE]
+            tech = self.tech_latency[self.link_tech[part]]
+            arcs = 2 * part
+            for way in (0, 1):
+                np.add(tech, self.node_latency[self.arc_dst[arcs + way]],
+                       out=out[lo:lo + _SLICE, way])
+        return out.reshape(-1)
 
 
-_SLICE = 1 << 16   # arcs `ArcDelays.latency_where` reads at a time
+_SLICE = 1 << 15   # links `ArcDelays.link_latencies` reads at a time

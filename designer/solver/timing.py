@@ -167,10 +167,11 @@ def _pair_load(phase, pace: np.ndarray, n_arcs: int) -> np.ndarray:
 
 def _switch_latency(snap: Snapshot) -> float:
     """The median latency of the network arcs (0 without any): a switch hop's."""
-    net = snap.arc_family > 1
-    # (The latencies of these arcs alone: the per-arc array is made only on demand.)
-    return (float(np.median(snap.arc_delays.latency_where(net), overwrite_input=True))
-            if net.any() else 0.0)
+    # (Per link: a link's two arcs share their family.  The latencies of these arcs
+    # alone: the per-arc array is made only on demand.)
+    net = np.flatnonzero(snap.arc_family[0::2] > 1)
+    return (float(np.median(snap.arc_delays.link_latencies(net), overwrite_input=True))
+            if net.size else 0.0)
 
 
 def _shape(plan: Plan, snap: Snapshot, phases: Sequence[PhaseSolution],

@@ -88,32 +88,31 @@ def test_arc_latency_is_link_plus_the_device_entered():
 
 
 def test_per_arc_delays_are_made_on_first_use_and_a_solve_does_without_them():
-    """A ring solve reads the latency of some arcs (`ArcDelays.latency_where`) and never
-    makes the whole per-arc latency, jitter or line-rate arrays (memory every cold
-    snapshot of a large design would pay); asked for, they agree with those few."""
+    """A ring solve reads the latency of some links' arcs (`ArcDelays.link_latencies`)
+    and never makes the whole per-arc latency, jitter or line-rate arrays (memory every
+    cold snapshot of a large design would pay); asked for, they agree with those few."""
     from designer.solver.timing import solve_collective
 
     snap = take_snapshot(build_template("rail-cluster", nodes=2))
     solve_collective(snap, "allreduce", sizes=[1 << 30], algorithm="ring")
     made = set(snap.__dict__) | set(snap.arc_delays.__dict__)
     assert not made & {"arc_line", "latency", "jitter"}
-    some = np.zeros(snap.n_arcs, bool)
-    some[[0, 3, snap.n_arcs - 1]] = True
-    few = snap.arc_delays.latency_where(some)
-    assert snap.arc_latency_s[some].tolist() == few.tolist()
-    assert snap.arc_delays.latency_where(some).tolist() == few.tolist()  # from the array now
+    links = np.array([0, 3, snap.n_arcs // 2 - 1])
+    few = snap.arc_delays.link_latencies(links)
+    arcs = np.stack([2 * links, 2 * links + 1], axis=1).reshape(-1)
+    assert snap.arc_latency_s[arcs].tolist() == few.tolist()
     assert snap.arc_jitter_s.shape == snap.arc_line.shape == (snap.n_arcs,)
     assert not snap.arc_latency_s.flags.writeable
 
 
-def test_latency_where_reads_slice_by_slice_what_the_whole_array_holds(monkeypatch):
+def test_link_latencies_are_what_the_whole_array_holds(monkeypatch):
     import designer.solver.arc_delays as arc_delays
 
-    monkeypatch.setattr(arc_delays, "_SLICE", 7)   # many slices, one cut mid-link
+    monkeypatch.setattr(arc_delays, "_SLICE", 7)   # many slices
     snap = take_snapshot(build_template("rail-cluster", nodes=2))
-    mask = np.random.default_rng(3).random(snap.n_arcs) < 0.4
-    parts = snap.arc_delays.latency_where(mask)
-    assert parts.tolist() == snap.arc_latency_s[mask].tolist()
+    links = np.flatnonzero(np.random.default_rng(3).random(snap.n_arcs // 2) < 0.4)
+    arcs = np.stack([2 * links, 2 * links + 1], axis=1).reshape(-1)
+    assert snap.arc_delays.link_latencies(links).tolist() == snap.arc_latency_s[arcs].tolist()
 
 
 def test_planes_and_families_are_per_arc():
