@@ -247,69 +247,6 @@ def unique_inverse(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
-class RankLinks:
-    """What each rank (index into ``snap.gpus``) crosses to leave its NVLink domain.
-
-    ``-1`` marks a missing NIC or arc; ``ok`` is True where every piece exists.
-    ``access_up`` / ``access_down`` hold each rank's weighted route to and from its NIC
-    (one PCIe arc, or PXN / host relays; ``hops`` unused).  ``leaf`` is the far end of
-    the NIC's cable (an edge switch, or the NIC of a server cabled back to back), and
-    ``leaf_code`` numbers the distinct leaves of all ranks 0..L-1 (``leaves``).
-    """
-
-    gpu: np.ndarray
-    nic: np.ndarray
-    access_up: RouteBatch    # GPU -> NIC
-    up: np.ndarray           # NIC -> edge switch
-    access_down: RouteBatch  # NIC -> GPU
-    leaf: np.ndarray
-    ok: np.ndarray
-    leaves: np.ndarray
-    leaf_code: np.ndarray
-
-
-def access_legs(rl: RankLinks, n_arcs: int) -> RouteBatch:
-    """Route ``x`` is rank ``x``'s way out to the fabric (its way to its NIC, then the
-    NIC's cable), route ``n + x`` its way in; empty for a rank without a NIC (``n_arcs``:
-    the snapshot's, which sets the arc ids' type)."""
-    up_t, down_t = rl.access_up, rl.access_down
-    n = len(rl.ok)
-    ids = np.int32 if n_arcs < 2**31 else np.int64   # as the route tables'
-    one_each = np.arange(n + 1)
-    if (n and rl.ok.all() and np.array_equal(up_t.ptr, one_each)
-            and np.array_equal(down_t.ptr, one_each)):
-        # Every rank on a NIC of its own PCIe link (the usual case): two arcs a route,
-        # laid side by side.
-        arcs = np.empty((2, n, 2), ids)
-        weights = np.empty((2, n, 2))
-        arcs[0, :, 0], arcs[0, :, 1] = up_t.arcs, rl.up
-        arcs[1, :, 0], arcs[1, :, 1] = rl.up ^ 1, down_t.arcs
-        weights[0, :, 0], weights[1, :, 1] = up_t.weights, down_t.weights
-        weights[0, :, 1] = weights[1, :, 0] = 1.0
-        return RouteBatch(np.arange(0, 4 * n + 1, 2, dtype=np.int64), arcs.reshape(-1),
-                          weights.reshape(-1), np.zeros(2 * n, np.int64))
-    ok = rl.ok.astype(np.int64)
-    # Out: the access arcs, then the cable; in: the cable reversed, then the access arcs;
-    # gathered from one pool.
-    up = np.where(rl.ok, rl.up, 0).astype(np.int64)
-    pool = np.concatenate([up_t.arcs, up, up ^ 1, down_t.arcs]).astype(ids)
-    pool_w = np.concatenate([up_t.weights, np.ones(n), np.ones(n), down_t.weights])
-    base = np.cumsum([0, len(up_t.arcs), n, n])
-    rank = np.arange(n)
-    heads = np.concatenate([np.stack([up_t.ptr[:-1], base[1] + rank], axis=1),
-                            np.stack([base[2] + rank, base[3] + down_t.ptr[:-1]], axis=1)])
-    one = np.ones(n, np.int64)
-    sizes = np.concatenate([np.stack([up_t.lengths, one], axis=1),
-                            np.stack([one, down_t.lengths], axis=1)])
-    sizes = sizes * np.concatenate([ok, ok])[:, None]
-    pick = ragged_arange(heads.reshape(-1), sizes.reshape(-1))
-    lengths = sizes[:, 0] + sizes[:, 1]   # (a sum over an axis of two: 10x slower)
-    ptr = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=ptr[1:])
-    return RouteBatch(ptr, pool[pick], pool_w[pick], np.zeros(len(lengths), np.int64))
-
-
-@dataclass(frozen=True, eq=False)
 class RouteBatch:
     """Routes of many transfers as one table: route ``i`` is ``arcs[ptr[i]:ptr[i + 1]]``
     with ``weights`` alike; ``hops[i]`` is its hop count (the meaning depends on the

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from designer.solver.route_arrays import RankLinks, RouteBatch
+from designer.solver.route_arrays import RouteBatch
 from designer.solver.route_nvlink import _node_domains
+from designer.solver.route_ranks import RankLinks
 from designer.solver.route_subgraph import _Subgraph, sorted_ptr
 from designer.solver.routing import Router
 from designer.solver.snapshot import NVLINK, PCIE, Snapshot

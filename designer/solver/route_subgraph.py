@@ -1,6 +1,7 @@
 """CSR subgraphs of a snapshot's arcs (`_Subgraph`: the NVLink, fabric and PCIe arcs the
-router walks), with breadth-first distances to a node, and `sorted_ptr`, the CSR
-pointers of sorted keys.  Pure numpy; split from `route_arrays`."""
+router walks), with breadth-first distances to a node; many searches at once over a
+CSR (`bitwise_bfs`); and `sorted_ptr`, the CSR pointers of sorted keys.  Pure numpy;
+split from `route_arrays`."""
 
 from __future__ import annotations
 
@@ -35,6 +36,53 @@ def sorted_ptr(keys: np.ndarray, n: int) -> np.ndarray:
     firsts = np.concatenate([[-1], keys[0:1], keys[heads], [n]]).astype(np.int64)
     # Keys firsts[k - 1] + 1 .. firsts[k] all start where run k does.
     return np.repeat(starts, np.diff(firsts))
+
+
+def bitwise_bfs(into_ptr: np.ndarray, into_src: np.ndarray, firsts: list[np.ndarray],
+                batch: int = 64) -> list[np.ndarray]:
+    """Hop counts along the arcs of a graph given as the CSR of each node's sources
+    (``into_ptr``, ``into_src``), one search per ``firsts[i]``: those nodes count 1, a
+    node one more than the nearest of its sources (-1: unreached).  Up to ``batch`` (at
+    most 64) searches at once, bit-parallel.
+
+    Each node keeps a word with a bit per search that has reached it; a level ORs, for
+    every node, the words of the nodes with an arc into it: one gather and one segmented
+    reduction over the arcs for all the searches, where a search at a time walked every
+    arc once per search (32 searches over the 524,288 switch arcs of the 131,072-GPU
+    fabric took 160 ms).
+
+    >>> ptr, src = np.array([0, 1, 2, 3]), np.array([1, 2, 0])   # 1 -> 0, 2 -> 1, 0 -> 2
+    >>> [d.tolist() for d in bitwise_bfs(ptr, src, [np.array([1]), np.array([0, 2])])]
+    [[2, 1, 3], [1, 2, 1]]
+    """
+    n = len(into_ptr) - 1
+    has = np.diff(into_ptr) > 0                # nodes with an arc into them
+    starts = into_ptr[:-1][has]
+    out: list[np.ndarray] = []
+    for lo in range(0, len(firsts), batch):
+        part = firsts[lo:lo + batch]
+        d = np.full((len(part), n), -1, dtype=np.int32)     # [search, node]
+        frontier = np.zeros(n, np.uint64)
+        for i, first in enumerate(part):
+            frontier[first] |= np.uint64(1) << np.uint64(i)
+            d[i, first] = 1
+        seen = frontier.copy()
+        level = 1
+        while True:
+            level += 1
+            reached = np.zeros(n, np.uint64)
+            if starts.size:
+                reached[has] = np.bitwise_or.reduceat(frontier[into_src], starts)
+            frontier = reached & ~seen
+            if not frontier.any():
+                break
+            seen |= frontier
+            bits = np.unpackbits(frontier.astype("<u8").view(np.uint8).reshape(n, 8),
+                                 axis=1, count=len(part), bitorder="little")
+            node, search = np.nonzero(bits)
+            d[search, node] = level
+        out.extend(d)
+    return out
 
 
 def arcs_by_source(snap: Snapshot, arcs: np.ndarray) -> np.ndarray:

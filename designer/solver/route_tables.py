@@ -23,7 +23,7 @@ from designer.solver.route_arrays import (
     stable_argsort,
     unique_inverse,
 )
-from designer.solver.route_subgraph import sorted_ptr
+from designer.solver.route_subgraph import bitwise_bfs, sorted_ptr
 from designer.solver.route_walk import walk_shared
 
 if TYPE_CHECKING:
@@ -199,46 +199,13 @@ class _FabricGroups:
     _BFS_BATCH = 64   # searches run together: one bit each in a uint64 per switch
 
     def _bfs(self, firsts: list[np.ndarray]) -> list[np.ndarray]:
-        """Distances (over switches) to targets whose switch neighbours are ``firsts[i]``,
-        up to 64 breadth-first searches at once, bit-parallel.
+        """Distances (over switches) to targets whose switch neighbours are ``firsts[i]``
+        (`route_subgraph.bitwise_bfs`, `_BFS_BATCH` searches at a time).
 
         A switch other than the target is as far from it as from the nearest of its
         switch neighbours plus one, so every target with these neighbours shares the
-        result (its own entry is overridden to 0 where it matters).  Each switch keeps a
-        word with a bit per search that has reached it; a level ORs, for every switch,
-        the words of the switches with an arc into it (one gather and one segmented
-        reduction over the arcs for all the searches, where a search at a time walked
-        every arc once per search: 32 searches over the 524,288 switch arcs of the
-        131,072-GPU fabric took 160 ms)."""
-        n_sw = len(self.switches)
-        into_ptr, into_src = self._arcs_into()
-        has = np.diff(into_ptr) > 0                # switches with an arc into them
-        starts = into_ptr[:-1][has]
-        out: list[np.ndarray] = []
-        for lo in range(0, len(firsts), self._BFS_BATCH):
-            batch = firsts[lo:lo + self._BFS_BATCH]
-            d = np.full((len(batch), n_sw), -1, dtype=np.int32)     # [search, switch]
-            frontier = np.zeros(n_sw, np.uint64)
-            for i, first in enumerate(batch):
-                frontier[first] |= np.uint64(1) << np.uint64(i)
-                d[i, first] = 1
-            seen = frontier.copy()
-            level = 1
-            while True:
-                level += 1
-                reached = np.zeros(n_sw, np.uint64)
-                if starts.size:
-                    reached[has] = np.bitwise_or.reduceat(frontier[into_src], starts)
-                frontier = reached & ~seen
-                if not frontier.any():
-                    break
-                seen |= frontier
-                bits = np.unpackbits(frontier.astype("<u8").view(np.uint8).reshape(n_sw, 8),
-                                     axis=1, count=len(batch), bitorder="little")
-                switch, search = np.nonzero(bits)
-                d[search, switch] = level
-            out.extend(d)
-        return out
+        result (its own entry is overridden to 0 where it matters)."""
+        return bitwise_bfs(*self._arcs_into(), firsts, self._BFS_BATCH)
 
     def _arcs_into(self) -> tuple[np.ndarray, np.ndarray]:
         """CSR of the switch-to-switch arcs by destination: each switch's sources."""

@@ -57,7 +57,6 @@ from designer.solver.errors import SolverError
 from designer.solver.parallel import Forked, fork
 from designer.solver.route_arrays import (  # noqa: F401 - re-exported for callers
     _EMPTY,
-    RankLinks,
     Route,
     RouteBatch,
     _batch,
@@ -66,7 +65,6 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
     _ptr,
     _scatter,
     _single,
-    access_legs,
     distinct,
     first_occurrence,
     ragged_arange,
@@ -76,7 +74,7 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
 )
 from designer.solver.route_middles import Middles, SplitDags
 from designer.solver.route_nvlink import NvlinkTables
-from designer.solver.route_ranks import make_rank_links
+from designer.solver.route_ranks import RankLinks, access_legs, make_rank_links
 from designer.solver.route_subgraph import _Subgraph
 from designer.solver.route_tables import _FabricGroups
 from designer.solver.snapshot import NVLINK, PCIE, Snapshot
@@ -213,7 +211,7 @@ class Router:
         return self._ranks
 
     def access_legs(self) -> RouteBatch:
-        """Every rank's way out to the fabric and way in (`route_arrays.access_legs`),
+        """Every rank's way out to the fabric and way in (`route_ranks.access_legs`),
         computed once: every phase of every plan shares them."""
         if self._legs_started() is None:
             self._access_legs = access_legs(self.rank_links(), self.snap.n_arcs)

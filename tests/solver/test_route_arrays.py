@@ -97,7 +97,7 @@ def test_access_legs_are_each_ranks_way_to_and_from_the_fabric(pxn):
     # the short way (two arcs each); a failed GPU-NIC link sends one GPU through a
     # sibling (PXN) and all ranks the general way: the same routes rank by rank.
     from designer.model.templates import build_template
-    from designer.solver.route_arrays import access_legs
+    from designer.solver.route_ranks import access_legs
     from designer.solver.routing import Router
     from designer.solver.snapshot import take_snapshot
 
