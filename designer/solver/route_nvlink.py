@@ -68,7 +68,7 @@ class _Domains:
             self.node_dom = snap.node_domain
         else:
             if graph is None:
-                graph = _Subgraph(snap, snap.arc_family == NVLINK)
+                graph = _Subgraph(snap, link_mask=snap.arc_family[0::2] == NVLINK)
             self.node_dom = _node_domains(snap, graph)
         nv_all = np.flatnonzero(snap.arc_family == NVLINK)
         arc_dom = self.node_dom[snap.arc_src[nv_all]]

@@ -252,11 +252,9 @@ class Router:
         return self._pcie
 
     def pcie_symmetric(self) -> bool:
-        """`_Subgraph.symmetric` of `pcie`, without making it."""
-        if self._pcie is not None:
-            return self._pcie.symmetric
-        pcie = self.snap.arc_family == PCIE
-        return bool(np.array_equal(pcie[0::2], pcie[1::2]))
+        """`_Subgraph.symmetric` of `pcie`, without making it: chosen per link, it has both
+        arcs of each of its links."""
+        return True if self._pcie is None else self._pcie.symmetric
 
     def pcie_arc(self, a: int, b: int) -> int:
         arc = int(self.pcie_arcs(np.array([a]), np.array([b]))[0])
