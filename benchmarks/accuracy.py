@@ -1,6 +1,6 @@
 """Accuracy table: the whole pipeline, run the way a user runs it, against measured NCCL.
 
-Every measured figure in ``shared/reference/measured-allreduce.json`` becomes a design
+Every measured figure in ``resources/reference/measured-allreduce.json`` becomes a design
 built from a template with ``fabric-designer new`` and a ``fabric-designer solve ... --json``
 run in a temporary directory (``python -m designer`` in a subprocess).  Nothing is fitted
 here and no row is special-cased: the table shows how far the shipped catalog, templates,
@@ -52,10 +52,11 @@ from accuracy_cases import (  # noqa: F401 - re-exported for the tests
 )
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO.parent / "shared/reference/measured-allreduce.json"
+#: Published measurements, each with its source, kept in the repository (resources/reference).
+REFERENCE = REPO / "resources/reference/measured-allreduce.json"
 #: Public figures on hardware no calibration row covers (Blackwell): printed as a check,
 #: never fitted, no goal of their own.
-UNSEEN = Path(__file__).resolve().parent / "unseen.json"
+UNSEEN = REPO / "resources/reference/unseen-blackwell.json"
 
 #: Goals of issue 3 and the per-row regression bounds checked by the test.
 GOAL_LARGE_MEDIAN_PCT = 5.0  # median |error| on sizes >= 1 GiB
@@ -352,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--reference", type=Path, default=REFERENCE, help="measured json")
     ap.add_argument("--unseen", type=Path, default=UNSEEN,
                     help="public figures the fit never saw, printed after the table "
-                         "(default: benchmarks/unseen.json; 'none' to skip)")
+                         "(default: resources/reference/unseen-blackwell.json; 'none' to skip)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     ap.add_argument("--workers", type=int, default=2, help="CLI runs at once (default 2)")
     args = ap.parse_args(argv)

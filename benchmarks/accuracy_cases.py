@@ -1,5 +1,5 @@
 """The cases of the accuracy table (`accuracy.py`): each measured figure of
-``shared/reference/measured-allreduce.json`` as a design built from a template and the
+``resources/reference/measured-allreduce.json`` as a design built from a template and the
 ``fabric-designer solve`` options that reproduce its measurement.  Split from
 ``accuracy.py``.
 
@@ -19,8 +19,8 @@ How each reference row maps to a design and a solve (the nccl-tests command behi
 * ``single-node-ring-rule``: the note's "GPU busbw/link-rate" pairs (A100 235/300,
   H100/H200 367/450) as forced-ring 4 GiB rows on ``hgx gpu=...``.
 * Rows that name their own design (``template``, ``params``, ``options``, as in
-  ``benchmarks/unseen.json``): that design and those options, at ``bytes`` (``busbw``)
-  or along ``curve_bytes_busbw``.
+  ``resources/reference/unseen-blackwell.json``): that design and those options, at
+  ``bytes`` (``busbw``) or along ``curve_bytes_busbw``.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def _ring_rule(c: dict) -> list[Case]:
 
 
 def _explicit(c: dict) -> list[Case]:
-    """A row that names its design and solve options (see ``benchmarks/unseen.json``)."""
+    """A row that names its design and solve options (see resources/reference/)."""
     d = design(c["template"], **c.get("params", {}))
     if "curve_bytes_busbw" in c:
         pts = tuple((parse_size(s), float(v)) for s, v in c["curve_bytes_busbw"])

@@ -43,7 +43,7 @@ from designer.solver.nccl_params import DEFAULT_PARAMS_PATH, FITTED, ModelParams
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy_cases import _fmt_size, parse_size
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared/reference/measured-allreduce.json"
+REFERENCE = Path(__file__).resolve().parents[1] / "resources/reference/measured-allreduce.json"
 GiB = 1 << 30
 
 #: Search bounds of the fitted parameters (physical limits where there is one: LL

@@ -342,9 +342,7 @@ def test_write_params_round_trip(tmp_path, calib, params):
 
 @pytest.fixture(scope="module")
 def reference_points(calib):
-    path = calib.REFERENCE
-    if not path.is_file():
-        pytest.skip(f"measured reference not found at {path}")
+    path = calib.REFERENCE  # in the repository, so the calibration is checked from a clone
     return calib.build_points(json.loads(path.read_text(encoding="utf-8")), [])
 
 

@@ -25,7 +25,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QCheckBox, QInputDialog, QMenu, QPushButton, QToolButton, QWidget
 
-import designer
 from designer.gui.analysis.panels.base import (
     OKABE_ITO,
     PanelDock,
@@ -35,13 +34,12 @@ from designer.gui.analysis.panels.base import (
     size_tick,
 )
 from designer.gui.analysis.panels.marks import marked_line
-from designer.model.catalog import FAMILIES
+from designer.model.catalog import FAMILIES, resources_dir
 from designer.solver.snapshot import NVLINK, PCIE
 from designer.solver.timing import CollectiveResult
 
-#: Published nccl-tests results (outside the package: the calibration data of the repo).
-REFERENCE_PATH = Path(designer.__file__).resolve().parents[1].parent / \
-    "shared/reference/measured-allreduce.json"
+#: Published nccl-tests results (the calibration data, shipped with the resources).
+REFERENCE_PATH = resources_dir() / "reference" / "measured-allreduce.json"
 
 # Baselines cycle through these (Okabe-Ito minus the current curve's blues and the yellow
 # that vanishes on white), then reuse them with another dash pattern.
