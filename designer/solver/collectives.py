@@ -276,6 +276,7 @@ def _sharp_phase(router: Router, ranks: np.ndarray, g: int) -> Phase:
     bad = np.flatnonzero(~rl.ok[ranks])
     if bad.size:
         r.check_rank(int(ranks[bad[0]]))  # raises naming the GPU and what it lacks
+    _check_sharp_reach(r, rl.leaf[ranks].reshape(-1, g))
     fb = FlowBuilder(r)
     names = [snap.node_ids[i] for i in rl.gpu[ranks].tolist()]
     flows = fb.new_flows(np.full(2 * len(ranks), 1.0 / g),
@@ -286,6 +287,27 @@ def _sharp_phase(router: Router, ranks: np.ndarray, g: int) -> Phase:
     fb.add_legs(flows[1::2], len(rl.gpu) + ranks)
     fb.net_fixed = 2
     return fb.phase("SHARP in-network all-reduce", 2)
+
+
+def _check_sharp_reach(router: Router, leaf: np.ndarray) -> None:
+    """Raise `SolverError` unless, in every column of ``leaf`` (the edge switches of the
+    ranks that reduce one shard together, one row per domain), a live switch path joins
+    every edge switch to the first.
+
+    The model reduces in the edge switches and does not load the aggregation tree above
+    them, but that tree cannot exist without such a path: without this check a fabric
+    whose spines have all failed would still report a collnet bandwidth.  One hop count
+    per distinct pair of switches (`Router.fabric_hops`).
+    """
+    first = np.broadcast_to(leaf[0], leaf.shape)
+    hops = router.fabric_hops(first.ravel(), leaf.ravel())
+    cut = np.flatnonzero(hops < 0)
+    if cut.size:
+        # The lowest pair of node ids, so the message does not depend on rank order.
+        pairs = np.unique(np.stack([first.ravel()[cut], leaf.ravel()[cut]], axis=1), axis=0)
+        a, b = (router.snap.node_ids[int(x)] for x in pairs[0])
+        raise SolverError(f"collnet: no fabric path from {a} to {b}: SHARP needs a live "
+                          "switch path between the edge switches of the ranks it reduces")
 
 
 def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall") -> Plan:

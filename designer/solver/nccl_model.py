@@ -66,6 +66,7 @@ from designer.solver.nccl_steps import (
 __all__ = [
     "ALGORITHMS",
     "COLLECTIVES",
+    "COLLNET_NOTE",
     "LAUNCH_MODES",
     "NVLS_ALGORITHMS",
     "VALID_ALGORITHMS",
@@ -98,6 +99,14 @@ _ALGO_PROTOCOLS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "pat": ("Simple",),
         "p2p": ("LL", "Simple"),
     }
+)
+
+#: What the collnet figures assume (`caveats`): the flow model reduces in each GPU's
+#: edge switch and loads nothing above it.
+COLLNET_NOTE = (
+    "collnet (SHARP) is modelled as a reduction in the edge switches at line rate; the "
+    "aggregation tree above them is not modelled and loads no leaf-spine link, so read "
+    "the collnet figures as an upper bound"
 )
 
 #: Algorithms whose channel count NCCL fixes (no ramp with the message size).
@@ -383,11 +392,15 @@ def caveats(shape: CollectiveShape) -> tuple[str, ...]:
     'NVLS on 72 GPUs in one NVLink dom'
     >>> caveats(CollectiveShape("allreduce", "nvls", 8, 1, 1122.8, 1, 0))
     ()
+    >>> caveats(CollectiveShape("allreduce", "collnet", 16, 2, 376.0, 1, 2))[0][:30]
+    'collnet (SHARP) is modelled as'
     """
     if shape.algorithm in NVLS_ALGORITHMS and shape.ranks_per_node > NVLS_MEASURED_RANKS:
         return (f"NVLS on {shape.ranks_per_node} GPUs in one NVLink domain: measured rows "
                 f"cover up to {NVLS_MEASURED_RANKS}, and a whole NVL72 rack measures "
                 "16-24 % below this model; read the NVLS figures as an upper bound",)
+    if shape.algorithm == "collnet":
+        return (COLLNET_NOTE,)
     return ()
 
 
