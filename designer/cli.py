@@ -28,6 +28,7 @@ from designer.cli_solver import cmd_solve, cmd_train, parse_size  # noqa: F401 -
 from designer.io.atomic import save_error_message
 from designer.logs import FILE_ONLY, setup_logging
 from designer.model.errors import DesignError
+from designer.model.scenario import ALGORITHMS, COLLECTIVES, DTYPES
 
 PROG = "fabric-designer"
 log = logging.getLogger(__name__)
@@ -218,21 +219,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PNG pixels per canvas unit (default 2)")
     s.set_defaults(func=cmd_export)
 
-    s = sub.add_parser("solve", help="route a collective, compute max-min rates and timing")
+    s = sub.add_parser("solve", help="route a collective, compute max-min rates and timing",
+                       description="Solve the scenario saved in the design file (the one "
+                                   "the GUI shows); each option overrides one field of it.")
     s.add_argument("file")
-    s.add_argument("--collective", default="allreduce",
-                   choices=["allreduce", "allgather", "reducescatter", "broadcast", "reduce",
-                            "alltoall", "sendrecv"])
+    s.add_argument("--collective", choices=list(COLLECTIVES),
+                   help="the collective (default: the file's scenario)")
     size = s.add_mutually_exclusive_group()
-    size.add_argument("--bytes", default="8GiB", help="message size: 1048576, 32KiB, 8GiB")
+    size.add_argument("--bytes", help="message size: 1048576, 32KiB, 8GiB "
+                                      "(default: the file's scenario)")
     size.add_argument("--sweep", metavar="LOW:HIGH", help="powers of two, e.g. 32KiB:16GiB")
-    s.add_argument("--algorithm", default="auto",
-                   choices=["auto", "ring", "tree", "nvls", "hierarchical", "collnet"])
-    s.add_argument("--ranks", default="all", help="all | N (first N GPUs) | id,id,...")
+    s.add_argument("--algorithm", choices=list(ALGORITHMS),
+                   help="the algorithm (default: the file's scenario); all-reduce takes "
+                        "any, all-to-all and send/recv only auto, the others auto or ring")
+    s.add_argument("--ranks", help="all | N (first N GPUs) | id,id,... | group:ID "
+                                   "(default: the file's scenario)")
     s.add_argument("--routing", choices=["ecmp", "adaptive", "static"],
                    help="override the design's routing mode")
-    s.add_argument("--launch", choices=["eager", "graph"], default="eager",
-                   help="kernel launches: eager (default) or CUDA graphs")
+    s.add_argument("--launch", choices=["eager", "graph"],
+                   help="kernel launches: eager or CUDA graphs (default: the file's scenario)")
     s.add_argument("--gpus-per-thread", type=int, default=1, metavar="G",
                    help="GPUs per process thread, like nccl-tests -g (eager launch cost)")
     s.add_argument("--json", action="store_true")
@@ -241,17 +246,20 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("train", help="training-step estimate: gradient all-reduce, overlap, "
                                      "jitter and stragglers")
     s.add_argument("file")
-    s.add_argument("--params", type=float, required=True, help="model parameters, e.g. 70e9")
-    s.add_argument("--dtype", default="bf16", choices=["fp32", "bf16", "fp16", "fp8"],
-                   help="gradient dtype")
-    s.add_argument("--dp", type=int, help="data-parallel size (default: every GPU)")
-    s.add_argument("--compute-s", type=float, help="compute time per step, seconds")
+    s.add_argument("--params", help="model parameters: 70B, 405e9, 1.2T "
+                                    "(default: the file's training workload)")
+    s.add_argument("--dtype", choices=list(DTYPES),
+                   help="gradient dtype (default: the file's training workload)")
+    s.add_argument("--dp", type=int, help="data-parallel size (default: the file's "
+                                          "training workload, 0 there = every GPU)")
+    s.add_argument("--compute-s", type=float, help="compute time per step, seconds "
+                                                   "(default: the file's training workload)")
     s.add_argument("--flops", type=float, help="model FLOPs per GPU per step")
     s.add_argument("--tflops", type=float, help="GPU dense TFLOP/s (with --flops)")
     s.add_argument("--mfu", type=float, default=0.4, help="model FLOPs utilisation")
-    s.add_argument("--overlap", type=float, default=0.0, help="fraction of comm hidden")
-    s.add_argument("--algorithm", default="auto",
-                   choices=["auto", "ring", "tree", "nvls", "hierarchical", "collnet"])
+    s.add_argument("--overlap", type=float, help="fraction of comm hidden "
+                                                 "(default: the file's training workload)")
+    s.add_argument("--algorithm", default="auto", choices=list(ALGORITHMS))
     s.add_argument("--routing", choices=["ecmp", "adaptive", "static"])
     s.add_argument("--steps", type=int, default=1000, help="Monte Carlo steps")
     s.add_argument("--seed", type=int, default=0)

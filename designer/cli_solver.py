@@ -1,19 +1,38 @@
 """The solver's subcommands of ``fabric-designer``: ``solve`` (a collective on a design:
 times, bus bandwidth, bottlenecks, link loads) and ``train`` (a training step: step
 time, communication share, jitter, stragglers).  Split from `designer.cli`, which
-builds their parsers."""
+builds their parsers.
+
+Both start from what the design file saves, the scenario and the training workload the
+GUI evaluates (`designer.model.scenario`), so the command and the window give the same
+figures for the same file; every option overrides one field of it.  A mistake in an
+option is a usage error (exit 2); a saved scenario the design cannot satisfy is a bad
+file (exit 1), and its message says it came from the file.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import math
 import time
 
 from designer.cli_base import UsageError
 from designer.cli_base import load_design as _load
+from designer.model.errors import DesignError
+from designer.model.scenario import Scenario, TrainingSpec
 
 log = logging.getLogger("designer.cli")
+
+#: The algorithms the flow solver runs for each collective besides ``auto``: every one
+#: for all-reduce, the ring for the other rank-ordered collectives, and none for the
+#: point-to-point ones (all-to-all and send/recv always run point-to-point).
+ALGORITHMS_FOR: dict[str, tuple[str, ...]] = {
+    "allreduce": ("ring", "tree", "nvls", "hierarchical", "collnet"),
+    "allgather": ("ring",), "reducescatter": ("ring",), "broadcast": ("ring",),
+    "reduce": ("ring",), "alltoall": (), "sendrecv": (),
+}
 
 
 def parse_size(text: str) -> int:
@@ -33,28 +52,102 @@ def parse_size(text: str) -> int:
     return int(value * units[unit])
 
 
-def _parse_ranks(text: str, n_gpus: int) -> list[int] | None:
-    if text == "all":
+def parse_count(text: str, option: str = "--params") -> float:
+    """A count such as a model's parameters: ``70B``, ``405e9``, ``1.2T``, ``125M``.
+
+    The suffixes are decimal (K 10^3, M 10^6, B or G 10^9, T 10^12), as model sizes are
+    quoted.  The sign is left to the caller's range check.
+
+    >>> parse_count("70B"), parse_count("405e9"), parse_count("1.2T")
+    (70000000000.0, 405000000000.0, 1200000000000.0)
+    """
+    units = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+    t = text.strip().lower()
+    scale = units.get(t[-1:], 1.0)
+    try:
+        value = float(t[:-1] if t[-1:] in units else t) * scale
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise UsageError(f"{option}: not a count: {text!r} (use e.g. 70B, 405e9, 1.2T)")
+    return value
+
+
+def _algorithm_mismatch(collective: str, algorithm: str) -> str | None:
+    """Why ``algorithm`` cannot run ``collective``, or None when it can."""
+    if algorithm == "auto" or algorithm in ALGORITHMS_FOR[collective]:
         return None
+    if not ALGORITHMS_FOR[collective]:
+        return (f"{collective} is point-to-point and has no algorithm to choose "
+                "(leave --algorithm at auto)")
+    only = ", ".join(ALGORITHMS_FOR[collective])
+    return f"{algorithm} is an all-reduce algorithm; {collective} runs {only} (or auto)"
+
+
+def _choose(args: argparse.Namespace, saved: Scenario) -> tuple[str, str, list[str]]:
+    """The collective and algorithm to solve: the flags over the file's scenario; the
+    notes say what of the file's scenario was set aside."""
+    collective = args.collective or saved.collective
+    if args.algorithm:
+        why = _algorithm_mismatch(collective, args.algorithm)
+        if why:
+            raise UsageError(f"--algorithm {args.algorithm} does not apply: {why}")
+        return collective, args.algorithm, []
+    if _algorithm_mismatch(collective, saved.algorithm):
+        return collective, "auto", [f"the file's algorithm {saved.algorithm} does not "
+                                    f"apply to {collective}; auto is used"]
+    return collective, saved.algorithm, []
+
+
+def _rank_spec(text: str):
+    """``--ranks`` as the file writes ranks: ``all``, N, ``group:<id>`` or a list of ids."""
+    text = text.strip()
+    if text == "all" or text.startswith("group:"):
+        return text
     if text.isdigit():
-        n = int(text)
-        if not 2 <= n <= n_gpus:
-            raise UsageError(f"--ranks {n}: the design has {n_gpus} GPUs")
-        return list(range(n))
-    return [x.strip() for x in text.split(",") if x.strip()]  # ids, resolved later
+        return int(text)
+    return [x.strip() for x in text.split(",") if x.strip()]
 
 
-def cmd_solve(args: argparse.Namespace) -> int:
-    from designer.solver.snapshot import take_snapshot
-    from designer.solver.timing import solve_collective
+def _ranks(spec, snap, topo, *, from_file: bool) -> list[int] | None:
+    """Rank indices for a ranks spec (see `_rank_spec`), like the GUI resolves them:
+    a group's or a list's GPUs in id order, failed GPUs left out.
 
-    t0 = time.perf_counter()
-    topo = _load(args.file)
-    if args.routing:
-        topo.set_setting("routing", args.routing)
-    t_load = time.perf_counter()
-    snap = take_snapshot(topo)
-    t_snap = time.perf_counter()
+    A spec the design cannot satisfy is a `UsageError` when typed, a `DesignError` (a
+    bad file) when read from the file.
+    """
+    where = f"the file's scenario: ranks {spec}" if from_file else f"--ranks {spec}"
+    error = DesignError if from_file else UsageError
+    if spec == "all":
+        return None
+    if isinstance(spec, int):
+        if spec < 2:
+            raise error(f"{where}: a collective needs at least 2 ranks")
+        if spec > snap.n_gpus:
+            raise error(f"{where}: the design has only {snap.n_gpus} GPUs")
+        return list(range(spec))
+    index = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
+    if isinstance(spec, str):  # group:<id>
+        gid = spec.split(":", 1)[1]
+        if not topo.has_group(gid):
+            raise error(f"{where}: no group {gid!r} in the design")
+        ranks = sorted(index[n] for n in topo.members(gid) if n in index)
+        if len(ranks) < 2:
+            raise error(f"{where}: the group has {len(ranks)} working GPU(s); a collective "
+                        "needs at least 2")
+        return ranks
+    missing = [x for x in spec if x not in index]
+    if missing:
+        raise error(f"{where}: no working GPU {missing[0]!r} in the design")
+    twice = [x for i, x in enumerate(spec) if x in spec[:i]]
+    if twice:
+        raise error(f"{where}: GPU {twice[0]!r} is listed twice")
+    if len(spec) < 2:
+        raise error(f"{where}: a collective needs at least 2 ranks")
+    return sorted(index[x] for x in spec)
+
+
+def _sizes(args: argparse.Namespace, saved: Scenario) -> list[int]:
     if args.sweep:
         lo, sep, hi = args.sweep.partition(":")
         if not sep:
@@ -66,18 +159,34 @@ def cmd_solve(args: argparse.Namespace) -> int:
         while s <= hi_b:
             sizes.append(s)
             s *= 2
+        return sizes
+    return [parse_size(args.bytes) if args.bytes is not None else saved.bytes]
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from designer.solver.snapshot import take_snapshot
+    from designer.solver.timing import solve_collective
+
+    if args.gpus_per_thread < 1:
+        raise UsageError(f"--gpus-per-thread must be at least 1, got {args.gpus_per_thread}")
+    t0 = time.perf_counter()
+    topo = _load(args.file)
+    saved = Scenario.from_dict(topo.settings["scenario"])
+    collective, algorithm, notes = _choose(args, saved)
+    sizes = _sizes(args, saved)
+    if args.routing:
+        topo.set_setting("routing", args.routing)
+    t_load = time.perf_counter()
+    snap = take_snapshot(topo)
+    t_snap = time.perf_counter()
+    if args.ranks is not None:
+        ranks = _ranks(_rank_spec(args.ranks), snap, topo, from_file=False)
     else:
-        sizes = [parse_size(args.bytes)]
-    ranks = _parse_ranks(args.ranks, snap.n_gpus)
-    if ranks and isinstance(ranks[0], str):
-        index = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
-        missing = [x for x in ranks if x not in index]
-        if missing:
-            raise UsageError(f"--ranks: no GPU {missing[0]!r} in the design")
-        ranks = [index[x] for x in ranks]
-    res = solve_collective(snap, args.collective, sizes=sizes, algorithm=args.algorithm,
-                           ranks=ranks, launch=args.launch,
+        ranks = _ranks(saved.ranks, snap, topo, from_file=True)
+    res = solve_collective(snap, collective, sizes=sizes, algorithm=algorithm,
+                           ranks=ranks, launch=args.launch or saved.launch,
                            gpus_per_thread=args.gpus_per_thread)
+    notes += res.notes
     timing = {"load": (t_load - t0) * 1e3, "snapshot": (t_snap - t_load) * 1e3,
               "route": res.timing_ms["route"], "rates": res.timing_ms["rates"],
               "total": (time.perf_counter() - t_load) * 1e3}
@@ -106,7 +215,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
                           "end_s": b.end_s, "steps": b.steps, "bottleneck": b.bottleneck}
                          for b in res.timeline],
             "timing_ms": {k: round(v, 2) for k, v in timing.items()},
-            "notes": list(res.notes),
+            "notes": notes,
         }
         print(json.dumps(out, indent=2))
         return 0
@@ -120,7 +229,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         print("busiest links:")
         for name, u in bottlenecks[:5]:
             print(f"  {u * 100:6.1f}%  {name}")
-    for note in res.notes:
+    for note in notes:
         print(f"note: {note}")
     print("timing (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
     return 0
@@ -138,27 +247,45 @@ def cmd_train(args: argparse.Namespace) -> int:
     from designer.solver.training import TrainingWorkload
     from designer.solver.workload import training_report
 
-    if args.compute_s is None and (args.flops is None or args.tflops is None):
-        # (the workload's own message names its fields, not these options)
-        raise UsageError("train needs --compute-s SECONDS, or both --flops and --tflops")
+    if (args.flops is None) != (args.tflops is None):
+        raise UsageError("--flops and --tflops go together: the compute time is FLOPs / "
+                         "(TFLOP/s x MFU); or give --compute-s")
+    if args.flops is not None and args.compute_s is not None:
+        raise UsageError("give --compute-s, or --flops with --tflops, not both")
+    if args.steps < 1:
+        raise UsageError(f"--steps must be at least 1, got {args.steps}")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be 0 or more, got {args.seed}")
     topo = _load(args.file)
+    saved = TrainingSpec.from_dict(topo.settings["training"])
     if args.routing:
         topo.set_setting("routing", args.routing)
     snap = take_snapshot(topo)
+    if args.dp is None:
+        dp = min(saved.dp_size or snap.n_gpus, snap.n_gpus)  # as the GUI reads the file
+    elif args.dp < 2:
+        raise UsageError(f"--dp must be at least 2 (GPUs in the all-reduce), got {args.dp}")
+    elif args.dp > snap.n_gpus:
+        raise UsageError(f"--dp {args.dp}: the design has only {snap.n_gpus} GPUs")
+    else:
+        dp = args.dp
+    compute_s = args.compute_s
+    if compute_s is None and args.flops is None:
+        compute_s = saved.compute_s
     try:
         workload = TrainingWorkload(
-            params=args.params, grad_dtype=args.dtype,
-            dp_size=snap.n_gpus if args.dp is None else args.dp,
-            compute_s=args.compute_s, model_flops_per_step=args.flops, gpu_tflops=args.tflops,
-            mfu=args.mfu, overlap=args.overlap)
+            params=saved.params if args.params is None else parse_count(args.params),
+            grad_dtype=args.dtype or saved.grad_dtype, dp_size=dp,
+            compute_s=compute_s, model_flops_per_step=args.flops, gpu_tflops=args.tflops,
+            mfu=args.mfu, overlap=saved.overlap if args.overlap is None else args.overlap)
     except SolverError as exc:
         # The workload names its fields; the user typed options.
         text = str(exc)
         for field, option in _TRAIN_OPTIONS.items():
             text = text.replace(f"TrainingWorkload.{field}", option)
         raise UsageError(text) from None
-    rep = training_report(snap, workload, algorithm=args.algorithm, n_steps=args.steps,
-                          seed=args.seed)
+    rep = training_report(snap, workload, algorithm=args.algorithm or "auto",
+                          compute_cv=saved.compute_cv, n_steps=args.steps, seed=args.seed)
     est, dist = rep.estimate, rep.distribution
     out = {
         "gradient_bytes": est.gradient_bytes, "dp_size": workload.dp_size,

@@ -79,7 +79,7 @@ def test_solve_json_has_the_documented_keys(capsys, designs):
     )
     (res,) = out["results"]
     assert {"bytes", "time_s", "algbw_GBps", "busbw_GBps"} <= set(res)
-    assert res["bytes"] == 8 * GiB  # the default size
+    assert res["bytes"] == GiB  # the size the template saves in the file's scenario
     assert res["algbw_GBps"] == pytest.approx(res["bytes"] / res["time_s"] / 1e9)
     assert res["busbw_GBps"] == pytest.approx(res["algbw_GBps"] * 2 * 7 / 8)
     assert out["ceiling_busbw_GBps"] == pytest.approx(H100_NV, abs=1e-3)
@@ -330,3 +330,120 @@ def test_python_dash_m_designer_solve(designs):
     )
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.count("\n") == 1 and "8XB" in bad.stderr
+
+
+# ----------------------------------------------------------------- the file's scenario
+def with_settings(src, dst, **settings):
+    """A copy of the design file ``src`` at ``dst`` with ``settings`` merged in."""
+    data = json.loads(src.read_text())
+    for key, value in settings.items():
+        data["settings"][key] = {**data["settings"][key], **value}
+    dst.write_text(json.dumps(data))
+    return dst
+
+
+def test_solve_defaults_to_the_scenario_saved_in_the_file(capsys, designs, tmp_path):
+    """What the GUI evaluates is what `solve` evaluates: the file's collective, size,
+    algorithm, ranks and launch, each overridden by its flag."""
+    saved = {
+        "collective": "allgather",
+        "bytes": 3 * GiB,
+        "algorithm": "ring",
+        "ranks": 4,
+        "launch": "graph",
+    }
+    path = with_settings(designs["hgx"], tmp_path / "s.fabric.json", scenario=saved)
+    out = solve_json(capsys, path)
+    assert (out["collective"], out["algorithm"], out["ranks"]) == ("allgather", "ring", 4)
+    assert [r["bytes"] for r in out["results"]] == [3 * GiB]
+    explicit = solve_json(
+        capsys,
+        designs["hgx"],
+        "--collective",
+        "allgather",
+        "--bytes",
+        str(3 * GiB),
+        "--algorithm",
+        "ring",
+        "--ranks",
+        "4",
+        "--launch",
+        "graph",
+    )
+    assert out["results"] == explicit["results"]
+    # every flag overrides its field
+    over = solve_json(
+        capsys,
+        path,
+        "--collective",
+        "allreduce",
+        "--bytes",
+        "1MiB",
+        "--ranks",
+        "all",
+        "--algorithm",
+        "auto",
+    )
+    assert (over["collective"], over["ranks"]) == ("allreduce", 8)
+    assert [r["bytes"] for r in over["results"]] == [1 << 20]
+    eager = solve_json(capsys, path, "--launch", "eager", "--bytes", "32KiB")
+    graph = solve_json(capsys, path, "--bytes", "32KiB")
+    assert graph["results"][0]["time_s"] < eager["results"][0]["time_s"]
+
+
+def test_a_template_solves_its_saved_one_gib_by_default(capsys, designs):
+    out = solve_json(capsys, designs["rail-cluster"])
+    assert [r["bytes"] for r in out["results"]] == [GiB]
+
+
+def test_ranks_by_group_as_the_file_writes_them(capsys, designs, tmp_path):
+    groups = json.loads(designs["rail-cluster"].read_text())["groups"]
+    node = next(g["id"] for g in groups if g["kind"] == "node")
+    out = solve_json(capsys, designs["rail-cluster"], "--ranks", f"group:{node}")
+    assert (out["ranks"], out["nodes"]) == (8, 1)
+    path = with_settings(
+        designs["rail-cluster"], tmp_path / "g.fabric.json", scenario={"ranks": f"group:{node}"}
+    )
+    assert solve_json(capsys, path)["ranks"] == 8
+    code, out, err = run(capsys, "solve", designs["rail-cluster"], "--ranks", "group:nope")
+    assert code == 2 and out == "" and "no group 'nope'" in err and err.count("\n") == 1
+
+
+def test_a_bad_scenario_in_the_file_is_a_bad_file(capsys, designs, tmp_path):
+    """Ranks the design cannot satisfy, read from the file: exit 1 (a bad file), the
+    message says where they came from."""
+    path = with_settings(designs["hgx"], tmp_path / "b.fabric.json", scenario={"ranks": 64})
+    code, out, err = run(capsys, "solve", path)
+    assert code == 1 and out == "" and "scenario" in err and "8 GPUs" in err
+    assert solve_json(capsys, path, "--ranks", "all")["ranks"] == 8
+
+
+def test_train_defaults_to_the_workload_saved_in_the_file(capsys, designs, tmp_path):
+    saved = {"params": 7e9, "grad_dtype": "fp16", "dp_size": 4, "compute_s": 0.5, "overlap": 0.5}
+    path = with_settings(designs["hgx"], tmp_path / "t.fabric.json", training=saved)
+    code, out, err = run(capsys, "train", path, "--steps", "50", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["gradient_bytes"], data["dp_size"], data["compute_s"]) == (14e9, 4, 0.5)
+    assert data["exposed_comm_s"] == pytest.approx(0.5 * data["comm_s"])
+    code, out, err = run(
+        capsys,
+        "train",
+        path,
+        "--steps",
+        "50",
+        "--json",
+        "--params",
+        "70B",
+        "--dp",
+        "8",
+        "--compute-s",
+        "2",
+        "--overlap",
+        "0",
+        "--dtype",
+        "fp32",
+    )
+    data = json.loads(out)
+    assert (data["gradient_bytes"], data["dp_size"], data["compute_s"]) == (280e9, 8, 2.0)
+    assert data["exposed_comm_s"] == data["comm_s"]

@@ -54,13 +54,14 @@ def test_train_cli_json(tmp_path, capsys):
     assert out["notes"] == []
 
 
-def test_train_cli_without_a_compute_time_is_a_usage_error(tmp_path, capsys):
+def test_train_cli_with_half_a_compute_time_is_a_usage_error(tmp_path, capsys):
+    """The file's workload gives a compute time; --flops without --tflops does not."""
     f = tmp_path / "h.fabric.json"
     assert main(["new", "hgx", "-o", str(f)]) == 0
     capsys.readouterr()
-    assert main(["train", str(f), "--params", "70e9"]) == 2
+    assert main(["train", str(f), "--params", "70e9", "--flops", "1e15"]) == 2
     err = capsys.readouterr().err
-    assert "--compute-s" in err and "--flops" in err and "TrainingWorkload" not in err
+    assert "--tflops" in err and "--compute-s" in err and "TrainingWorkload" not in err
     assert len(err.strip().splitlines()) == 1
 
 
