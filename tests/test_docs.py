@@ -116,6 +116,18 @@ def test_shortcut_table_lists_every_bound_action(qapp):
     assert rows["Link Tool"] == "L" and "Ctrl+=" in rows["Zoom In"]
 
 
+def test_shortcut_table_binds_each_key_once_and_redo_to_both_keys(qapp):
+    # The X11 window itself is checked in tests/gui/test_shortcuts.py; this is the page.
+    shortcuts = _tool("shortcuts")
+    table = shortcuts.table_in((DOCS / "user-guide.md").read_text(encoding="utf-8"))
+    rows = [line.split(" | ") for line in table.splitlines()[2:]]
+    keys = [k.strip("`") for row in rows for k in row[1].split(", ")]
+    assert len(keys) == len(set(keys)), "a key is listed for two commands"
+    by_name = {row[0].lstrip("| "): row[1] for row in rows}
+    assert by_name["Redo"] == "`Ctrl+Y`, `Ctrl+Shift+Z`"
+    assert by_name["Duplicate"] == "`Ctrl+D`" and by_name["Delete"] == "`Del`"
+
+
 # ------------------------------------------------------------------ links and images
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _HTML = re.compile(r"""(?:src|href)=["']([^"']+)["']""")

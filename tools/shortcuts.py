@@ -3,10 +3,11 @@
 ``<!-- shortcuts:begin -->`` and ``<!-- shortcuts:end -->`` markers).
 
 The keys are read from the QActions that `designer.gui.actions.make_actions` builds, so
-the table lists exactly what the window binds: the platform's standard bindings (as Qt
-reports them on this platform) plus the extra ones of ``EXTRA_SHORTCUTS``.  Bindings to
-dedicated keys some keyboards have (a "Copy" or "Zoom In" key) are left out.
-``tests/test_docs.py`` fails when the guide's table and this function disagree.
+the table lists exactly what the window binds.  Those keys are written out in
+``designer/gui/actions.py``, not taken from Qt's per-platform standard lists, so the
+table is the same on every platform (``tests/gui/test_shortcuts.py`` checks it against a
+window running on X11).  ``tests/test_docs.py`` fails when the guide's table and this
+function disagree.
 """
 
 from __future__ import annotations
@@ -19,13 +20,9 @@ GUIDE = Path(__file__).resolve().parent.parent / "docs" / "user-guide.md"
 BEGIN, END = "<!-- shortcuts:begin -->", "<!-- shortcuts:end -->"
 REGENERATE = "python tools/shortcuts.py"
 
-#: Qt key codes from here on are dedicated keys (media, "Copy", "Open", "Zoom In"...);
-#: below are the ordinary keys: letters, Delete, Insert, Backspace, F1-F35.
-_DEDICATED_KEYS = 0x01000060
-
 
 def _application():
-    """A QApplication: Qt reads the platform's standard key bindings from it."""
+    """A QApplication: QActions and key sequences need one."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
@@ -55,9 +52,8 @@ def shortcut_rows() -> list[tuple[str, str, str]]:
         for name, (text, _shortcut, tip) in ACTIONS.items():
             keys = []
             for seq in actions[name].shortcuts():
-                if seq.isEmpty() or seq[seq.count() - 1].key() >= _DEDICATED_KEYS:
-                    continue
-                keys.append(seq.toString(QKeySequence.SequenceFormat.PortableText))
+                if not seq.isEmpty():
+                    keys.append(seq.toString(QKeySequence.SequenceFormat.PortableText))
             if keys:
                 label = text.replace("&", "").rstrip("…").rstrip(".")
                 rows.append((label, ", ".join(dict.fromkeys(keys)), tip))
