@@ -21,6 +21,7 @@ from designer.gui.canvas.view import FabricView
 from designer.gui.document import Document
 from designer.gui.edit import EditController
 from designer.gui.files import FileController
+from designer.gui.help import install_help
 from designer.gui.inspector import InspectorDock
 from designer.gui.minimap import MinimapDock
 from designer.gui.palette import PaletteDock
@@ -62,6 +63,7 @@ class MainWindow(QMainWindow):
         self._update_title()
         self._on_scene_selection_changed()
         self.analysis = install_analysis(self)
+        self.help_menu = install_help(self)  # last on the menu bar
         self.files.start_autosave()
         self.resize(1400, 900)
 
