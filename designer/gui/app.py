@@ -95,8 +95,11 @@ def open_when_shown(window: MainWindow, file: str | Path) -> None:
     QTimer.singleShot(0, window, attempt)
 
 
-_X11_PACKAGES = ("libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 "
-                 "libxcb-image0 libxcb-render-util0 libegl1")  # README, System requirements
+#: The Debian/Ubuntu packages Qt's xcb plugin needs on a bare system (README's line at the
+#: top, checked by tests/test_docs.py; found on a minimal Debian 12).
+_X11_PACKAGES = ("libegl1 libgl1 libfontconfig1 libglib2.0-0 libdbus-1-3 libx11-xcb1 "
+                 "libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 "
+                 "libxcb-keysyms1 libxcb-randr0 libxcb-render-util0 libxcb-shape0")
 
 
 def missing_display_library() -> str | None:
