@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.document import Document
+from designer.gui.wheel import guard_wheel
 from designer.model.catalog import PLANES
 from designer.model.commands import SetLinkProps, SetNodeProps
 from designer.model.errors import DesignError
@@ -100,6 +101,7 @@ class InspectorDock(QDockWidget):
         for combo in (self.model, self.group, self.node_plane, self.tech, self.link_plane):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
             combo.setMinimumContentsLength(16)
+        guard_wheel(body)  # the wheel edits only a focused box
         self.refresh()
 
     def _on_undo_stack_index_changed(self, _index: int) -> None:

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from designer.gui.analysis.runner import AnalysisResult, SolveRunner
 from designer.gui.document import Document
+from designer.gui.wheel import guard_wheel
 from designer.model.commands import SetSetting
 from designer.model.errors import DesignError
 from designer.model.scenario import ALGORITHMS, COLLECTIVES, DTYPES
@@ -123,6 +124,7 @@ class ScenarioDock(QDockWidget):
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setWidget(body)
         self.setWidget(scroll)
+        guard_wheel(body)  # the wheel scrolls the form; it edits only a focused box
 
         for combo in (self.collective, self.size, self.algorithm, self.ranks):
             combo.activated.connect(self._on_scenario_edited)
