@@ -90,8 +90,9 @@ class ShortcutsDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.close)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Canvas gestures (drag, wheel, Space to pan) are in the "
-                                "user guide (F1).", self))
+        layout.addWidget(
+            QLabel("Canvas gestures (drag, wheel, Space to pan) are in the user guide (F1).", self)
+        )
         layout.addWidget(self.table)
         layout.addWidget(buttons)
         self.resize(640, 560)
@@ -140,15 +141,19 @@ class HelpMenu(QObject):
         path = user_guide_path()
         if path is None:
             QMessageBox.information(
-                self.window, "User Guide",
+                self.window,
+                "User Guide",
                 "The user guide is not installed with this copy of Fabric Designer. It is "
                 f"docs/{GUIDE_NAME} in the project's source. Help > Keyboard Shortcuts "
-                "lists every key.")
+                "lists every key.",
+            )
             return False
         if not open_url(QUrl.fromLocalFile(str(path))):
             QMessageBox.information(
-                self.window, "User Guide",
-                f"No application on this desktop opens Markdown files. The guide is at\n{path}")
+                self.window,
+                "User Guide",
+                f"No application on this desktop opens Markdown files. The guide is at\n{path}",
+            )
             return False
         self.message.emit(f"Opened the user guide ({path})")
         return True

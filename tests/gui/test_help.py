@@ -15,8 +15,7 @@ def _help_menu(window):
 
 
 def test_the_help_menu_holds_guide_shortcuts_and_about(window):
-    texts = [a.text().replace("&", "") for a in _help_menu(window).actions()
-             if not a.isSeparator()]
+    texts = [a.text().replace("&", "") for a in _help_menu(window).actions() if not a.isSeparator()]
     assert texts == ["User Guide", "Keyboard Shortcuts", "About Fabric Designer"]
     assert window.actions_by_name["user_guide"].shortcut().toString() == "F1"
 

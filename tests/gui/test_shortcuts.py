@@ -27,8 +27,9 @@ PORTABLE = QKeySequence.SequenceFormat.PortableText
 def _duplicates(bindings) -> dict[str, list[str]]:
     """Keys bound more than once, with who binds them."""
     count = Counter(k for _who, keys in bindings for k in keys)
-    return {k: sorted(who for who, keys in bindings if k in keys)
-            for k, n in count.items() if n > 1}
+    return {
+        k: sorted(who for who, keys in bindings if k in keys) for k, n in count.items() if n > 1
+    }
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +38,12 @@ def xvfb_display():
     if shutil.which("Xvfb") is None:
         pytest.skip("Xvfb is not installed")
     read, write = os.pipe()
-    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0",
-                               "1400x900x24", "-nolisten", "tcp"],
-                              pass_fds=(write,), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write), "-screen", "0", "1400x900x24", "-nolisten", "tcp"],
+        pass_fds=(write,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     os.close(write)
     with os.fdopen(read) as pipe:
         number = pipe.readline().strip()
@@ -57,13 +60,23 @@ def xvfb_display():
 def on_x11(xvfb_display, tmp_path_factory):
     """What `tests/gui/xcb_probe.py` reports from the real window on X11."""
     home = tmp_path_factory.mktemp("xcb-home")
-    env = {**os.environ, "QT_QPA_PLATFORM": "xcb", "DISPLAY": xvfb_display,
-           "FABRIC_DESIGNER_DATA_DIR": str(home / "data")}
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "xcb",
+        "DISPLAY": xvfb_display,
+        "FABRIC_DESIGNER_DATA_DIR": str(home / "data"),
+    }
     for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         env[var] = str(home / var.lower())
     env.pop("WAYLAND_DISPLAY", None)
-    done = subprocess.run([sys.executable, str(ROOT / "tests" / "gui" / "xcb_probe.py")],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "gui" / "xcb_probe.py")],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["platform"] == "xcb"
@@ -94,11 +107,17 @@ def test_the_guide_table_is_the_x11_one(on_x11):
 
 
 def test_no_key_is_bound_twice_offscreen(window):
-    bindings = [(a.objectName() or a.text(),
-                 [k.toString(PORTABLE) for k in a.shortcuts() if not k.isEmpty()])
-                for a in window.findChildren(QAction)]
-    bindings += [(s.objectName(), [k.toString(PORTABLE) for k in s.keys()])  # noqa: SIM118 (Qt method)
-                 for s in window.findChildren(QShortcut)]
+    bindings = [
+        (
+            a.objectName() or a.text(),
+            [k.toString(PORTABLE) for k in a.shortcuts() if not k.isEmpty()],
+        )
+        for a in window.findChildren(QAction)
+    ]
+    bindings += [
+        (s.objectName(), [k.toString(PORTABLE) for k in s.keys()])  # noqa: SIM118 (Qt method)
+        for s in window.findChildren(QShortcut)
+    ]
     assert _duplicates(bindings) == {}
 
 

@@ -51,9 +51,13 @@ def key_presses(window) -> dict[str, int]:
     QTest.qWait(200)  # the first solve's results land meanwhile
     counts["selected"] = len(scene.selected_node_ids())
     counts["focus on canvas"] = int(QApplication.focusWidget() is view)
-    for label, key, mods in (("ctrl+d", Qt.Key.Key_D, CTRL), ("ctrl+z", Qt.Key.Key_Z, CTRL),
-                             ("ctrl+y", Qt.Key.Key_Y, CTRL), ("ctrl+z again", Qt.Key.Key_Z, CTRL),
-                             ("ctrl+shift+z", Qt.Key.Key_Z, CTRL | SHIFT)):
+    for label, key, mods in (
+        ("ctrl+d", Qt.Key.Key_D, CTRL),
+        ("ctrl+z", Qt.Key.Key_Z, CTRL),
+        ("ctrl+y", Qt.Key.Key_Y, CTRL),
+        ("ctrl+z again", Qt.Key.Key_Z, CTRL),
+        ("ctrl+shift+z", Qt.Key.Key_Z, CTRL | SHIFT),
+    ):
         QTest.keyClick(view, key, mods)
         QTest.qWait(50)
         counts[label] = len(topo)
