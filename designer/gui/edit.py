@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from designer.gui.canvas.placement import copies_rect, paste_offset
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.canvas.view import FabricView
 from designer.gui.document import Document
@@ -72,7 +73,6 @@ class EditController(QObject):
         self.document = document
         self.scene = scene
         self.view = view
-        self._paste_count = 0
 
     def _push(self, command) -> bool:
         try:
@@ -105,7 +105,6 @@ class EditController(QObject):
         mime.setText(f"{len(nodes)} node(s), {len(links)} link(s) from Fabric Designer")
         QApplication.clipboard().setMimeData(mime)
         _release_clipboard_at_exit()
-        self._paste_count = 0
         self.message.emit(f"Copied {len(nodes)} node(s) and {len(links)} link(s)")
         return True
 
@@ -126,22 +125,29 @@ class EditController(QObject):
         except (ValueError, KeyError, TypeError) as exc:
             self.message.emit(f"The clipboard's Fabric Designer data is damaged: {exc}")
             return
-        self._paste_count += 1
-        shift = 40.0 * self._paste_count
-        cmd = PasteSubgraph(groups, nodes, links, offset=(shift, shift))
-        if self._push(cmd):
-            self.scene.select_ids([n.id for n in cmd.nodes], [lk.id for lk in cmd.links])
-            self.message.emit(f"Pasted {len(cmd.nodes)} node(s), {len(cmd.links)} link(s)")
+        if self._add_copies(groups, nodes, links, "Paste"):
+            self.message.emit(f"Pasted {len(nodes)} node(s), {len(links)} link(s)")
 
     def duplicate(self) -> None:
         groups, nodes, links = self.selection_subgraph()
         if not nodes:
             self.message.emit("Nothing selected to duplicate")
             return
-        cmd = PasteSubgraph(groups, nodes, links, offset=(40.0, 40.0))
-        cmd.text = f"Duplicate {len(nodes)} node(s)"
-        if self._push(cmd):
-            self.scene.select_ids([n.id for n in cmd.nodes], [lk.id for lk in cmd.links])
+        self._add_copies(groups, nodes, links, "Duplicate")
+
+    def _add_copies(self, groups: list[Group], nodes: list[Node], links: list[Link],
+                    verb: str) -> bool:
+        """Add copies in the nearest free spot (`paste_offset`), under names unique where
+        they land (`PasteSubgraph`), as one undo step; select and show them."""
+        frames = {gid: item.frame_rect() for gid, item in self.scene.groups.items()}
+        offset = paste_offset(self.document.topology, frames, groups, nodes)
+        cmd = PasteSubgraph(groups, nodes, links, offset=offset)
+        cmd.text = f"{verb} {len(nodes)} node(s)"
+        if not self._push(cmd):
+            return False
+        self.scene.select_ids([n.id for n in cmd.nodes], [lk.id for lk in cmd.links])
+        self.view.ensureVisible(copies_rect(cmd.groups, cmd.nodes), 40, 40)
+        return True
 
     # ------------------------------------------------------------ delete / select
     def delete(self, text: str = "Delete") -> None:

@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from designer.model.errors import DesignError
+from designer.model.naming import UniqueNames
 from designer.model.topology import Group, Link, Node, Topology
 
 
@@ -272,7 +273,9 @@ class PasteSubgraph(Command):
 
     The ids in the clipboard are remapped to unused ones when the command is first
     done, and kept on redo, so the pasted items stay the same objects across undo.
-    ``offset`` shifts positions so a paste does not sit on its original.
+    ``offset`` shifts positions so a paste does not sit on its original.  Names are
+    made unique where the copies land (`UniqueNames`): a group's among all groups (the
+    ranks box and reports list groups by name), a node's among the nodes of its group.
     """
 
     def __init__(self, groups: Sequence[Group], nodes: Sequence[Node], links: Sequence[Link],
@@ -289,10 +292,19 @@ class PasteSubgraph(Command):
         gmap = {g.id: topo.new_id(g.kind) for g in groups}
         nmap = {n.id: topo.new_id(n.kind) for n in nodes}
         dx, dy = self.offset
-        self.groups = [replace(g, id=gmap[g.id], parent=gmap.get(g.parent, g.parent))
-                       for g in groups]
+        group_names = UniqueNames(g.name for g in topo.groups())
+        self.groups = [replace(g, id=gmap[g.id], parent=gmap.get(g.parent, g.parent),
+                               name=group_names.claim(g.name)) for g in groups]
+        # A node's name is unique among the nodes of its group (every server has its
+        # "GPU 0"); copies that land in a pasted group have no namesakes there.
+        landing = {n.id: n.group if n.group is not None and topo.has_group(n.group)
+                   else None for n in nodes if n.group not in gmap}
+        siblings = _names_by_group(topo, set(landing.values()))
         self.nodes = [replace(n, id=nmap[n.id], x=n.x + dx, y=n.y + dy,
-                              group=gmap.get(n.group, n.group)) for n in nodes]
+                              group=gmap.get(n.group, n.group),
+                              name=siblings[landing[n.id]].claim(n.name)
+                              if n.id in landing else n.name)
+                      for n in nodes]
         # Only links with both ends inside the pasted set come along.
         self.links = [replace(lk, id=topo.new_id("link"), a=nmap[lk.a], b=nmap[lk.b])
                       for lk in links if lk.a in nmap and lk.b in nmap]
@@ -317,6 +329,16 @@ class PasteSubgraph(Command):
             topo.remove_node(node.id)
         for group in reversed(self.groups):
             topo.remove_group(group.id)
+
+
+def _names_by_group(topo: Topology, groups: set[str | None]) -> dict[str | None, UniqueNames]:
+    """The node names in use in each of ``groups`` (None: the top level), in one pass."""
+    taken: dict[str | None, list[str]] = {g: [] for g in groups}
+    if taken:
+        for node in topo.nodes():
+            if node.group in taken:
+                taken[node.group].append(node.name)
+    return {g: UniqueNames(names) for g, names in taken.items()}
 
 
 class Macro(Command):

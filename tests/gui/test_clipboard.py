@@ -8,6 +8,7 @@ import pytest
 from PySide6.QtCore import QMimeData
 from PySide6.QtWidgets import QApplication
 
+from designer.gui.canvas.geometry import NODE_BOUNDS
 from designer.gui.edit import SUBGRAPH_MIME
 
 # GPU 0 and 1 of server 1 with two of its NVSwitches: 4 internal NVLink bundles, plus
@@ -46,7 +47,7 @@ def test_paste_adds_fresh_copies_that_become_the_selection(window, clipboard):
     topo, scene = window.document.topology, window.scene
     before_nodes = {n.id for n in topo.nodes()}
     before_links = {lk.id for lk in topo.links()}
-    originals = {topo.node(n).name: topo.node(n) for n in PICK}
+    originals = [topo.node(n) for n in PICK]
     scene.select_ids(PICK)
     window.actions_by_name["copy"].trigger()
     window.actions_by_name["paste"].trigger()
@@ -55,20 +56,25 @@ def test_paste_adds_fresh_copies_that_become_the_selection(window, clipboard):
     assert len(new_nodes) == 4 and len(new_links) == 4
     # Fresh ids, same devices, shifted so the copy does not hide the original.
     assert not ({n.id for n in new_nodes} & before_nodes)
-    for node in new_nodes:
-        src = originals[node.name]
-        assert (node.kind, node.model) == (src.kind, src.model)
-        assert (node.x, node.y) != (src.x, src.y)
+    assert sorted((n.kind, n.model) for n in new_nodes) == sorted(
+        (n.kind, n.model) for n in originals)
+    assert not ({(n.x, n.y) for n in new_nodes} & {(n.x, n.y) for n in originals})
     new_ids = {n.id for n in new_nodes}
     for link in new_links:
         assert link.a in new_ids and link.b in new_ids  # wired among the copies only
 
-    # The same wiring as the originals: bundles and counts between the same names.
+    # The same wiring as the originals: bundles and counts between the same places in
+    # the copied shape (each end's position relative to the copy's first corner).
     def wiring(links):
-        return sorted(
-            (tuple(sorted((topo.node(lk.a).name, topo.node(lk.b).name))), lk.tech, lk.count)
-            for lk in links
-        )
+        ends = {lk.a for lk in links} | {lk.b for lk in links}
+        x0 = min(topo.node(n).x for n in ends)
+        y0 = min(topo.node(n).y for n in ends)
+
+        def place(n):
+            return topo.node(n).x - x0, topo.node(n).y - y0
+
+        return sorted((tuple(sorted((place(lk.a), place(lk.b)))), lk.tech, lk.count)
+                      for lk in links)
 
     assert wiring(new_links) == wiring(_internal(topo, set(PICK)))
     assert set(scene.selected_node_ids()) == new_ids
@@ -207,3 +213,84 @@ def test_the_process_exits_cleanly_after_a_copy(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+
+
+# ---------------------------------------------------------------------- where copies land
+def _footprint(topo, node_id):
+    node = topo.node(node_id)
+    return NODE_BOUNDS.translated(node.x, node.y)
+
+
+def _clashes(topo, new_ids, old_ids):
+    """Pairs of a new and an old node whose footprints (icon and label) overlap."""
+    return [(a, b) for a in new_ids for b in old_ids
+            if _footprint(topo, a).intersects(_footprint(topo, b))]
+
+
+def _sibling_names_unique(topo):
+    by_group = {}
+    for node in topo.nodes():
+        by_group.setdefault(node.group, []).append(node.name)
+    return all(len(names) == len(set(names)) for names in by_group.values())
+
+
+@pytest.mark.parametrize("how", ["paste", "duplicate"])
+def test_copies_land_clear_of_every_node_with_names_unique_in_their_group(
+        window, clipboard, how):
+    topo, scene = window.document.topology, window.scene
+    before = {n.id for n in topo.nodes()}
+    scene.select_ids(PICK)
+    if how == "paste":
+        window.actions_by_name["copy"].trigger()
+    for _ in range(3):  # repeated: each copy clear of the earlier ones too
+        window.actions_by_name[how].trigger()
+        copies = set(scene.selected_node_ids())
+        assert len(copies) == len(PICK)
+        assert not _clashes(topo, copies, {n.id for n in topo.nodes()} - copies)
+        assert _sibling_names_unique(topo)
+    assert len(topo) == len(before) + 3 * len(PICK)
+    assert window.document.undo_stack.count() == 3  # one step each
+
+
+def test_a_pasted_server_lands_beside_the_others_under_a_name_of_its_own(window, clipboard):
+    topo, scene = window.document.topology, window.scene
+    members = topo.members("n02")
+    scene.select_ids(members)
+    window.actions_by_name["copy"].trigger()
+    frames = {g.id: scene.groups[g.id].frame_rect() for g in topo.groups()}
+    old_nodes = {n.id for n in topo.nodes()}
+    pasted_groups = []
+    for _ in range(2):
+        groups_before = {g.id for g in topo.groups()}
+        window.actions_by_name["paste"].trigger()
+        (new,) = [g.id for g in topo.groups() if g.id not in groups_before]
+        pasted_groups.append(new)
+        copies = set(scene.selected_node_ids())
+        assert not _clashes(topo, copies, old_nodes)
+        old_nodes |= copies
+        frame = scene.groups[new].frame_rect()
+        # Clear of every other server's frame (the rack around them all grows to hold it).
+        for gid, other in frames.items():
+            if topo.group(gid).kind == "node":
+                assert not frame.intersects(other), gid
+        frames[new] = frame
+    names = [g.name for g in topo.groups()]
+    assert len(names) == len(set(names))
+    assert window.document.undo_stack.count() == 2
+
+
+def test_paste_where_the_originals_are_free_keeps_their_places(window, clipboard, qtbot):
+    from tests.gui.conftest import close_window, open_window
+
+    topo = window.document.topology
+    window.scene.select_ids(PICK)
+    window.actions_by_name["copy"].trigger()
+    places = sorted((topo.node(n).name, topo.node(n).x, topo.node(n).y) for n in PICK)
+    other, _ = open_window(qtbot)
+    try:
+        other.files.new_design()
+        other.actions_by_name["paste"].trigger()
+        pasted = sorted((n.name, n.x, n.y) for n in other.document.topology.nodes())
+        assert pasted == places
+    finally:
+        close_window(other)
