@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from designer import __version__
-from designer.cli_base import UsageError
+from designer.cli_base import ArgumentParser, UsageError, did_you_mean, parse_command_line
 from designer.cli_base import load_design as _load
 from designer.cli_solver import cmd_solve, cmd_train, parse_size  # noqa: F401 - parse_size re-exported
 from designer.io.atomic import save_error_message
@@ -35,12 +35,17 @@ log = logging.getLogger(__name__)
 
 
 def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
+    """``--set`` pairs as a dict; a key given twice is a mistake, not the last one wins."""
     params: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
+        key, value = key.strip(), value.strip()
         if not sep or not key:
             raise UsageError(f"--set takes key=value, got {pair!r}")
-        params[key.strip()] = value.strip()
+        if key in params:
+            raise UsageError(f"--set {key} given twice ({key}={params[key]} and {key}={value}); "
+                             "give each parameter once")
+        params[key] = value
     return params
 
 
@@ -72,6 +77,10 @@ def cmd_new(args: argparse.Namespace) -> int:
     from designer.io.fabric_json import save
     from designer.model.templates import build_template
 
+    if not args.output.lower().endswith(".json"):
+        raise UsageError(f"{args.output}: new writes a design file (.fabric.json); for a "
+                         f"diagram or a graph file, export the design: `{PROG} export "
+                         f"DESIGN.fabric.json -o {args.output}`")
     params = _parse_sets(args.set or [])
     try:
         topo = build_template(args.template, **params)
@@ -172,7 +181,7 @@ def cmd_gui(file: str | None, verbose: bool = False) -> int:
 
 # ----------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog=PROG,
         description="Sketch AI GPU clusters and see how the network behaves. "
                     "With no subcommand (or just a FILE) the GUI opens.",
@@ -265,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_train)
+    p.subcommands = dict(sub.choices)  # for `parse_command_line`
     return p
 
 
@@ -279,8 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # No subcommand: the GUI, optionally on a design file (``-v`` allowed around it).
     rest = [a for a in argv if a not in ("-v", "--verbose")]
     if not rest or (rest[0] not in COMMANDS and not rest[0].startswith("-")):
-        if len(rest) > 1:
-            print(f"{PROG}: error: unknown command {rest[0]!r} (see --help)", file=sys.stderr)
+        if rest and (len(rest) > 1 or not _names_a_design(rest[0])):
+            hint = did_you_mean(rest[0], COMMANDS, quote=True) or f" (see {PROG} --help)"
+            print(f"{PROG}: error: unknown command {rest[0]!r}{hint}", file=sys.stderr)
             return 2
         # Logging first, so a failure while the window is built lands in the log too.
         log_path = setup_logging(verbose=verbose, gui=True)
@@ -288,7 +299,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(lambda _args: cmd_gui(file, verbose=verbose), argparse.Namespace(),
                     verbose, log_path)
     parser = build_parser()
-    args = parser.parse_args(argv)  # exits 2 on usage errors
+    try:
+        args = parse_command_line(parser, argv)
+    except SystemExit as exc:  # a usage error (2), or --help / --version (0)
+        return exc.code if isinstance(exc.code, int) else 2
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
         parser.print_help()
@@ -299,6 +313,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     code = _run(func, args, verbose, log_path)
     log.info("exit %d after %.2f s", code, time.perf_counter() - t0)
     return code
+
+
+def _names_a_design(word: str) -> bool:
+    """Whether a lone word the GUI would open is meant as a file (an existing path, or a
+    name with a folder or a .json suffix) rather than a mistyped command."""
+    return (Path(word).exists() or word.lower().endswith(".json")
+            or any(sep in word for sep in ("/", os.sep)))
 
 
 def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, verbose: bool,

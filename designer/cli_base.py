@@ -1,18 +1,70 @@
-"""What the ``fabric-designer`` subcommands share: the usage error (exit code 2) and
-reading a design file with a log line.  Split from `designer.cli` so that the solver's
-commands (`designer.cli_solver`) can use them without importing the parser."""
+"""What the ``fabric-designer`` subcommands share: the usage error (exit code 2), the
+argument parser that suggests the name a user probably meant, and reading a design file
+with a log line.  Split from `designer.cli` so that the solver's commands
+(`designer.cli_solver`) can use them without importing the parser."""
 
 from __future__ import annotations
 
+import argparse
+import difflib
 import logging
+import re
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 log = logging.getLogger("designer.cli")
 
 
 class UsageError(Exception):
     """A command-line mistake (exit code 2)."""
+
+
+def did_you_mean(word: str, names: Iterable[str], quote: bool = False) -> str:
+    """`` (did you mean NAME?)`` for the name closest to ``word``, or ``""``.
+
+    >>> did_you_mean("templatez", ["templates", "train"], quote=True)
+    " (did you mean 'templates'?)"
+    """
+    close = difflib.get_close_matches(word, list(names), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f" (did you mean {close[0]!r}?)" if quote else f" (did you mean {close[0]}?)"
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """`argparse.ArgumentParser` whose errors suggest the choice a user probably meant,
+    and that reports arguments left over by a subcommand with that subcommand's usage.
+
+    argparse reports an unknown option of a subcommand from the top-level parser (its
+    usage, no hint); `parse_command_line` hands it back to the subcommand instead.
+    """
+
+    _CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
+
+    def error(self, message: str) -> NoReturn:
+        match = self._CHOICE.search(message)
+        if match:
+            message += did_you_mean(match[1], re.findall(r"'([^']*)'", match[2]), quote=True)
+        super().error(message)
+
+    def unrecognized(self, extras: Sequence[str]) -> NoReturn:
+        """Fail on ``extras`` (what no argument took) with a hint for a mistyped option."""
+        options = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+        typo = next((x for x in extras if x.startswith("-")), None)
+        hint = did_you_mean(typo.split("=", 1)[0], options) if typo else ""
+        self.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+
+
+def parse_command_line(parser: ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, with leftovers reported by the subcommand that was
+    given (``parser.subcommands`` maps names to their parsers).  Exits 2 on a mistake."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        sub = getattr(parser, "subcommands", {}).get(getattr(args, "command", None), parser)
+        sub.unrecognized(extras)
+    return args
 
 
 def load_design(path: str):

@@ -116,7 +116,8 @@ def _ranks(spec, snap, topo, *, from_file: bool) -> list[int] | None:
     A spec the design cannot satisfy is a `UsageError` when typed, a `DesignError` (a
     bad file) when read from the file.
     """
-    where = f"the file's scenario: ranks {spec}" if from_file else f"--ranks {spec}"
+    shown = ",".join(spec) if isinstance(spec, list) else spec
+    where = f"the file's scenario: ranks {shown}" if from_file else f"--ranks {shown}"
     error = DesignError if from_file else UsageError
     if spec == "all":
         return None

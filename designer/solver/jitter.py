@@ -213,7 +213,7 @@ def max_of_lognormals(rng: np.random.Generator, mean: float, cv: float, n: int, 
     >>> bool(1.25 < m.mean() < 1.4)   # about 3.2 sigma above the mean
     True
     """
-    if cv == 0:
+    if cv == 0 or mean == 0:  # a constant (a zero-length compute phase has no log)
         return np.full(size, float(mean))
     sigma = np.sqrt(np.log1p(cv * cv))
     mu = np.log(mean) - 0.5 * sigma * sigma
