@@ -20,6 +20,24 @@ Codes and severities
 ``isolated-gpu`` (error)
     A GPU that cannot reach any other GPU over working (not failed), non-management links
     and nodes, in a design with more than one GPU.
+``gpus-unreachable`` (error)
+    The working GPUs fall into two or more groups of several GPUs each that cannot reach
+    each other over working, non-management links and nodes (a SuperPOD whose spines
+    have all failed): one finding with the group sizes and a GPU of each of the two
+    largest groups.
+``nvlink-lanes`` (warning)
+    A GPU with some NVLink lanes cabled, but fewer than its model has (the catalog's
+    ``nvlink_links``: 18 for an H100): its NVLink bandwidth is that fraction of the
+    board's.  A GPU with no NVLink at all (a PCIe GPU in a one-GPU host) is not flagged.
+``gpu-no-nic`` (warning)
+    A working GPU whose server (working NVLink and PCIe links: its own PCIe link, its
+    host, or NVLink to a sibling GPU and its PCIe, as NCCL's PXN does) holds no working
+    compute-plane NIC, in a design that has compute NICs (a design without any is a
+    scale-up-only sketch and is not flagged).
+``nic-no-fabric`` (warning)
+    A working NIC with no working InfiniBand or Ethernet cable to a switch or another
+    NIC, in a design that has fabric switches on the NIC's plane (an HGX board or NVL72
+    rack drawn alone keeps NICs for a fabric that is not drawn).
 ``disconnected`` (warning)
     The drawing falls into more than one connected part (failures ignored): one finding
     with the part sizes and an example node of every part but the largest.
@@ -49,6 +67,7 @@ import networkx as nx
 
 from designer.model.catalog import DeviceModel, LinkTech, PortGroup
 from designer.model.report import natural_key
+from designer.model.rules_reach import ReachArrays, reach_findings
 from designer.model.topology import Topology
 
 SEVERITIES: tuple[str, ...] = ("error", "warning")
@@ -57,6 +76,10 @@ CODES: tuple[str, ...] = (
     "incompatible-tech",
     "speed-mismatch",
     "isolated-gpu",
+    "gpus-unreachable",
+    "nvlink-lanes",
+    "gpu-no-nic",
+    "nic-no-fabric",
     "disconnected",
     "management-shared",
     "no-gpus",
@@ -125,7 +148,12 @@ def validate(topology: Topology) -> list[Finding]:
     design = _Snapshot(topology)
     findings: list[Finding] = []
     findings += _link_ports(design)
-    findings += _gpu_reach(design)
+    findings += _gpu_presence(design)
+    findings += _nvlink_lanes(design)
+    arrays = ReachArrays(
+        design.nodes, design.edges, {k: t.family for k, t in design.catalog.techs.items()}
+    )
+    findings += [Finding(*raw) for raw in reach_findings(arrays, design.label)]
     findings += _disconnected(design)
     findings += _management_shared(design)
     findings.sort(
@@ -292,41 +320,40 @@ def _why_incompatible(model: DeviceModel, tech: LinkTech) -> str:
     return f"its {family} ports are generation {gens}, the link is generation {tech.generation}"
 
 
-def _gpu_reach(design: _Snapshot) -> list[Finding]:
-    nodes = design.nodes
-    gpus = [n for n, d in nodes.items() if d["kind"] == "gpu"]
-    if not gpus:
-        return [Finding("warning", "no-gpus", "", "the design has no GPUs")]
-    if len(gpus) == 1:
+def _gpu_presence(design: _Snapshot) -> list[Finding]:
+    if any(d["kind"] == "gpu" for d in design.nodes.values()):
         return []
-    # Working nodes and links that carry data: failed parts and the management plane left
-    # out (a BMC network joins every host but carries no GPU traffic).
-    g = nx.Graph()
-    g.add_nodes_from(n for n, d in nodes.items() if not d["failed"] and d["plane"] != "management")
-    g.add_edges_from(
-        (a, b)
-        for a, b, _, d in design.edges
-        if not d["failed"] and d["plane"] != "management" and a in g and b in g
-    )
-    # One pass over the components (not one search per GPU: a SuperPOD has 4k GPUs).
-    gpu_set = set(gpus)
-    gpus_in_part: dict[str, int] = {}
-    for part in nx.connected_components(g):
-        n_gpus = len(part & gpu_set)
-        for node_id in part:
-            gpus_in_part[node_id] = n_gpus
+    return [Finding("warning", "no-gpus", "", "the design has no GPUs")]
+
+
+def _nvlink_lanes(design: _Snapshot) -> list[Finding]:
+    """GPUs with fewer NVLink lanes cabled than their model has (none cabled: a PCIe
+    GPU, not flagged).  Every lane drawn counts, failed or not: this is about the
+    drawing; what failures cut off is for the reachability rules."""
+    nodes, techs = design.nodes, design.catalog.techs
+    lanes: dict[str, int] = {}
+    for a, b, _, d in design.edges:
+        if techs[d["tech"]].family != "nvlink":
+            continue
+        for end in (a, b):
+            if nodes[end]["kind"] == "gpu":
+                lanes[end] = lanes.get(end, 0) + d["count"]
     out = []
-    for gpu in gpus:
-        if gpu not in g or gpus_in_part[gpu] > 1:
-            continue  # a failed GPU is not expected to reach anyone
-        why = (
-            "it has no working links"
-            if g.degree(gpu) == 0
-            else "no working path leads to another GPU"
-        )
-        out.append(
-            Finding("error", "isolated-gpu", gpu, f"GPU {design.label(gpu)} is isolated: {why}")
-        )
+    for gpu, n in lanes.items():
+        model = design.catalog.device(nodes[gpu]["model"])
+        full = model.specs.get("nvlink_links")
+        if full and n < full:
+            per_link = model.specs.get("nvlink_GBps_per_link")
+            bw = f" ({n * per_link:g} of {full * per_link:g} GB/s)" if per_link else ""
+            out.append(
+                Finding(
+                    "warning",
+                    "nvlink-lanes",
+                    gpu,
+                    f"GPU {design.label(gpu)} has {n} of its {full} NVLink lanes cabled"
+                    f"{bw}: below the {model.key} board's NVLink bandwidth",
+                )
+            )
     return out
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -121,8 +123,8 @@ def test_nvlink_generation_mismatch_is_incompatible_and_says_the_generations():
     add(t, "g0", "gpu", "H100")
     add(t, "g1", "gpu", "H100")
     add(t, "nvs", "nvswitch", "NVSwitch-gen4")  # speaks NVLink 5 only
-    link(t, "a", "g0", "nvs", "nvlink4", 2)
-    link(t, "b", "g1", "nvs", "nvlink4", 2)
+    link(t, "a", "g0", "nvs", "nvlink4", 18)
+    link(t, "b", "g1", "nvs", "nvlink4", 18)
     found = validate(t)
     assert codes(found) == [
         ("error", "incompatible-tech", "a"),
@@ -221,7 +223,13 @@ def test_gpu_whose_links_lead_nowhere_is_isolated():
     t.update_node("leaf", failed=True)
     t.update_node("host", failed=True)
     found = validate(t)
-    assert codes(found) == [("error", "isolated-gpu", "g0"), ("error", "isolated-gpu", "g1")]
+    assert codes(found) == [
+        ("error", "isolated-gpu", "g0"),
+        ("error", "isolated-gpu", "g1"),
+        # the failed leaf leaves the NICs without a fabric, too
+        ("warning", "nic-no-fabric", "nic0"),
+        ("warning", "nic-no-fabric", "nic1"),
+    ]
     assert "no working path" in found[0].message
 
 
@@ -240,6 +248,140 @@ def test_a_single_gpu_is_not_isolated():
     t = Topology()
     add(t, "g0", "gpu", "H100")
     assert validate(t) == []
+
+
+# ----------------------------------------------------------------------- GPUs apart
+
+
+def _two_leaves_per_rail():
+    """4 servers of 2 GPUs; rail r's leaves leaf-r{r}-0 (n01, n02) and leaf-r{r}-1 (n03,
+    n04) meet only through the spines, like the SUs of a SuperPOD."""
+    return _build("rail-cluster", nodes=4, leaf_radix=4, gpus_per_node=2)
+
+
+def test_gpus_split_by_failed_spines_are_unreachable():
+    t = _two_leaves_per_rail()
+    assert validate(t) == []
+    for spine in ("spine-0", "spine-1"):
+        t.update_node(spine, failed=True)
+    found = validate(t)
+    assert codes(found) == [("error", "gpus-unreachable", "")]
+    assert "2 groups" in found[0].message and "(4, 4 GPUs)" in found[0].message
+    assert "n01-gpu0 (H100) cannot reach n03-gpu0 (H100)" in found[0].message
+    # one spine left joins them again
+    t.update_node("spine-1", failed=False)
+    assert validate(t) == []
+
+
+def test_unreachable_names_the_same_gpus_whatever_the_node_order():
+    t = _two_leaves_per_rail()
+    for spine in ("spine-0", "spine-1"):
+        t.update_node(spine, failed=True)
+    shuffled = Topology(name="shuffled")
+    nodes = sorted(t.nodes(), key=lambda n: n.id[::-1])
+    shuffled.extend(
+        groups=list(t.groups()), nodes=nodes, links=sorted(t.links(), key=lambda lk: lk.id[::-1])
+    )
+    assert [f.message for f in validate(shuffled)] == [f.message for f in validate(t)]
+
+
+def test_an_isolated_gpu_is_not_also_a_group():
+    t = good_design()
+    add(t, "g2", "gpu", "H100")
+    assert [f.code for f in validate(t) if f.severity == "error"] == ["isolated-gpu"]
+
+
+# ----------------------------------------------------------------------- NVLink lanes
+
+
+def board(lanes: int, model: str = "H100", nvswitch: str = "NVSwitch-gen3") -> Topology:
+    """Four GPUs on up to four NVSwitches, ``lanes`` NVLinks each spread over the
+    switches (link ``nv{gpu}-{switch}``); no NIC, no host."""
+    tech = {"H100": "nvlink4", "H800": "nvlink4", "A100": "nvlink3"}[model]
+    t = Topology()
+    switches = min(4, lanes)
+    for k in range(switches):
+        add(t, f"nvs{k}", "nvswitch", nvswitch)
+    for i in range(4):
+        add(t, f"g{i}", "gpu", model)
+        for k in range(switches):
+            if n := lanes // switches + (k < lanes % switches):
+                link(t, f"nv{i}-{k}", f"g{i}", f"nvs{k}", tech, n)
+    return t
+
+
+def test_gpus_using_fewer_nvlinks_than_the_board_warn():
+    found = validate(board(1))
+    assert codes(found) == [("warning", "nvlink-lanes", f"g{i}") for i in range(4)]
+    assert found[0].message == (
+        "GPU g0 (H100) has 1 of its 18 NVLink lanes cabled (25 of 450 GB/s): below the "
+        "H100 board's NVLink bandwidth"
+    )
+    assert validate(board(18)) == []
+
+
+def test_nvlink_lanes_follow_the_gpu_model():
+    assert validate(board(8, "H800")) == []  # an H800 has 8 NVLinks
+    assert validate(board(12, "A100", "NVSwitch-gen2")) == []
+    assert [f.code for f in validate(board(6, "A100", "NVSwitch-gen2"))] == ["nvlink-lanes"] * 4
+
+
+def test_lanes_split_over_several_links_add_up():
+    t = board(18)
+    t.update_link("nv0-0", count=3)
+    link(t, "nv0-0b", "g0", "nvs0", "nvlink4", 2)
+    assert validate(t) == []
+    t.remove_link("nv0-0b")
+    assert codes(validate(t)) == [("warning", "nvlink-lanes", "g0")]
+
+
+# ----------------------------------------------------------------------- NICs
+
+
+def test_gpus_whose_nics_failed_have_no_nic():
+    t = good_design()
+    t.update_node("nic1", failed=True)
+    assert validate(t) == []  # g1 reaches nic0 over NVLink to g0 (PXN)
+    t.update_node("nic0", failed=True)
+    found = validate(t)
+    assert codes(found) == [("warning", "gpu-no-nic", "g0"), ("warning", "gpu-no-nic", "g1")]
+    assert "g0 (H100) has no working path to a compute-fabric NIC" in found[0].message
+
+
+def test_a_design_without_nics_is_a_scale_up_sketch():
+    assert [f.code for f in validate(board(18))] == []
+
+
+def test_nic_without_a_cable_to_the_fabric_warns():
+    t = good_design()
+    t.update_link("ib1", failed=True)
+    found = validate(t)
+    assert codes(found) == [("warning", "nic-no-fabric", "nic1")]
+    assert found[0].message == (
+        "NIC nic1 (ConnectX-7) has no working cable to a compute fabric switch: the GPUs "
+        "behind it cannot use it"
+    )
+    t.remove_link("ib1")
+    assert codes(validate(t)) == [("warning", "nic-no-fabric", "nic1")]
+
+
+def test_nics_of_a_board_drawn_without_a_fabric_are_fine():
+    t = good_design()
+    for node in ("leaf", "oob"):
+        t.remove_node(node)
+    assert validate(t) == []
+
+
+@pytest.mark.slow
+def test_reach_rules_are_fast_on_a_16k_gpu_superpod_with_failed_spines():
+    t = _build("superpod", gpu="B200", sus=64)
+    for n in [n.id for n in t.nodes("spine")]:
+        t.update_node(n, failed=True)
+    start = time.perf_counter()
+    found = validate(t)
+    elapsed = time.perf_counter() - start
+    assert [f.code for f in found] == ["gpus-unreachable"]
+    assert elapsed < 10.0, f"validate took {elapsed:.2f} s"
 
 
 # ----------------------------------------------------------------------- disconnected
@@ -320,6 +462,8 @@ def test_findings_are_ordered_errors_first_then_code_then_natural_subject():
         ("error", "isolated-gpu", "g2"),
         ("error", "isolated-gpu", "g10"),
         ("warning", "disconnected", ""),
+        ("warning", "gpu-no-nic", "g3"),
+        ("warning", "nvlink-lanes", "g3"),
     ]
 
 
@@ -357,3 +501,9 @@ def test_validate_is_fast_on_a_4096_gpu_superpod():
     elapsed = time.perf_counter() - start
     assert found == []
     assert elapsed < 2.0, f"validate took {elapsed:.2f} s"
+
+
+def test_every_rule_has_a_line_in_the_docs():
+    doc = (Path(__file__).parents[2] / "docs" / "design-checks.md").read_text()
+    rows = set(re.findall(r"^\| `([a-z-]+)` \|", doc, flags=re.MULTILINE))
+    assert rows == set(CODES)
