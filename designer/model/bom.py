@@ -9,6 +9,14 @@ are still bought, so they are counted.
 Links are priced per physical link (a bundle of ``count`` links costs ``count`` times
 the technology's figure: optics and fibre for a 400G link, nothing for on-board NVLink).
 
+System-level power: a GPU's figure is its chip TDP, and the parts a design draws (host,
+NICs, NVSwitches at 0 W) leave out fans, PSU losses, memory, the baseboard and extra NICs
+and DPUs.  For every GPU model with a reference system in the catalog (DGX H100, GB200
+NVL72...: ``resources/catalog/systems.toml``), one ``system`` row adds, per GPU, the
+system's published power minus its parts' catalog power, shared over its GPUs.  A
+design made of such systems then totals the published power per system (DGX H100
+10.2 kW), counted once per GPU, so several servers never count it twice.
+
 Example
 -------
 >>> from designer.model.topology import Topology, Node
@@ -39,6 +47,7 @@ NETWORK_CATEGORIES: frozenset[str] = frozenset({"switch", "nvswitch", "nvlink-sw
 CATEGORY_ORDER: tuple[str, ...] = (
     "gpu",
     "host",
+    "system",
     "nic",
     "nvswitch",
     "nvlink-switch-tray",
@@ -49,6 +58,12 @@ CATEGORY_ORDER: tuple[str, ...] = (
 ASSUMPTION_NOTE = (
     "Prices and power are assumptions (catalog [assumptions] or this design's overrides), "
     "not vendor quotes."
+)
+
+SYSTEM_NOTE = (
+    "system rows: the reference system's published power (catalog systems.toml, each "
+    "with its source) minus the catalog power of its parts, shared per GPU: fans, PSU "
+    "losses, memory, baseboard, extra NICs and DPUs"
 )
 
 CSV_COLUMNS: tuple[str, ...] = (
@@ -180,6 +195,7 @@ def bom(topology: Topology) -> Bom:
                 overridden,
             )
         )
+    devices += _system_rows(topology, models)
     devices.sort(key=lambda r: (_rank(CATEGORY_ORDER, r.category), natural_key(r.model)))
 
     links: Counter[str] = Counter()
@@ -225,6 +241,31 @@ def bom(topology: Topology) -> Bom:
         network_power_w=net_power,
         network_share=net_price / total_price if total_price > 0 else None,
     )
+
+
+def _system_rows(topology: Topology, models: Counter[str]) -> list[DeviceRow]:
+    """One ``system`` row per GPU model with a reference system: per GPU of the model,
+    the system power its catalog parts leave out (`SystemModel.overhead_per_gpu_w`)."""
+    catalog = topology.catalog
+    rows = []
+    for key, count in models.items():
+        system = catalog.system_for_gpu(key)
+        if system is None or catalog.device(key).category != "gpu":
+            continue
+        unit = system.overhead_per_gpu_w
+        rows.append(
+            DeviceRow(
+                system.key,
+                f"{system.name}: system power beyond the parts counted, per {key} GPU",
+                "system",
+                count,
+                0.0,
+                unit,
+                0.0,
+                count * unit,
+            )
+        )
+    return rows
 
 
 def _count_category(rows: list[DeviceRow], category: str) -> int:
@@ -384,8 +425,9 @@ def format_bom(b: Bom) -> str:
     )
     for r in b.devices:
         mark = "*" if r.overridden else ""
+        label = f"{r.model} per GPU" if r.category == "system" else r.model
         lines.append(
-            f"{r.model + mark:<22}{r.category:<20}{r.count:>8,}"
+            f"{label + mark:<22}{r.category:<20}{r.count:>8,}"
             f"{_usd(r.unit_price_usd):>12}{_usd(r.total_price_usd):>16}"
             f"{_w(r.total_power_w):>14}"
         )
@@ -410,6 +452,8 @@ def format_bom(b: Bom) -> str:
     lines.append(
         f"Network: {_usd(b.network_price_usd)} ({share} of the total), {_kw(b.network_power_w)}"
     )
+    if any(r.category == "system" for r in b.devices):
+        lines.append(SYSTEM_NOTE)
     if any(r.overridden for r in (*b.devices, *b.cables)):
         lines.append("* price or power overridden in this design")
     return "\n".join(lines)

@@ -11,6 +11,10 @@ Two kinds of entry:
 ``[tech.<key>]``
     A link technology (nvlink4, ib-ndr, roce-400...): per-direction rate of one link,
     latency, header overhead, lossless flag and the efficiency the solver will use.
+``[system.<key>]``
+    A reference system (DGX H100, GB200 NVL72...): its vendor-published power and the
+    catalog parts it is made of, so the bill of materials can count the system-level
+    power those parts leave out (`SystemModel.overhead_w`).
 
 Example
 -------
@@ -187,18 +191,79 @@ class LinkTech:
         return self.mtu_bytes / (self.mtu_bytes + self.header_bytes)
 
 
+@dataclass(frozen=True, slots=True)
+class SystemModel:
+    """A reference GPU system and its published power.
+
+    Parameters
+    ----------
+    key, name : str
+        Catalog key (``DGX-H100``) and display name.
+    gpu : str
+        The GPU model the system is built around (one system per GPU model).
+    gpus : int
+        GPUs per system.
+    power_w : float
+        The vendor's published system power (max), W.
+    parts : mapping of str to int
+        The catalog devices the BOM counts for one system, GPUs included.
+    overhead_w : float
+        ``power_w`` minus the catalog power of ``parts``: what the parts leave out
+        (fans, PSU losses, memory, baseboard, extra NICs and DPUs), per system.
+    source : str
+        Where ``power_w`` comes from.
+    """
+
+    key: str
+    name: str
+    gpu: str
+    gpus: int
+    power_w: float
+    parts: Mapping[str, int]
+    overhead_w: float
+    source: str
+
+    @property
+    def overhead_per_gpu_w(self) -> float:
+        """`overhead_w` shared over the system's GPUs."""
+        return self.overhead_w / self.gpus
+
+
 class Catalog:
-    """Device models and link technologies by key (read-only).
+    """Device models, link technologies and reference systems by key (read-only).
 
     Parameters
     ----------
     devices, techs : iterable
         The entries; keys must be unique.
+    systems : iterable of SystemModel, optional
+        Reference systems, at most one per GPU model.
     """
 
-    def __init__(self, devices: Iterable[DeviceModel], techs: Iterable[LinkTech]):
+    def __init__(
+        self,
+        devices: Iterable[DeviceModel],
+        techs: Iterable[LinkTech],
+        systems: Iterable[SystemModel] = (),
+    ):
         self._devices = {d.key: d for d in devices}
         self._techs = {t.key: t for t in techs}
+        self._systems = {s.key: s for s in systems}
+        self._system_of_gpu = {s.gpu: s for s in self._systems.values()}
+
+    @property
+    def systems(self) -> Mapping[str, SystemModel]:
+        return MappingProxyType(self._systems)
+
+    def system_for_gpu(self, gpu_model: str) -> SystemModel | None:
+        """The reference system built around ``gpu_model``, or None.
+
+        Examples
+        --------
+        >>> default_catalog().system_for_gpu("H100").power_w
+        10200.0
+        """
+        return self._system_of_gpu.get(gpu_model)
 
     @property
     def devices(self) -> Mapping[str, DeviceModel]:
@@ -335,6 +400,43 @@ def _parse_tech(key: str, entry: Mapping[str, Any], file: str) -> LinkTech:
     )
 
 
+def _parse_system(
+    key: str, entry: Mapping[str, Any], file: str, devices: Mapping[str, DeviceModel]
+) -> SystemModel:
+    """A ``[system.<key>]`` table, checked against the devices loaded with it."""
+    where = f"{file}: system.{key}"
+    gpu = _need(entry, "gpu", where, str)
+    gpus = _need(entry, "gpus", where, int)
+    power = float(_need(entry, "power_w", where, (int, float)))
+    parts = _need(entry, "parts", where, dict)
+    if gpus < 1 or power <= 0:
+        raise CatalogError(f"{where}: gpus and power_w must be positive")
+    for part, count in parts.items():
+        if part not in devices:
+            raise CatalogError(f"{where}: parts: unknown device model {part!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise CatalogError(f"{where}: parts: {part} must be a whole number >= 1")
+    if gpu not in devices or devices[gpu].category != "gpu":
+        raise CatalogError(f"{where}: gpu {gpu!r} is not a GPU model of the catalog")
+    if parts.get(gpu) != gpus:
+        raise CatalogError(f"{where}: parts must hold its {gpus} {gpu} GPUs")
+    counted = sum(devices[part].power_w * count for part, count in parts.items())
+    if counted > power:
+        raise CatalogError(
+            f"{where}: its parts draw {counted:g} W, more than the system's {power:g} W"
+        )
+    return SystemModel(
+        key=key,
+        name=_need(entry, "name", where, str),
+        gpu=gpu,
+        gpus=gpus,
+        power_w=power,
+        parts=MappingProxyType(dict(parts)),
+        overhead_w=power - counted,
+        source=_need(entry, "source", where, str),
+    )
+
+
 def load_catalog(paths: Iterable[Path]) -> Catalog:
     """Load and merge catalog TOML files.
 
@@ -346,10 +448,13 @@ def load_catalog(paths: Iterable[Path]) -> Catalog:
     Raises
     ------
     CatalogError
-        On unreadable TOML, a missing field, or a key defined twice.
+        On unreadable TOML, a missing field, a key defined twice, or a system whose
+        parts are unknown or draw more than the system.
     """
     devices: dict[str, DeviceModel] = {}
     techs: dict[str, LinkTech] = {}
+    # Systems refer to devices of any file: parsed once every device is known.
+    system_entries: list[tuple[str, Mapping[str, Any], str]] = []
     for path in paths:
         try:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -363,7 +468,17 @@ def load_catalog(paths: Iterable[Path]) -> Catalog:
             if key in techs:
                 raise CatalogError(f"{path.name}: tech {key!r} defined twice")
             techs[key] = _parse_tech(key, entry, path.name)
-    return Catalog(devices.values(), techs.values())
+        for key, entry in data.get("system", {}).items():
+            if any(key == k for k, _, _ in system_entries):
+                raise CatalogError(f"{path.name}: system {key!r} defined twice")
+            system_entries.append((key, entry, path.name))
+    systems: dict[str, SystemModel] = {}
+    for key, entry, file in system_entries:
+        system = _parse_system(key, entry, file, devices)
+        if any(other.gpu == system.gpu for other in systems.values()):
+            raise CatalogError(f"{file}: system.{key}: a second system for GPU {system.gpu!r}")
+        systems[key] = system
+    return Catalog(devices.values(), techs.values(), systems.values())
 
 
 def resources_dir() -> Path:

@@ -69,6 +69,7 @@ def test_device_rows_count_models_in_category_order():
     assert rows == [
         ("H100", "gpu", 2),
         ("Host-x86", "host", 1),
+        ("DGX-H100", "system", 2),  # the DGX H100's system power, per H100
         ("ConnectX-7", "nic", 2),
         ("NVSwitch-gen3", "nvswitch", 1),
         ("QM9700", "switch", 2),
@@ -92,7 +93,11 @@ def test_totals_equal_hand_sums():
     switches = 2 * 20000
     cables = 4 * 1500  # 2 NIC links + a bundle of 2 up
     assert b.total_price_usd == gpus + host + nics + nvswitch + switches + cables
-    assert b.total_power_w == 2 * 700 + 2000 + 2 * 25 + 100 + 2 * 800 + 4 * 15
+    # The system row comes from catalog figures, not the overrides: a DGX H100's 10.2 kW
+    # less 8 H100 x 700 W, a Host-x86 2,000 W, 8 ConnectX-7 x 25 W, 4 NVSwitches x 0 W,
+    # over its 8 GPUs: 300 W per GPU.
+    system = (10200 - 8 * 700 - 2000 - 8 * 25) / 8
+    assert b.total_power_w == 2 * 700 + 2000 + 2 * system + 2 * 25 + 100 + 2 * 800 + 4 * 15
     assert b.network_price_usd == nics + nvswitch + switches + cables
     assert b.network_power_w == 2 * 25 + 100 + 2 * 800 + 4 * 15
     assert b.network_share == pytest.approx(b.network_price_usd / b.total_price_usd)
@@ -195,9 +200,47 @@ def test_hgx_template_bom_matches_its_nodes_and_links():
     t = _build("hgx")
     b = bom(t)
     assert b.gpus == 8
-    assert sum(r.count for r in b.devices) == len(t)
+    assert sum(r.count for r in b.devices if r.category != "system") == len(t)
     assert sum(r.links for r in b.cables) == sum(lk.count for lk in t.links())
     assert 0 < b.network_share < 1
+
+
+# ----------------------------------------------------------------------- system power
+
+#: Published system power, W: NVIDIA DGX H100 / DGX B200 datasheets (~10.2 / ~14.3 kW
+#: max); GB200 NVL72 ~120 kW per rack (the commonly quoted figure, domain.md s2).
+PUBLISHED = {("hgx", "H100"): 10200, ("hgx", "B200"): 14300, ("nvl72", "GB200"): 120000}
+
+
+@pytest.mark.parametrize(("template", "gpu"), list(PUBLISHED))
+def test_one_system_totals_its_published_power(template, gpu):
+    t = _build(template, gpu=gpu) if template == "hgx" else _build(template)
+    assert bom(t).total_power_w == pytest.approx(PUBLISHED[template, gpu], rel=0.05)
+
+
+def _server_power(b) -> float:
+    """Power of everything but the scale-out network (switches and their cables)."""
+    rows = [r.total_power_w for r in b.devices if r.category != "switch"]
+    return sum(rows) + sum(r.total_power_w for r in b.cables if r.tech in ("nvlink4", "pcie5"))
+
+
+def test_system_power_is_counted_once_per_server():
+    two, four = (bom(_build("rail-cluster", nodes=n)) for n in (2, 4))
+    assert _server_power(four) == pytest.approx(2 * _server_power(two))
+    assert _server_power(four) == pytest.approx(4 * PUBLISHED["hgx", "H100"], rel=0.05)
+    system = next(r for r in four.devices if r.category == "system")
+    assert (system.model, system.count) == ("DGX-H100", 32)
+
+
+def test_a_gpu_without_a_reference_system_adds_no_system_row():
+    t = Topology()
+    add(t, "g0", "gpu", "H800")  # no published DGX H800 figure in the catalog
+    assert [r.category for r in bom(t).devices] == ["gpu"]
+
+
+def test_format_bom_explains_the_system_row():
+    text = format_bom(bom(_build("hgx")))
+    assert "DGX-H100 per GPU" in text and "published power" in text
 
 
 @pytest.mark.slow

@@ -458,3 +458,68 @@ def test_unknown_key_names_it(cat):
         cat.device("H9000")
     with pytest.raises(CatalogError, match="'ib-qdr'"):
         cat.tech("ib-qdr")
+
+
+# ----------------------------------------------------------------------- systems
+
+GPU_X = """
+[device.GX]
+category = "gpu"
+name = "Test GPU"
+source = "test"
+[device.GX.assumptions]
+power_w = 1000
+"""
+
+SYSTEM_X = """
+[system.SX]
+name = "Test system"
+gpu = "GX"
+gpus = 2
+power_w = 5000
+source = "test"
+parts = { GX = 2, X1 = 1 }
+"""
+
+
+def test_reference_systems_match_the_published_power(cat):
+    # domain.md s2: DGX H100 ~10.2 kW, GB200 NVL72 rack ~120 kW; DGX B200 ~14.3 kW
+    published = {"H100": 10200, "B200": 14300, "GB200": 120000}
+    for gpu, watts in published.items():
+        system = cat.system_for_gpu(gpu)
+        assert system.power_w == watts and system.source
+        parts = sum(cat.device(k).power_w * n for k, n in system.parts.items())
+        assert parts + system.overhead_w == pytest.approx(watts)
+        assert system.overhead_w > 0 and system.parts[gpu] == system.gpus
+    assert cat.system_for_gpu("H800") is None
+
+
+def test_loader_reads_a_system_defined_before_its_parts(tmp_path):
+    # Systems may name devices of any file, in any order.
+    c = load_catalog(
+        [write(tmp_path, "a.toml", SYSTEM_X), write(tmp_path, "b.toml", GOOD_DEVICE + GPU_X)]
+    )
+    assert c.system_for_gpu("GX").overhead_per_gpu_w == (5000 - 2 * 1000) / 2
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (("X1 = 1", "Y9 = 1"), "unknown device model 'Y9'"),
+        (("GX = 2", "GX = 1"), "must hold its 2 GX GPUs"),
+        (("power_w = 5000", "power_w = 1500"), "draw 2000 W, more than the system's 1500 W"),
+        (('gpu = "GX"', 'gpu = "X1"'), "'X1' is not a GPU model"),
+        (('source = "test"\n', ""), "'source'"),
+    ],
+)
+def test_loader_rejects_bad_systems(tmp_path, change, match):
+    p = write(tmp_path, "sys.toml", GOOD_DEVICE + GPU_X + SYSTEM_X.replace(*change))
+    with pytest.raises(CatalogError, match=r"sys\.toml.*system\.SX.*" + match):
+        load_catalog([p])
+
+
+def test_loader_rejects_two_systems_for_one_gpu(tmp_path):
+    second = SYSTEM_X.replace("[system.SX]", "[system.SY]")
+    p = write(tmp_path, "two.toml", GOOD_DEVICE + GPU_X + SYSTEM_X + second)
+    with pytest.raises(CatalogError, match=r"system\.SY.*second system for GPU 'GX'"):
+        load_catalog([p])
