@@ -324,7 +324,7 @@ def test_colour_mode_is_a_view_menu_action_with_a_shortcut(qtbot, live):
 def test_a_long_solve_shows_a_busy_bar_and_can_be_cancelled(live, qtbot, monkeypatch):
     from designer.gui.analysis import runner as runner_module
 
-    def endless(snap, scenario, ranks, training, cancelled, on_focus=None, memo=None):
+    def endless(snap, scenario, ranks, training, cancelled, **_options):
         while not cancelled():  # a solve that only stops when asked to
             runner_module.time.sleep(0.005)
         raise runner_module._Cancelled

@@ -11,11 +11,19 @@ from dataclasses import dataclass
 import shiboken6
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QApplication, QMainWindow, QProgressBar, QTabBar, QToolButton
+from PySide6.QtWidgets import (
+    QApplication,
+    QLabel,
+    QMainWindow,
+    QProgressBar,
+    QTabBar,
+    QToolButton,
+)
 
 from designer.gui.actions import make_actions
 from designer.gui.analysis.overlay import AnalysisOverlay
 from designer.gui.analysis.panels import BusBwPanel, JitterPanel, LinkLoadPanel, TimelinePanel
+from designer.gui.analysis.panels.outdated import CANCELLED
 from designer.gui.analysis.runner import SolveRunner
 from designer.gui.analysis.scenario_dock import ScenarioDock
 from designer.gui.document import freeze_survivors
@@ -71,6 +79,10 @@ def install_analysis(window: QMainWindow) -> Analysis:
         runner.result_ready.connect(
             _alive(panel, lambda r, p=panel: p.set_result(r, later=True)))
         runner.failed.connect(lambda _g, msg, p=panel: p.set_message(f"Solve failed: {msg}"))
+        # Until the new result is drawn, the figures shown are the previous design's.
+        runner.started.connect(_alive(panel, lambda _g, p=panel: p.set_outdated(True)))
+        runner.cancelled.connect(
+            _alive(panel, lambda _g, p=panel: p.set_outdated(True, CANCELLED)))
         doc.topology_replaced.connect(_alive(panel, lambda _t, p=panel: p.set_result(None)))
         panel.exported.connect(lambda path: window.show_message(f"Exported {path}"))
     busbw.set_design_name(doc.title)
@@ -83,6 +95,7 @@ def install_analysis(window: QMainWindow) -> Analysis:
     runner.result_ready.connect(
         lambda r: window.show_message(f"Analysis updated in {r.seconds * 1e3:.0f} ms"))
 
+    _answer_in_status_bar(window, scenario)
     _busy_indicator(window, runner)
     _settle_after_first_result(doc, runner)
 
@@ -120,6 +133,22 @@ def _settle_after_first_result(doc, runner: SolveRunner) -> None:
 
     runner.result_ready.connect(on_result)
     doc.topology_replaced.connect(on_replaced)
+
+
+def _answer_in_status_bar(window: QMainWindow, scenario: ScenarioDock) -> None:
+    """The headline answer (time, busbw, bottleneck) in the status bar: on screen at any
+    window size, whichever dock tab is raised."""
+    label = QLabel(window)
+    label.setObjectName("analysis_answer")
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    window.statusBar().addPermanentWidget(label)
+
+    def show(text: str) -> None:
+        if shiboken6.isValid(label):
+            label.setText(text)
+            label.setToolTip(text)
+
+    scenario.answer_changed.connect(show)
 
 
 def _busy_indicator(window: QMainWindow, runner: SolveRunner) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from designer.gui.document import Document
+from designer.model.columns import FrozenColumns
 from designer.model.errors import DesignError
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.topology import Topology
@@ -49,6 +50,9 @@ class AnalysisResult:
     training: TrainingReport | None
     seconds: float
     notes: tuple[str, ...] = field(default=())
+    #: Ids of the failed nodes, then of the failed links, of the solved design (a
+    #: what-if failure is often all that tells two results apart).
+    failed: tuple[str, ...] = field(default=())
 
 
 START_YIELD_S = 0.003  # the worker's first pause (see `SolveRunner._on_timer_timeout`)
@@ -104,9 +108,16 @@ def resolve_ranks(snap: Snapshot, spec, selection: list[str]) -> list[int] | Non
     return sorted(index[x] for x in spec)
 
 
+def failed_elements(columns: FrozenColumns) -> tuple[str, ...]:
+    """Ids of the failed nodes, then of the failed links, in a design's columns."""
+    nodes = np.flatnonzero(columns.node_failed).tolist()
+    links = np.flatnonzero(columns.link_failed).tolist()
+    return (*(columns.node_ids[i] for i in nodes), *(columns.keys[i] for i in links))
+
+
 def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
             training: TrainingSpec | None, cancelled, on_focus=None,
-            memo: RouteMemo | None = None) -> AnalysisResult:
+            memo: RouteMemo | None = None, failed: tuple[str, ...] = ()) -> AnalysisResult:
     """The worker's job (pure: no Qt, no live model).
 
     ``on_focus`` receives a first `AnalysisResult` with only the scenario-size solve (no
@@ -116,7 +127,8 @@ def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
     the snapshot is routed and rated once per collective, algorithm and rank set, and
     the sweep and a training all-reduce on the same ranks only re-time the plans.  A
     ``memo`` carried from the previous snapshot of the same design lets the routing
-    reuse what the edit did not touch (`designer.solver.route_reuse`).
+    reuse what the edit did not touch (`designer.solver.route_reuse`).  ``failed``
+    (`failed_elements`) is recorded in the result for the labels that describe it.
     """
     t0 = time.perf_counter()
     cache: dict = {} if memo is None else {"memo": memo}
@@ -132,7 +144,7 @@ def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
     if on_focus is not None:
         on_focus(AnalysisResult(snap.generation, snap, scenario,
                                 tuple(ranks) if ranks else None, focus, None, None,
-                                time.perf_counter() - t0))
+                                time.perf_counter() - t0, failed=failed))
     sweep = solve_collective(snap, scenario.collective, sizes=SWEEP,
                              algorithm=scenario.algorithm, ranks=ranks,
                              launch=scenario.launch, cancelled=check, cache=cache)
@@ -150,7 +162,8 @@ def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
             notes.append(f"training estimate: {exc}")
     check()
     return AnalysisResult(snap.generation, snap, scenario, tuple(ranks) if ranks else None,
-                          focus, sweep, report, time.perf_counter() - t0, tuple(notes))
+                          focus, sweep, report, time.perf_counter() - t0, tuple(notes),
+                          failed)
 
 
 class SolveRunner(QObject):
@@ -282,6 +295,7 @@ class SolveRunner(QObject):
             time.sleep(START_YIELD_S)
             try:
                 snap = build_snapshot(capture)
+                failed = failed_elements(capture.columns)
                 ranks = resolve_ranks(snap, spec, selection)
                 if snap.n_gpus < 2:
                     raise SolverError("add at least two GPUs to analyse the design")
@@ -289,7 +303,7 @@ class SolveRunner(QObject):
                     f"Solving {scenario.collective} on {len(ranks or snap.gpus)} GPUs…")
                 result = analyse(snap, scenario, ranks, training, cancel.is_set,
                                  on_focus=lambda r: self._focus.emit(generation, r),
-                                 memo=memo)
+                                 memo=memo, failed=failed)
                 self._done.emit(generation, result, None)
             except _Cancelled:
                 self._done.emit(generation, None, None)

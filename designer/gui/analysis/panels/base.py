@@ -13,9 +13,7 @@ palette.
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import importlib
 import io
 import math
 from collections.abc import Sequence
@@ -39,6 +37,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from designer.gui.analysis.panels.outdated import UPDATING, OutdatedMark
+from designer.gui.analysis.panels.svg_export import svg_close_path_support
 from designer.gui.analysis.panels.titles import fit_title, title_width
 from designer.gui.canvas.style import Theme, system_theme
 from designer.gui.idle import IdleWork
@@ -53,8 +53,6 @@ __all__ = [
     "format_seconds",
     "size_tick",
 ]
-
-_SVG_MODULE = importlib.import_module("pyqtgraph.exporters.SVGExporter")
 
 # Okabe-Ito: distinguishable with every common colour-vision deficiency.
 OKABE_ITO = {
@@ -132,40 +130,6 @@ def format_seconds(s: float) -> str:
 _TITLE_MARGIN = 16  # px the title keeps clear of the plot's edges
 
 
-@contextlib.contextmanager
-def _svg_close_path_support():
-    """Let pyqtgraph's SVG exporter rewrite paths that contain close-path commands.
-
-    Qt 6.10+ writes the clip rectangle of every ViewBox (and any closed fill) as a path
-    ending in ``Z``; pyqtgraph 0.14 parses path data as ``x,y`` pairs only and fails on
-    it (pyqtgraph issue #3495).  While this is active, the exporter's coordinate rewrite
-    sees the path without its ``Z`` commands, which are put back in place afterwards.
-    """
-    original = _SVG_MODULE.correctCoordinates
-
-    def correct(node, defs, item, options):
-        closed = []
-        for path in node.getElementsByTagName("path"):
-            tokens = path.getAttribute("d").split()
-            where = [i - n for n, i in enumerate(
-                j for j, t in enumerate(tokens) if t in ("Z", "z"))]
-            if where:
-                closed.append((path, where))
-                path.setAttribute("d", " ".join(t for t in tokens if t not in ("Z", "z")))
-        original(node, defs, item, options)
-        for path, where in closed:
-            tokens = path.getAttribute("d").split()
-            for i in reversed(where):
-                tokens.insert(i, "Z")
-            path.setAttribute("d", " ".join(tokens))
-
-    _SVG_MODULE.correctCoordinates = correct
-    try:
-        yield
-    finally:
-        _SVG_MODULE.correctCoordinates = original
-
-
 class PanelDock(QDockWidget):
     """Base of the analysis panels (see module docstring).
 
@@ -196,6 +160,7 @@ class PanelDock(QDockWidget):
         self._title = ""
         self._shown_title: str | None = None  # the title as laid out (lines broken)
         self._stale = False
+        self._fresh_on_draw = False  # the next redraw shows the newest result
 
         self.body = QWidget(self)
         self.body_layout = QVBoxLayout(self.body)
@@ -237,14 +202,20 @@ class PanelDock(QDockWidget):
             action.triggered.connect(lambda _=False, k=kind: self._on_export_triggered(k))
             self.export_actions[kind] = action
         self.export_button.setMenu(menu)
+        self._outdated = OutdatedMark(self.body)
+        #: The badge saying the figures are of the design before the last edit.
+        self.outdated_badge = self._outdated.badge
         QGuiApplication.styleHints().colorSchemeChanged.connect(
             self._on_style_hints_color_scheme_changed)
 
     def _finish(self, central: QWidget | None = None) -> None:
         """End of a subclass's ``__init__``: place the body, style it, show the empty text."""
         self.toolbar.addStretch(1)
+        self.toolbar.addWidget(self.outdated_badge)
         self.toolbar.addWidget(self.export_button)
-        self.body_layout.addWidget(central if central is not None else self.graphics, 1)
+        contents = central if central is not None else self.graphics
+        self.body_layout.addWidget(contents, 1)
+        self._outdated.fade(contents)
         self.setWidget(self.body)
         self.apply_theme(self.theme)
         self.set_result(None)
@@ -261,6 +232,7 @@ class PanelDock(QDockWidget):
             self.set_message(self.empty_text)
             return
         self.result = result
+        self._fresh_on_draw = True
         self.message = ""
         self._message_item.hide()
         if not self.isVisible():
@@ -293,6 +265,7 @@ class PanelDock(QDockWidget):
     def set_message(self, text: str) -> None:
         """Empty the plot and show ``text`` in its middle (no result, a failed solve)."""
         self.result = None
+        self._fresh_on_draw = True
         self.message = text
         self._redraw()
         self.set_title("")
@@ -345,7 +318,27 @@ class PanelDock(QDockWidget):
                 g.centralWidget.setGeometry(g.range)
         QTimer.singleShot(0, self, apply)
 
+    # ------------------------------------------------------------------ freshness
+    def set_outdated(self, on: bool = True, text: str = UPDATING) -> None:
+        """Mark the figures as those of the design before the last edit (a re-solve
+        runs: ``text`` says so on a badge, the contents are greyed out), or unmark them.
+        Drawing the next result, or a message, unmarks them."""
+        self._fresh_on_draw = False
+        self._outdated.set(on, text)
+
+    @property
+    def outdated(self) -> bool:
+        """Whether the panel is marked out of date (`set_outdated`)."""
+        return self._outdated.on
+
+    def faded(self) -> bool:
+        """Whether the contents are greyed out (while out of date)."""
+        return self._outdated.faded
+
     def _redraw(self) -> None:
+        if self._fresh_on_draw:
+            self._fresh_on_draw = False
+            self._outdated.set(False)
         self._stale = False
         self.plot.clear()
         if self.result is not None:
@@ -429,7 +422,7 @@ class PanelDock(QDockWidget):
 
     def export_svg(self, path: str | Path) -> Path:
         """Write the plot as an SVG drawing; returns the path."""
-        with _svg_close_path_support():
+        with svg_close_path_support():
             data = self._with_export_geometry(
                 lambda item: SVGExporter(item).export(toBytes=True))
         return self._written(path, lambda p: atomic_write_bytes(p, data))

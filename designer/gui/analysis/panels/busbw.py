@@ -5,7 +5,8 @@ the y axis busbw in GB/s.  The current design's sweep is the solid curve with a 
 at the scenario's size and a dotted line at the algorithm's bandwidth ceiling.  *Pin as
 baseline* freezes the current curve under a label that tells baselines apart: the
 design's file, its scale-out technology and speed (``infiniband NDR 400G``, ``RoCE
-400G``), routing and algorithm.  Baselines keep drawing dashed, so InfiniBand vs RoCE,
+400G``), routing and algorithm, and the nodes and links failed in it
+(`curve_labels`).  Baselines keep drawing dashed, so InfiniBand vs RoCE,
 NDR vs XDR, ECMP vs adaptive or an edit's before and after show on one plot; *Rename*
 (or a double-click on the legend entry) gives one a name of the user's.  *Measured*
 overlays published nccl-tests results from the reference file (read on first use).
@@ -33,9 +34,10 @@ from designer.gui.analysis.panels.base import (
     format_bytes,
     size_tick,
 )
+from designer.gui.analysis.panels.curve_labels import describe
+from designer.gui.analysis.panels.curve_labels import scale_out_name as scale_out_name
 from designer.gui.analysis.panels.marks import marked_line
-from designer.model.catalog import FAMILIES, resources_dir
-from designer.solver.snapshot import NVLINK, PCIE
+from designer.model.catalog import resources_dir
 from designer.solver.timing import CollectiveResult
 
 #: Published nccl-tests results (the calibration data, shipped with the resources).
@@ -48,9 +50,6 @@ BASELINE_COLORS = (OKABE_ITO["orange"], OKABE_ITO["green"], OKABE_ITO["vermillio
 _DASHES = (Qt.PenStyle.DashLine, Qt.PenStyle.DashDotLine, Qt.PenStyle.DotLine)
 _REFERENCE_SYMBOLS = ("t", "s", "d", "star", "p", "h", "t1", "x")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)B\s*$", re.IGNORECASE)
-MAX_LABEL = 48
-# InfiniBand generations by per-port speed (Gb/s), as architects name them.
-_IB_GENERATIONS = {100: "EDR", 200: "HDR", 400: "NDR", 800: "XDR", 1600: "GDR"}
 
 
 def parse_size(text: str) -> int | None:
@@ -110,55 +109,6 @@ def load_reference(path: str | Path) -> list[ReferenceCurve]:
             curves.append(ReferenceCurve(str(case.get("id", "?")), desc, np.array(b, float),
                                          np.array(bw, float)))
     return curves
-
-
-def scale_out_name(result) -> str:
-    """The scale-out technology and speed most GPUs reach the fabric with: their NIC's
-    fastest compute-fabric link, e.g. ``infiniband NDR 400G``, ``RoCE 400G`` (lossless
-    Ethernet), ``ethernet 400G``; ``nvlink only`` without NICs on the fabric."""
-    snap = result.snapshot
-    compute = np.repeat(snap.compute_links(), 2)
-    net = compute & (snap.arc_family != NVLINK) & (snap.arc_family != PCIE)
-    nics = snap.gpu_nic[snap.gpu_nic >= 0].astype(np.int64)
-    if nics.size == 0 or not net.any():
-        return "nvlink only"
-    # Each NIC's fastest fabric arc (line rate, Gb/s) and its family.
-    arcs = np.flatnonzero(net & np.isin(snap.arc_src, nics))
-    if arcs.size == 0:
-        return "nvlink only"
-    order = arcs[np.lexsort((snap.arc_line[arcs], snap.arc_src[arcs]))]
-    last = np.r_[snap.arc_src[order][1:] != snap.arc_src[order][:-1], True]
-    best = np.full(snap.n_nodes, -1, dtype=np.int64)
-    best[snap.arc_src[order[last]]] = order[last]
-    per_gpu = best[nics]
-    per_gpu = per_gpu[per_gpu >= 0]
-    gbps = np.rint(snap.arc_line[per_gpu] * 8).astype(np.int64)
-    keys, counts = np.unique(snap.arc_family[per_gpu].astype(np.int64) * 10**6 + gbps,
-                             return_counts=True)
-    key = int(keys[np.argmax(counts)])
-    family, speed = FAMILIES[key // 10**6], key % 10**6
-    if family == "infiniband":
-        gen = _IB_GENERATIONS.get(speed)
-        return f"infiniband {gen} {speed}G" if gen else f"infiniband {speed}G"
-    if family == "ethernet" and snap.net_lossless:
-        return f"RoCE {speed}G"
-    return f"{family} {speed}G"
-
-
-def describe(result, design: str) -> str:
-    """What tells two busbw curves apart: ``design · technology · routing · algorithm``,
-    the design being its file name without ``.fabric.json``; an algorithm that the
-    tuner picked (at the scenario's size) is marked ``(auto)``.
-
-    The result is an `AnalysisResult`.
-    """
-    design = design.removesuffix(".fabric.json")
-    if len(design) > MAX_LABEL:
-        design = design[: MAX_LABEL - 1] + "…"
-    algorithm = result.scenario.algorithm
-    if algorithm == "auto":
-        algorithm = f"{result.focus.algorithm_by_size[0]} (auto)"
-    return f"{design} · {scale_out_name(result)} · {result.snapshot.routing} · {algorithm}"
 
 
 @dataclass(frozen=True)

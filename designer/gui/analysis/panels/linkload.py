@@ -96,6 +96,10 @@ class LinkLoadPanel(PanelDock):
 
     def __init__(self, parent: QWidget | None = None):
         self.loads: list[LinkLoad] = []       # the table's rows (top TOP_N)
+        #: The link the user picked in the table (kept by id across re-solves; None:
+        #: none picked, nothing highlighted).
+        self.chosen_link: str | None = None
+        self._filling = False
         self.utilisation = np.zeros(0)           # every loaded link, busiest first
         self.histogram: pg.BarGraphItem | None = None
         self.counts = np.zeros(int(100 / BIN_PCT), dtype=int)
@@ -124,6 +128,7 @@ class LinkLoadPanel(PanelDock):
             header.setSectionResizeMode(j, QHeaderView.ResizeMode.Stretch if j < 2 else
                                         QHeaderView.ResizeMode.ResizeToContents)
         self.table.cellClicked.connect(self._on_table_cell_clicked)
+        self.table.itemSelectionChanged.connect(self._on_table_item_selection_changed)
         splitter = QSplitter(Qt.Orientation.Horizontal, self.body)
         splitter.addWidget(self.graphics)
         splitter.addWidget(self.table)
@@ -171,6 +176,8 @@ class LinkLoadPanel(PanelDock):
         modes = [header.sectionResizeMode(j) for j in range(len(COLUMNS))]
         for j in range(len(COLUMNS)):
             header.setSectionResizeMode(j, QHeaderView.ResizeMode.Fixed)
+        self._filling = True  # the selection follows the chosen link, not the user
+        self.table.clearSelection()
         self.table.setRowCount(len(rows))
         right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         for i, r in enumerate(rows):
@@ -184,6 +191,21 @@ class LinkLoadPanel(PanelDock):
                 self.table.setItem(i, j, item)
         for j, mode in enumerate(modes):
             header.setSectionResizeMode(j, mode)
+        self._highlight_chosen(rows)
+        self._filling = False
+
+    def _highlight_chosen(self, rows: list[LinkLoad]) -> None:
+        """Highlight the row of the chosen link wherever it moved to; none when no link
+        was chosen or the chosen one is not on the table (a row index would point at
+        whichever link the new result put there)."""
+        table = self.table
+        at = next((i for i, r in enumerate(rows) if r.link_id == self.chosen_link), None)
+        if at is None:
+            table.clearSelection()
+            table.setCurrentItem(None)
+        else:
+            table.setCurrentCell(at, 0)
+            table.selectRow(at)
 
     def top_rows(self) -> list[tuple[str, float]]:
         """The table as (link id, utilisation %) pairs, top first, as shown."""
@@ -191,6 +213,13 @@ class LinkLoadPanel(PanelDock):
                 for i in range(self.table.rowCount())]
 
     # ------------------------------------------------------------------ slots
+    def _on_table_item_selection_changed(self) -> None:
+        if self._filling:
+            return
+        rows = self.table.selectionModel().selectedRows()
+        item = self.table.item(rows[0].row(), 0) if rows else None
+        self.chosen_link = item.data(ROLE) if item is not None else None
+
     def _on_table_cell_clicked(self, row: int, _column: int) -> None:
         item = self.table.item(row, 0)
         if item is not None:
