@@ -22,11 +22,12 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import networkx as nx
 
+from designer.model.bisection import worst_bisection
 from designer.model.catalog import NODE_KINDS
 from designer.model.naming import natural_key
 from designer.model.topology import Topology
@@ -36,7 +37,6 @@ TIERS: dict[str, int] = {"leaf": 1, "spine": 2, "core": 3}
 
 #: Node kinds that make up an NVLink (scale-up) domain.
 NVLINK_KINDS: frozenset[str] = frozenset({"gpu", "nvswitch", "nvlink-switch-tray"})
-
 
 
 # --------------------------------------------------------------------------- info
@@ -81,7 +81,7 @@ def info(topology: Topology) -> dict[str, Any]:
     counts["links"] = len(design.edges)
     counts["cables"] = sum(d["count"] for _, _, d in design.edges)
     domains = _nvlink_domains(design)
-    split = _bisection(design)
+    split = worst_bisection(design)
     return {
         "name": topology.name,
         "counts": counts,
@@ -113,6 +113,10 @@ class _Design:
     def bundle_GBps(self, data: dict) -> float:
         """Per-direction bandwidth of a link bundle, GB/s."""
         return data["count"] * self.techs[data["tech"]].gbps / 8.0
+
+    def family(self, data: dict) -> str:
+        """Link family of a link bundle (``nvlink``, ``pcie``...)."""
+        return self.techs[data["tech"]].family
 
     def live_edges(self, plane: str | None = None) -> Iterator[tuple[str, str, dict]]:
         """``(a, b, data)`` of working links between working nodes; only links of
@@ -228,9 +232,6 @@ def _oversubscription(design: _Design, plane: str = "compute") -> dict[str, dict
 
 # --------------------------------------------------------------------------- bisection
 
-_SOURCE = ("bisection", "source")
-_SINK = ("bisection", "sink")
-
 
 def bisection(
     topology: Topology,
@@ -238,13 +239,15 @@ def bisection(
     reduce: bool = True,
     plane: str = "compute",
 ) -> dict[str, Any]:
-    """Bisection bandwidth: the max flow from one half of the GPUs to the other.
+    """Bisection bandwidth: the worst of the balanced cuts of `bisection.CUTS`.
 
-    The working GPUs are sorted by id in natural order (``g2`` before ``g10``); the first
-    ``n // 2`` form half A, the rest half B.  Every working link bundle of ``plane`` is
-    an undirected edge of capacity ``count * gbps / 8`` GB/s each way; a super source feeds
-    half A and a super sink drains half B (equivalently, each half is merged into one
-    terminal node).
+    Each candidate cut splits the working GPUs into two halves as evenly as its
+    granularity allows (whole servers, or GPUs by edge switch); its bandwidth is the max
+    flow from one half to the other, every working link bundle of ``plane`` being an
+    undirected edge of capacity ``count * gbps / 8`` GB/s each way (a super source
+    feeds half A, a super sink drains half B).  A server split by a cut does not count
+    its own NVLink and host PCIe links across it.  The worst cut, per GPU of the smaller
+    half, is reported: see `designer.model.bisection` for the method and its limits.
 
     Parameters
     ----------
@@ -254,8 +257,8 @@ def bisection(
         A networkx max-flow function (``nx.algorithms.flow.boykov_kolmogorov``...); the
         networkx default (preflow-push) if None.
     reduce : bool
-        Shrink the network first with the exact reductions described in
-        `_reduce_network` (same answer, faster on big designs).
+        Shrink the network first with the exact reductions of
+        `bisection.reduce_network` (same answer, faster on big designs).
     plane : str
         The network whose links count: the compute fabric by default (storage and
         front-end networks do not carry the collectives).
@@ -263,8 +266,10 @@ def bisection(
     Returns
     -------
     dict
-        ``GBps`` (None with fewer than two GPUs), ``per_gpu_GBps`` (per GPU of half A),
-        ``method``, ``a`` and ``b`` (each ``count``, ``first``, ``last`` GPU id).
+        ``GBps`` (None with fewer than two GPUs), ``per_gpu_GBps`` (per GPU of the
+        smaller half), ``cut`` and ``method`` (which cut is the worst), ``a`` and ``b``
+        (each ``count``, ``first``, ``last`` GPU id) and ``candidates`` (every cut
+        tried, with its figures).
 
     Examples
     --------
@@ -277,92 +282,7 @@ def bisection(
     >>> bisection(t)["GBps"]   # A = {g0}, B = {g1, g2}: 2 x 25 GB/s
     50.0
     """
-    return _bisection(_Design(topology), flow_func, reduce, plane)
-
-
-def _bisection(
-    design: _Design, flow_func: Callable | None = None, reduce: bool = True, plane: str = "compute"
-) -> dict[str, Any]:
-    gpus = sorted(
-        (
-            n
-            for n, d in design.nodes.items()
-            if d["kind"] == "gpu" and not d["failed"] and d["plane"] != "management"
-        ),
-        key=natural_key,
-    )
-    half = len(gpus) // 2
-    side_a, side_b = gpus[:half], gpus[half:]
-    out: dict[str, Any] = {
-        "method": "GPUs in natural id order, first half vs second half",
-        "a": _half_summary(side_a),
-        "b": _half_summary(side_b),
-    }
-    if half == 0:
-        out["GBps"] = out["per_gpu_GBps"] = None
-        return out
-    rep = dict.fromkeys(side_a, _SOURCE) | dict.fromkeys(side_b, _SINK)
-    adj: dict[Hashable, dict[Hashable, float]] = {_SOURCE: {}, _SINK: {}}
-    for a, b, d in design.live_edges(plane):
-        u, w = rep.get(a, a), rep.get(b, b)
-        if u == w:
-            continue  # inside one half: never crosses the cut
-        cap = design.bundle_GBps(d)
-        nu = adj.setdefault(u, {})
-        nw = adj.setdefault(w, {})
-        nu[w] = nu.get(w, 0.0) + cap
-        nw[u] = nw.get(u, 0.0) + cap
-    if reduce:
-        _reduce_network(adj, {_SOURCE, _SINK})
-    net = nx.DiGraph()
-    net.add_edges_from(
-        (u, w, {"capacity": cap}) for u, nbrs in adj.items() for w, cap in nbrs.items()
-    )
-    if _SOURCE in net and _SINK in net:
-        value = nx.maximum_flow_value(net, _SOURCE, _SINK, flow_func=flow_func)
-    else:
-        value = 0.0
-    value = round(float(value), 6)
-    out["GBps"] = value
-    out["per_gpu_GBps"] = round(value / half, 6)
-    return out
-
-
-def _half_summary(ids: list[str]) -> dict[str, Any]:
-    return {"count": len(ids), "first": ids[0] if ids else None, "last": ids[-1] if ids else None}
-
-
-def _reduce_network(adj: dict[Hashable, dict[Hashable, float]], terminals: set) -> None:
-    """Shrink a symmetric capacity network in place without changing its s-t max flow.
-
-    Each step is exact for undirected max flow between the terminals:
-
-    - a non-terminal with no neighbour, or only one (a dead end), carries no s-t flow
-      (whatever enters must leave the way it came): drop it;
-    - a non-terminal with exactly two neighbours u and w (a NIC between its GPU and its
-      leaf) passes at most min(c_uv, c_vw) each way, and any such amount: replace it by
-      an edge u-w of that capacity (series reduction);
-    - parallel edges add up (done as edges are merged into ``adj``).
-
-    With the two GPU halves already merged into the terminals, every NVSwitch and host
-    whose GPUs sit in one half is left with no edge, and every NIC is a series element,
-    so a SuperPOD shrinks to its switch fabric (about 30x fewer nodes).
-    """
-    queue = [v for v in adj if v not in terminals]
-    while queue:
-        v = queue.pop()
-        nbrs = adj.get(v)
-        if nbrs is None or v in terminals or len(nbrs) > 2:
-            continue
-        del adj[v]
-        for u in nbrs:
-            del adj[u][v]
-        if len(nbrs) == 2:
-            (u, cu), (w, cw) = nbrs.items()
-            cap = min(cu, cw)
-            adj[u][w] = adj[u].get(w, 0.0) + cap
-            adj[w][u] = adj[w].get(u, 0.0) + cap
-        queue.extend(u for u in nbrs if u not in terminals)
+    return worst_bisection(_Design(topology), flow_func, reduce, plane)
 
 
 # --------------------------------------------------------------------------- text
@@ -412,10 +332,12 @@ def format_info(data: dict[str, Any]) -> str:
         lines.append("Bisection: - (fewer than two working GPUs)")
     else:
         split = data["bisection_split"]
+        a, b = split["a"], split["b"]
         lines.append(
             f"Bisection: {_num(data['bisection_GBps'])} GB/s "
-            f"({_num(data['bisection_per_gpu_GBps'])} GB/s per GPU); "
-            f"GPUs {split['a']['first']}..{split['a']['last']} vs "
-            f"{split['b']['first']}..{split['b']['last']}"
+            f"({_num(data['bisection_per_gpu_GBps'])} GB/s per GPU of the smaller half), "
+            f"worst of {len(split['candidates'])} balanced cut(s): {split['method']}; "
+            f"{a['count']:,} GPUs {a['first']}..{a['last']} vs "
+            f"{b['count']:,} GPUs {b['first']}..{b['last']}"
         )
     return "\n".join(lines)

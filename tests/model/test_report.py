@@ -200,6 +200,80 @@ def test_bisection_excludes_failed_parts_and_management():
     assert bisection(t)["GBps"] == 0.0
 
 
+def odd_servers(servers: int = 3) -> Topology:
+    """``servers`` boards of 2 H100s on an NVSwitch (18 NVLinks each), each GPU with its
+    own NIC on one leaf: an odd number of servers cannot be halved whole."""
+    t = Topology(name="odd")
+    add(t, "leaf", "leaf", "QM9700")
+    for s in range(servers):
+        add(t, f"s{s}nvs", "nvswitch", "NVSwitch-gen3")
+        for g in range(2):
+            gpu = f"s{s}g{g}"
+            add(t, gpu, "gpu", "H100")
+            add(t, f"{gpu}nic", "nic", "ConnectX-7")
+            link(t, f"{gpu}p", gpu, f"{gpu}nic", "pcie5")
+            link(t, f"{gpu}ib", f"{gpu}nic", "leaf", "ib-ndr")
+            link(t, f"{gpu}nv", gpu, f"s{s}nvs", "nvlink4", 18)
+    return t
+
+
+def test_bisection_never_counts_the_nvlinks_of_a_split_server():
+    # 6 GPUs: halving 3 vs 3 in id order would cut server s1 and count its 450 GB/s of
+    # NVLink.  Whole servers give 2 vs 4 GPUs (2 NICs across: 100 GB/s, 50 per GPU of the
+    # smaller half); every server split in two gives 3 NICs across with no NVLink: 150.
+    data = bisection(odd_servers())
+    assert data["per_gpu_GBps"] == pytest.approx(NDR)
+    cuts = {c["cut"]: c["GBps"] for c in data["candidates"]}
+    assert cuts["servers"] == pytest.approx(2 * NDR)
+    assert cuts["servers-halved"] == pytest.approx(3 * NDR)
+    assert max(cuts.values()) <= 3 * NDR + 1e-9  # no cut counts a server's NVLinks
+    assert (data["a"]["count"], data["b"]["count"]) == (2, 4)
+
+
+def test_h100_superpod_su_bisection_is_at_most_its_nic_rate():
+    # 31 DGX H100 (an odd count) on 400G rails: 50 GB/s per GPU is the fabric's rate.
+    data = info(_build("superpod", sus=1))
+    assert data["bisection_per_gpu_GBps"] <= NDR + 1e-9
+    assert data["bisection_per_gpu_GBps"] == pytest.approx(NDR)
+
+
+@pytest.mark.parametrize(
+    ("template", "params"),
+    [
+        ("rail-cluster", [{"oversubscription": r} for r in (1.0, 2.0, 4.0)]),
+        ("rail-cluster", [{"nodes": 64, "oversubscription": r} for r in (1.0, 2.0, 4.0)]),
+        ("leaf-spine", [{"spines": s} for s in (4, 2, 1)]),
+    ],
+)
+def test_bisection_falls_with_leaf_oversubscription(template, params):
+    per_gpu = [bisection(_build(template, **p))["per_gpu_GBps"] for p in params]
+    assert per_gpu[0] > per_gpu[1] > per_gpu[2], per_gpu
+
+
+def test_rail_cluster_bisection_by_hand():
+    # 4 servers, one leaf per rail, 2:1: each leaf has 4 x 400G down and 2 x 400G up.
+    # The worst cut is by rail: rails 0-3 (16 GPUs) against 4-7, every byte crossing
+    # the spine through 4 leaves x 2 uplinks x 50 GB/s = 400 GB/s: 25 GB/s per GPU.
+    data = bisection(_build("rail-cluster", nodes=4, oversubscription=2.0))
+    assert data["GBps"] == pytest.approx(4 * 2 * NDR)
+    assert data["per_gpu_GBps"] == pytest.approx(25.0)
+    assert data["cut"] == "gpus-by-leaf"
+    assert (data["a"]["first"], data["a"]["last"]) == ("n01-gpu0", "n04-gpu3")
+    text = format_info(info(_build("rail-cluster", nodes=4, oversubscription=2.0)))
+    assert "worst of 2 balanced cut(s): GPUs grouped by edge switch" in text
+
+
+def test_bisection_does_not_depend_on_node_order():
+    t = _build("rail-cluster", nodes=4, oversubscription=2.0)
+    shuffled = Topology(name=t.name)
+    rng = random.Random(3)
+    nodes, links = list(t.nodes()), list(t.links())
+    rng.shuffle(nodes)
+    rng.shuffle(links)
+    shuffled.extend(groups=list(t.groups()), nodes=nodes, links=links)
+    assert bisection(shuffled) == bisection(t)
+
+
 def test_bisection_needs_two_gpus():
     t = Topology()
     add(t, "g0", "gpu", "H100")
@@ -237,7 +311,7 @@ def test_format_info_shows_the_figures():
     assert "Design: two-leaf" in text
     assert "gpu 8" in text and "leaf 2" in text
     assert "2.00" in text  # leaf oversubscription
-    assert "Bisection: 100.0 GB/s" in text and "g0..g3 vs g4..g7" in text
+    assert "Bisection: 100.0 GB/s" in text and "4 GPUs g0..g3 vs 4 GPUs g4..g7" in text
 
 
 def test_other_planes_do_not_count_for_the_compute_fabric():
