@@ -20,8 +20,8 @@ The candidates (`CUTS`), each splitting the GPUs as evenly as its granularity al
     Whole servers ordered by the part of the fabric their edge switches fall in once the
     top switch tier is taken away (pods of a three-tier fabric, SUs of a two-tier one).
 ``gpus-by-leaf``
-    GPUs ordered by their edge switch: the first half of the leaves' GPUs against the
-    rest (a rail cut on a rail-optimised fabric: rails 0-3 against 4-7).
+    GPUs ordered by their edge switch (pod by pod): the first half of the leaves' GPUs
+    against the rest (a rail cut on a rail-optimised fabric: rails 0-3 against 4-7).
 ``servers-halved``
     Every server split in two, its GPUs in id order (a rail cut in every SU at once on a
     rail-optimised fabric, where GPU i is on rail i).
@@ -252,7 +252,13 @@ def _cuts(
         _whole(sorted(order, key=lambda s: (server_pod(s), server_leaf(s), s)), members, len(gpus)),
     )
     rank = {g: i for i, g in enumerate(gpus)}
-    by_edge = sorted(gpus, key=lambda g: ((0, nk(leaf_of[g])) if g in leaf_of else far, rank[g]))
+
+    def gpu_leaf(g: str) -> tuple:
+        if g not in leaf_of:
+            return far
+        return (0, pods.get(leaf_of[g], -1), nk(leaf_of[g]))
+
+    by_edge = sorted(gpus, key=lambda g: (gpu_leaf(g), rank[g]))
     yield "gpus-by-leaf", by_edge[: len(gpus) // 2]
     yield "servers-halved", [g for s in order for g in members[s][: len(members[s]) // 2]]
 
