@@ -150,9 +150,15 @@ def cmd_export(args: argparse.Namespace) -> int:
         # Must happen before PySide6 is first imported.
         if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
             os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-        from designer.gui.export import export_topology
+        from designer.gui.export import DEFAULT_PNG_SCALE, MAX_PNG_PIXELS, export_topology
 
-        export_topology(topo, out, scale=2.0 if args.scale is None else args.scale)
+        used = export_topology(topo, out, scale=args.scale)
+        if used is not None and used < DEFAULT_PNG_SCALE and args.scale is None:
+            log.info("exported %s to %s at scale %g", args.file, out, used)
+            print(f"wrote {out} at scale {used:g}, the largest that fits: at the default "
+                  f"scale {DEFAULT_PNG_SCALE:g} the PNG would exceed the "
+                  f"{MAX_PNG_PIXELS / 1e6:.0f}-megapixel limit")
+            return 0
     elif name.endswith(".fabric.json"):
         from designer.io.fabric_json import save
 
@@ -225,7 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", required=True,
                    help="OUT.svg | OUT.png | OUT.pdf | OUT.graphml | OUT.json | OUT.fabric.json")
     s.add_argument("--scale", type=float, metavar="S",
-                   help="PNG pixels per canvas unit (default 2)")
+                   help="PNG pixels per canvas unit (default 2, or the largest scale "
+                        "that fits when the design is too large for 2)")
     s.set_defaults(func=cmd_export)
 
     s = sub.add_parser("solve", help="route a collective, compute max-min rates and timing",

@@ -7,6 +7,7 @@ must pick Qt's offscreen platform itself.  No Qt in this process.
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 import subprocess
@@ -134,3 +135,60 @@ def test_failures_exit_1_and_leave_no_file(hgx, tmp_path):
     proc = cli("export", str(tmp_path / "none.fabric.json"), "-o", str(tmp_path / "x.svg"))
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def superpod(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("superpod")
+    proc = cli("new", "superpod", "-o", "sp.fabric.json", cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    return folder / "sp.fabric.json"
+
+
+def test_a_png_too_large_says_the_limit_and_the_scale_that_fits(superpod, tmp_path):
+    """The 1,016-GPU SuperPOD at scale 2: refused with the pixel limit named and the
+    largest scale that fits offered (nothing is rendered, so this is quick)."""
+    proc = cli("export", str(superpod), "-o", str(tmp_path / "sp.png"), "--scale", "2")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert "134 megapixels" in proc.stderr and "32767 px a side" in proc.stderr
+    assert "the largest scale that fits this design is 1.62" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_default_png_scale_fits_the_design(hgx, tmp_path):
+    """Without --scale, a design too large for scale 2 is written at the largest scale
+    that fits, and the command says so.  The pixel budget is lowered (in the child
+    process) so that the small board stands for a SuperPOD without a 130-megapixel
+    render."""
+    out = tmp_path / "fit.png"
+    budget = 1_000_000
+    code = (
+        "import sys, designer.gui.export as ex; "
+        f"ex.MAX_PNG_PIXELS = {budget}; "
+        "from designer.cli import main; "
+        f"sys.exit(main(['export', {str(hgx)!r}, '-o', {str(out)!r}]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=headless_env(QT_QPA_PLATFORM="offscreen"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"wrote {out} at scale 1.")
+    assert "the largest that fits" in proc.stdout and "megapixel" in proc.stdout
+    scale = float(proc.stdout.split(" at scale ")[1].split(",")[0])
+    w1, h1 = png_size_at_1(hgx, tmp_path)
+
+    def size(s: float) -> tuple[int, int]:
+        return math.ceil(w1 * s - 1e-9), math.ceil(h1 * s - 1e-9)
+
+    assert png_size(out) == size(scale)
+    assert math.prod(size(scale)) <= budget < math.prod(size(scale + 0.01))
+
+
+def png_size_at_1(design: Path, folder: Path) -> tuple[int, int]:
+    out = folder / "one.png"
+    assert cli("export", str(design), "-o", str(out), "--scale", "1").returncode == 0
+    return png_size(out)

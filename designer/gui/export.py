@@ -13,9 +13,14 @@ points) keep their on-screen proportion to the icons in every format:
 - SVG: one user unit per scene unit; labels are ``<text>`` elements (real, selectable
   text, not outlines), which is why item caching is switched off while rendering (a cached
   item would be embedded as a bitmap).
-- PNG: ``scale`` pixels per scene unit.  Labels follow the canvas's level of detail: they
-  appear from scale 0.5, link badges from 0.6 — below that they would be unreadable
-  anyway.  The file records ``96 * scale`` dpi, so every scale prints at the same size.
+- PNG: ``scale`` pixels per scene unit, 2 by default (sharp on high-DPI screens).  An
+  image holds at most `MAX_PNG_PIXELS` pixels and `MAX_PNG_SIDE` a side (an ARGB image
+  of 512 MiB, and the raster limit of QPainter and most viewers); a design too large for
+  the default scale gets the largest scale that fits (`max_png_scale`), and an explicit
+  scale that does not fit is refused with that figure.  Labels follow the canvas's level
+  of detail: they appear from scale 0.5, link badges from 0.6 — below that they would be
+  unreadable anyway.  The file records ``96 * scale`` dpi, so every scale prints at the
+  same size.
 - PDF: one vector page fitted to the diagram (0.75 pt per scene unit), fonts embedded.
   The device resolution is 96 dpi on purpose: QPainter sizes a point-sized font for the
   device's resolution *before* the world transform, so at 1200 dpi with the matching
@@ -24,7 +29,7 @@ points) keep their on-screen proportion to the icons in every format:
   wider than the 200 inches Acrobat accepts; poppler, pdf.js and browsers open it.
 
 Every file is rendered in memory and then written atomically: a failed export never
-leaves a partial file.
+leaves a partial file.  File > Export (`export_dialog`) is in `designer.gui.export_dialog`.
 
 Example
 -------
@@ -44,14 +49,7 @@ from pathlib import Path
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRect, QRectF, QSizeF, Qt
 from PySide6.QtGui import QColor, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import (
-    QApplication,
-    QFileDialog,
-    QGraphicsItem,
-    QInputDialog,
-    QMessageBox,
-    QWidget,
-)
+from PySide6.QtWidgets import QApplication, QGraphicsItem
 
 from designer import __version__
 from designer.gui.canvas.items import BundleItem, GroupItem, LinkItem, NodeItem
@@ -62,14 +60,18 @@ from designer.io.atomic import atomic_write_bytes
 from designer.model.errors import DesignError
 
 __all__ = [
+    "DEFAULT_PNG_SCALE",
     "DIAGRAM_SUFFIXES",
     "MARGIN",
+    "MAX_PNG_PIXELS",
+    "MAX_PNG_SIDE",
     "PRINT_THEME",
     "ExportError",
-    "export_dialog",
+    "default_png_scale",
     "export_rect",
     "export_scene",
     "export_topology",
+    "max_png_scale",
     "pdf_bytes",
     "png_bytes",
     "png_size",
@@ -82,7 +84,8 @@ __all__ = [
 MARGIN = 24  # scene units of white space around the design
 SCREEN_DPI = 96.0  # one scene unit is one pixel at this resolution
 MAX_PNG_SIDE = 32767  # raster painting and most image viewers stop here
-MAX_PNG_PIXELS = 1 << 27  # 512 MiB of ARGB32
+MAX_PNG_PIXELS = 1 << 27  # 512 MiB of ARGB32, about 134 megapixels
+DEFAULT_PNG_SCALE = 2.0  # pixels per scene unit: sharp on high-DPI screens
 DIAGRAM_SUFFIXES = (".svg", ".png", ".pdf")
 GRAPH_NOTE = "use .svg, .png, .pdf, .graphml, .json or .fabric.json"
 
@@ -208,33 +211,97 @@ def svg_bytes(scene: FabricScene, *, title: str | None = None) -> bytes:
     return bytes(buffer.data())
 
 
-def png_size(scene: FabricScene, scale: float = 2.0) -> tuple[int, int]:
+def png_size(scene: FabricScene, scale: float = DEFAULT_PNG_SCALE) -> tuple[int, int]:
     """Pixel size of a PNG export: `export_rect` times ``scale``, rounded up."""
-    rect = export_rect(scene)
+    return _scaled(export_rect(scene), scale)
+
+
+def _scaled(rect: QRect, scale: float) -> tuple[int, int]:
     return (
         max(1, math.ceil(rect.width() * scale - 1e-9)),
         max(1, math.ceil(rect.height() * scale - 1e-9)),
     )
 
 
-def png_bytes(scene: FabricScene, *, scale: float = 2.0) -> bytes:
+def _fits(width: int, height: int) -> bool:
+    return max(width, height) <= MAX_PNG_SIDE and width * height <= MAX_PNG_PIXELS
+
+
+def _max_scale(rect: QRect) -> float:
+    """The largest scale, in steps of 0.01, whose PNG of ``rect`` fits both limits (0
+    when not even 0.01 does)."""
+    w, h = rect.width(), rect.height()
+    bound = min(MAX_PNG_SIDE / w, MAX_PNG_SIDE / h, math.sqrt(MAX_PNG_PIXELS / (w * h)))
+    steps = math.floor(bound * 100 + 1e-9)
+    while steps > 0 and not _fits(*_scaled(rect, steps / 100)):
+        steps -= 1  # the rounding up of each side can cost a step
+    return steps / 100
+
+
+def max_png_scale(scene: FabricScene) -> float:
+    """The largest PNG scale (a multiple of 0.01) at which the diagram fits in
+    `MAX_PNG_PIXELS` pixels and `MAX_PNG_SIDE` a side; 0 when none does.
+
+    Raises `ExportError` for an empty design.
+    """
+    scene.refresh()  # group frames fit the latest edit, as in an export
+    return _max_scale(export_rect(scene))
+
+
+def default_png_scale(scene: FabricScene) -> float:
+    """The scale of a PNG export when none is given: `DEFAULT_PNG_SCALE`, or the largest
+    scale that fits when the design is too large for it (`max_png_scale`).
+
+    Raises `ExportError` for an empty design, or one too large for a PNG at any scale.
+    """
+    scene.refresh()
+    return _default_scale(export_rect(scene))
+
+
+def _default_scale(rect: QRect) -> float:
+    fit = _max_scale(rect)
+    if fit <= 0:
+        raise ExportError(
+            f"the diagram is too large for a PNG at any scale (a PNG export holds at most "
+            f"{_megapixels(MAX_PNG_PIXELS)}); export SVG or PDF"
+        )
+    return min(DEFAULT_PNG_SCALE, fit)
+
+
+def _megapixels(pixels: float) -> str:
+    return f"{pixels / 1e6:.0f} megapixels"
+
+
+def png_bytes(scene: FabricScene, *, scale: float | None = None) -> bytes:
     """The diagram as PNG data at ``scale`` pixels per scene unit (see the module doc).
+
+    ``None`` is `default_png_scale`: `DEFAULT_PNG_SCALE`, or the largest scale that fits
+    when the design is too large for it.
 
     Raises
     ------
     ExportError
         ``scale`` is not positive, or the image would exceed `MAX_PNG_SIDE` pixels a side
-        or `MAX_PNG_PIXELS` in all.
+        or `MAX_PNG_PIXELS` in all (the message gives the largest scale that fits).
     """
-    if not (math.isfinite(scale) and scale > 0):
+    if scale is not None and not (math.isfinite(scale) and scale > 0):
         raise ExportError(f"PNG scale must be a positive number, got {scale}")
     with _export_state(scene):
         source = export_rect(scene)
-        width, height = png_size(scene, scale)
-        if max(width, height) > MAX_PNG_SIDE or width * height > MAX_PNG_PIXELS:
+        if scale is None:
+            scale = _default_scale(source)
+        fit = _max_scale(source)
+        width, height = _scaled(source, scale)
+        if not _fits(width, height):
+            advice = (
+                f"the largest scale that fits this design is {fit:g}, or export SVG or PDF"
+                if fit > 0
+                else "export SVG or PDF"
+            )
             raise ExportError(
-                f"a {width} x {height} px PNG at scale {scale:g} is too large (at most "
-                f"{MAX_PNG_SIDE} px a side); use a smaller scale, or SVG or PDF"
+                f"a {width} x {height} px PNG ({_megapixels(width * height)}) at scale "
+                f"{scale:g} is too large: a PNG export holds at most "
+                f"{_megapixels(MAX_PNG_PIXELS)} and {MAX_PNG_SIDE} px a side; {advice}"
             )
         image = QImage(width, height, QImage.Format.Format_ARGB32_Premultiplied)
         # Paint at screen resolution so point-sized fonts keep their proportions ...
@@ -307,13 +374,19 @@ def render_svg(
     _write(path, _named(svg_bytes, path, scene, title=title))
 
 
-def render_png(scene: FabricScene, path: str | os.PathLike[str], *, scale: float = 2.0) -> None:
-    """Write the diagram as PNG (``scale`` pixels per scene unit) to ``path`` atomically.
+def render_png(
+    scene: FabricScene, path: str | os.PathLike[str], *, scale: float | None = None
+) -> float:
+    """Write the diagram as PNG (``scale`` pixels per scene unit; None for
+    `default_png_scale`) to ``path`` atomically; returns the scale used.
 
     Raises `ExportError` for a bad scale, an image too large, or a failed write.
     """
     path = Path(path)
+    if scale is None:
+        scale = _named(default_png_scale, path, scene)
     _write(path, _named(png_bytes, path, scene, scale=scale))
+    return scale
 
 
 def render_pdf(scene: FabricScene, path: str | os.PathLike[str]) -> None:
@@ -330,21 +403,26 @@ def _named(render, path: Path, scene: FabricScene, **options) -> bytes:
         raise ExportError(f"{os.fspath(path)}: {exc}") from None
 
 
-def export_scene(scene: FabricScene, path: str | os.PathLike[str], *, scale: float = 2.0) -> None:
-    """Write the diagram in the format the suffix of ``path`` names (.svg, .png, .pdf).
+def export_scene(
+    scene: FabricScene, path: str | os.PathLike[str], *, scale: float | None = None
+) -> float | None:
+    """Write the diagram in the format the suffix of ``path`` names (.svg, .png, .pdf);
+    returns the PNG scale used (None for SVG and PDF).
 
-    ``scale`` applies to PNG only.  Raises `ExportError` for any other suffix.
+    ``scale`` applies to PNG only; None is `default_png_scale`.  Raises `ExportError`
+    for any other suffix.
 
     Example
     -------
     >>> export_scene(window.scene, "fabric.png", scale=1)   # doctest: +SKIP
+    1
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".svg":
         render_svg(scene, path)
     elif suffix == ".png":
-        render_png(scene, path, scale=scale)
+        return render_png(scene, path, scale=scale)
     elif suffix == ".pdf":
         render_pdf(scene, path)
     else:
@@ -352,11 +430,14 @@ def export_scene(scene: FabricScene, path: str | os.PathLike[str], *, scale: flo
             f"{os.fspath(path)}: not a diagram format {suffix or '(none)'!r} "
             "(use .svg, .png or .pdf)"
         )
+    return None
 
 
-def export_topology(topology, path: str | os.PathLike[str], *, scale: float = 2.0) -> None:
+def export_topology(
+    topology, path: str | os.PathLike[str], *, scale: float | None = None
+) -> float | None:
     """Export a design without a window (the CLI's ``export``): build a scene for it,
-    write ``path`` with `export_scene`.
+    write ``path`` with `export_scene`; returns the PNG scale used (None for SVG, PDF).
 
     Needs a ``QApplication``; one is created when none exists.  Headless callers set
     ``QT_QPA_PLATFORM=offscreen`` before Qt is first imported.
@@ -367,83 +448,14 @@ def export_topology(topology, path: str | os.PathLike[str], *, scale: float = 2.
         _APP = QApplication(["fabric-designer"])
     document = Document(topology)
     scene = FabricScene(document, theme=PRINT_THEME)
-    export_scene(scene, path, scale=scale)
+    return export_scene(scene, path, scale=scale)
 
 
-# ------------------------------------------------------------------ File > Export
-_FILTERS = (
-    ("SVG image (*.svg)", ".svg"),
-    ("PNG image (*.png)", ".png"),
-    ("PDF document (*.pdf)", ".pdf"),
-    ("GraphML (*.graphml)", ".graphml"),
-    ("Node-link JSON (*.json)", ".json"),
-    ("Fabric design (*.fabric.json)", ".fabric.json"),
-)
+def __getattr__(name: str):
+    """``export_dialog`` (File > Export) lives in `designer.gui.export_dialog`; it is
+    reachable here too, imported on first use (that module imports this one)."""
+    if name == "export_dialog":
+        from designer.gui.export_dialog import export_dialog
 
-
-def _with_suffix(path: Path, selected_filter: str) -> Path:
-    """Add the chosen filter's suffix when the typed name has none we know."""
-    name = path.name.lower()
-    if any(name.endswith(suffix) for _, suffix in _FILTERS):
-        return path
-    suffix = dict(_FILTERS).get(selected_filter, ".svg")
-    return path.with_name(path.name + suffix)
-
-
-def _report(window: QWidget, text: str, *, error: bool) -> None:
-    status = getattr(window, "statusBar", None)
-    if callable(status):
-        status().showMessage(text, 6000)
-    if error and window.isVisible():
-        QMessageBox.warning(window, "Export failed", text)
-
-
-def export_dialog(window: QWidget, scene: FabricScene, document: Document) -> Path | None:
-    """File > Export: ask for a file (and a scale for PNG), write it; the written path,
-    or None when cancelled or failed.
-
-    SVG, PNG and PDF are diagrams of the canvas; GraphML, node-link JSON and
-    ``.fabric.json`` are the graph itself (`designer.io.graph_export.export`).  A failure
-    is one line in the status bar and a message box.
-    """
-    from designer.io.graph_export import export as export_graph
-
-    base = (
-        document.path.name.removesuffix(".fabric.json").removesuffix(".json")
-        if document.path
-        else (document.topology.name or "design")
-    )
-    folder = document.path.parent if document.path else Path.cwd()
-    chosen, selected_filter = QFileDialog.getSaveFileName(
-        window,
-        "Export",
-        str(folder / f"{base}.svg"),
-        ";;".join(f for f, _ in _FILTERS),
-        _FILTERS[0][0],
-    )
-    if not chosen:
-        return None
-    path = _with_suffix(Path(chosen), selected_filter)
-    scale = 2.0
-    if path.suffix.lower() == ".png":
-        scale, ok = QInputDialog.getDouble(
-            window,
-            "PNG scale",
-            "Pixels per canvas unit (2 = sharp on high-DPI screens):",
-            2.0,
-            0.5,
-            8.0,
-            2,
-        )
-        if not ok:
-            return None
-    try:
-        if path.suffix.lower() in DIAGRAM_SUFFIXES:
-            export_scene(scene, path, scale=scale)
-        else:
-            export_graph(document.topology, path)
-    except (DesignError, OSError) as exc:
-        _report(window, str(exc), error=True)
-        return None
-    _report(window, f"Exported {path}", error=False)
-    return path
+        return export_dialog
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -293,3 +293,80 @@ def test_file_export_keeps_the_selection(window, answer, tmp_path):
     answer(tmp_path / "s.svg", "SVG image (*.svg)")
     assert ex.export_dialog(window, window.scene, window.document) == Path(tmp_path / "s.svg")
     assert set(window.scene.selectedItems()) == before
+
+
+# ---------------------------------------------------------------------------- PNG limits
+@pytest.fixture(scope="module")
+def superpod_scene() -> FabricScene:
+    """The 1,016-GPU SuperPOD: too large for a PNG at the default scale 2."""
+    return make_scene("superpod")
+
+
+def fits(size: tuple[int, int]) -> bool:
+    w, h = size
+    return max(w, h) <= ex.MAX_PNG_SIDE and w * h <= ex.MAX_PNG_PIXELS
+
+
+def test_the_largest_png_scale_that_fits(superpod_scene, scene):
+    fit = ex.max_png_scale(superpod_scene)
+    assert 0 < fit < ex.DEFAULT_PNG_SCALE and round(fit, 2) == fit
+    assert fits(ex.png_size(superpod_scene, fit))
+    assert not fits(ex.png_size(superpod_scene, fit + 0.01))
+    assert ex.default_png_scale(superpod_scene) == fit
+    assert ex.default_png_scale(scene) == ex.DEFAULT_PNG_SCALE  # a small design keeps 2
+
+
+def test_a_png_too_large_names_the_limit_and_the_scale_that_fits(superpod_scene):
+    fit = ex.max_png_scale(superpod_scene)
+    with pytest.raises(ex.ExportError) as info:
+        ex.png_bytes(superpod_scene, scale=2)
+    text = str(info.value)
+    assert f"{ex.MAX_PNG_PIXELS / 1e6:.0f} megapixels" in text
+    assert f"{ex.MAX_PNG_SIDE} px a side" in text
+    assert f"largest scale that fits this design is {fit:g}" in text
+
+
+def test_the_default_png_scale_shrinks_to_fit(scene, tmp_path, monkeypatch):
+    """Without a scale, a design too large for scale 2 is written at the largest scale
+    that fits (here the pixel budget is lowered so the small board exceeds it)."""
+    w, h = ex.png_size(scene, 1)
+    monkeypatch.setattr(ex, "MAX_PNG_PIXELS", int(w * h * 2))  # sqrt(2) = 1.41 fits
+    used = ex.render_png(scene, tmp_path / "fit.png")
+    assert used == ex.max_png_scale(scene) and 1.3 < used < 1.42
+    img = QImage(str(tmp_path / "fit.png"))
+    assert (img.width(), img.height()) == ex.png_size(scene, used)
+    assert img.width() * img.height() <= ex.MAX_PNG_PIXELS
+    assert ex.export_scene(scene, tmp_path / "x.svg") is None
+
+
+def test_file_export_offers_a_png_scale_that_fits(window, answer, tmp_path, superpod_scene):
+    calls = answer(tmp_path / "big.png", "PNG image (*.png)", scale=(1.0, False))
+    assert ex.export_dialog(window, superpod_scene, superpod_scene.document) is None
+    _, _, label, value, low, high, _ = calls["scale"]
+    fit = ex.max_png_scale(superpod_scene)
+    assert value == high == fit and low <= fit
+    assert f"fits up to {fit:g}" in label and "megapixels" in label
+
+
+# ---------------------------------------------------------------------------- file names
+@pytest.mark.parametrize(
+    "name",
+    ["DGX SuperPOD H100: 4 SU, 1,016 GPUs", 'a<b>c"d/e\\f|g?h*i', "trailing dot.", "CON"],
+)
+def test_file_export_proposes_a_portable_file_name(window, monkeypatch, name):
+    """The default name holds nothing Windows or macOS refuse: no < > : " / \\ | ? *,
+    no trailing dot or space, no device name."""
+    offered = []
+    monkeypatch.setattr(
+        QFileDialog,
+        "getSaveFileName",
+        staticmethod(lambda *a, **k: offered.append(a[2]) or ("", "")),
+    )
+    window.document.topology.name = name
+    window.document.path = None
+    assert ex.export_dialog(window, window.scene, window.document) is None
+    file_name = Path(offered[0]).name
+    stem = file_name.removesuffix(".svg")
+    assert file_name.endswith(".svg") and stem
+    assert not re.search(r'[<>:"/\\|?*\x00-\x1f]', file_name)
+    assert stem == stem.strip(" .") and stem.split(".")[0].upper() != "CON"

@@ -1,0 +1,139 @@
+"""File > Export: ask for a file (and a scale for a PNG), then write it.
+
+SVG, PNG and PDF are diagrams of the canvas (`designer.gui.export`); GraphML, node-link
+JSON and ``.fabric.json`` are the graph itself (`designer.io.graph_export`).  The file
+name proposed is the design's, made portable (`designer.io.file_names`), so the default
+never holds a character another desktop refuses.  The PNG scale offered fits the
+design: 2 when it can, else the largest scale within the PNG limits, which the question
+names.
+
+Example
+-------
+>>> from designer.gui.export_dialog import export_dialog      # doctest: +SKIP
+>>> export_dialog(window, window.scene, window.document)      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
+
+from designer.gui.canvas.scene import FabricScene
+from designer.gui.document import Document
+from designer.gui.export import (
+    DEFAULT_PNG_SCALE,
+    DIAGRAM_SUFFIXES,
+    MAX_PNG_PIXELS,
+    MAX_PNG_SIDE,
+    ExportError,
+    export_scene,
+    max_png_scale,
+)
+from designer.io.file_names import portable_file_name
+from designer.model.errors import DesignError
+
+__all__ = ["default_export_name", "export_dialog"]
+
+_FILTERS = (
+    ("SVG image (*.svg)", ".svg"),
+    ("PNG image (*.png)", ".png"),
+    ("PDF document (*.pdf)", ".pdf"),
+    ("GraphML (*.graphml)", ".graphml"),
+    ("Node-link JSON (*.json)", ".json"),
+    ("Fabric design (*.fabric.json)", ".fabric.json"),
+)
+MIN_SCALE, MAX_SCALE = 0.5, 8.0  # the scale question's range when the design allows it
+
+
+def default_export_name(document: Document, suffix: str = ".svg") -> str:
+    """The file name an export proposes: the design file's stem, else the design's
+    name, made portable (`portable_file_name`), with ``suffix``."""
+    if document.path:
+        stem = document.path.name.removesuffix(".fabric.json").removesuffix(".json")
+    else:
+        stem = document.topology.name or ""
+    return portable_file_name(stem) + suffix
+
+
+def _with_suffix(path: Path, selected_filter: str) -> Path:
+    """Add the chosen filter's suffix when the typed name has none we know."""
+    name = path.name.lower()
+    if any(name.endswith(suffix) for _, suffix in _FILTERS):
+        return path
+    suffix = dict(_FILTERS).get(selected_filter, ".svg")
+    return path.with_name(path.name + suffix)
+
+
+def _report(window: QWidget, text: str, *, error: bool) -> None:
+    status = getattr(window, "statusBar", None)
+    if callable(status):
+        status().showMessage(text, 6000)
+    if error and window.isVisible():
+        QMessageBox.warning(window, "Export failed", text)
+
+
+def _ask_png_scale(window: QWidget, scene: FabricScene) -> float | None:
+    """The PNG scale, asked within what fits the design; None when cancelled.
+
+    Raises `ExportError` when the design is empty or too large for a PNG at any scale.
+    """
+    fit = max_png_scale(scene)
+    if fit <= 0:
+        raise ExportError(
+            f"the diagram is too large for a PNG at any scale (at most "
+            f"{MAX_PNG_PIXELS / 1e6:.0f} megapixels); export SVG or PDF"
+        )
+    label = "Pixels per canvas unit (2 = sharp on high-DPI screens):"
+    if fit < MAX_SCALE:
+        label = (
+            f"Pixels per canvas unit (2 = sharp on high-DPI screens).\n"
+            f"This design fits up to {fit:g}: a PNG holds at most "
+            f"{MAX_PNG_PIXELS / 1e6:.0f} megapixels and {MAX_PNG_SIDE} px a side."
+        )
+    scale, ok = QInputDialog.getDouble(
+        window,
+        "PNG scale",
+        label,
+        min(DEFAULT_PNG_SCALE, fit),
+        min(MIN_SCALE, fit),
+        min(MAX_SCALE, fit),
+        2,
+    )
+    return scale if ok else None
+
+
+def export_dialog(window: QWidget, scene: FabricScene, document: Document) -> Path | None:
+    """File > Export: ask for a file (and a scale for PNG), write it; the written path,
+    or None when cancelled or failed.
+
+    A failure is one line in the status bar and a message box.
+    """
+    from designer.io.graph_export import export as export_graph
+
+    folder = document.path.parent if document.path else Path.cwd()
+    chosen, selected_filter = QFileDialog.getSaveFileName(
+        window,
+        "Export",
+        str(folder / default_export_name(document)),
+        ";;".join(f for f, _ in _FILTERS),
+        _FILTERS[0][0],
+    )
+    if not chosen:
+        return None
+    path = _with_suffix(Path(chosen), selected_filter)
+    try:
+        scale = None
+        if path.suffix.lower() == ".png":
+            scale = _ask_png_scale(window, scene)
+            if scale is None:
+                return None
+        if path.suffix.lower() in DIAGRAM_SUFFIXES:
+            export_scene(scene, path, scale=scale)
+        else:
+            export_graph(document.topology, path)
+    except (DesignError, OSError) as exc:
+        _report(window, str(exc), error=True)
+        return None
+    _report(window, f"Exported {path}", error=False)
+    return path
