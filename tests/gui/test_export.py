@@ -370,3 +370,23 @@ def test_file_export_proposes_a_portable_file_name(window, monkeypatch, name):
     assert file_name.endswith(".svg") and stem
     assert not re.search(r'[<>:"/\\|?*\x00-\x1f]', file_name)
     assert stem == stem.strip(" .") and stem.split(".")[0].upper() != "CON"
+
+
+# ---------------------------------------------------------------------------- CSV columns
+def test_panel_csv_columns_spell_utilization_as_the_cli_json_does(qtbot):
+    """One spelling for machine-readable keys: the link-load CSV's column is
+    ``utilization_pct``, as the CLI's JSON says ``utilization``."""
+    from designer.gui.analysis.panels import LinkLoadPanel
+    from designer.gui.analysis.runner import analyse
+    from designer.model.scenario import Scenario
+    from designer.solver.snapshot import take_snapshot
+
+    application()
+    panel = LinkLoadPanel()
+    qtbot.addWidget(panel)
+    panel.set_result(
+        analyse(take_snapshot(build_template("hgx")), Scenario(), None, None, lambda: False)
+    )
+    header, rows = panel.data_rows()
+    assert "utilization_pct" in header and rows
+    assert not [c for c in header if "utilis" in c]

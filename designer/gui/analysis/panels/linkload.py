@@ -227,7 +227,7 @@ class LinkLoadPanel(PanelDock):
 
     # ------------------------------------------------------------------ data
     def data_rows(self):
-        header = ["link", "from", "to", "utilisation_pct", "load_GBps", "capacity_GBps"]
+        header = ["link", "from", "to", "utilization_pct", "load_GBps", "capacity_GBps"]
         loads = link_loads(self.result) if self.result is not None else []
         rows = [(r.link_id, r.src, r.dst, repr(100 * r.utilisation), repr(r.load_GBps),
                  repr(r.capacity_GBps)) for r in loads]
