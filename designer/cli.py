@@ -77,10 +77,14 @@ def cmd_new(args: argparse.Namespace) -> int:
     from designer.io.fabric_json import save
     from designer.model.templates import build_template
 
-    if not args.output.lower().endswith(".json"):
-        raise UsageError(f"{args.output}: new writes a design file (.fabric.json); for a "
-                         f"diagram or a graph file, export the design: `{PROG} export "
-                         f"DESIGN.fabric.json -o {args.output}`")
+    out = Path(args.output)
+    if not out.name.lower().endswith(".json"):
+        if not out.suffix:
+            raise UsageError(f"-o {out}: new writes a design file; name it "
+                             f"{out.name}.fabric.json")
+        raise UsageError(f"-o {out}: new writes a design file (.fabric.json); for a diagram "
+                         f"or a graph file, export the design: `{PROG} export "
+                         f"DESIGN.fabric.json -o {out}`")
     params = _parse_sets(args.set or [])
     try:
         topo = build_template(args.template, **params)

@@ -35,8 +35,11 @@ ALGORITHMS_FOR: dict[str, tuple[str, ...]] = {
 }
 
 
+MAX_BYTES = 1 << 44  # 16 TiB, the largest message a scenario holds
+
+
 def parse_size(text: str) -> int:
-    """``8GiB``, ``32KiB``, ``1MB`` or a plain integer -> bytes."""
+    """``8GiB``, ``32KiB``, ``1MB`` or a plain integer -> bytes (at most `MAX_BYTES`)."""
     units = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
              "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "k": 1 << 10,
              "m": 1 << 20, "g": 1 << 30}
@@ -49,6 +52,8 @@ def parse_size(text: str) -> int:
         raise UsageError(f"not a size: {text!r} (use e.g. 1048576, 32KiB, 8GiB)") from None
     if unit not in units or not value * units[unit] >= 1:
         raise UsageError(f"not a size: {text!r} (use e.g. 1048576, 32KiB, 8GiB)")
+    if value * units[unit] > MAX_BYTES:
+        raise UsageError(f"size {text!r} is too large (at most 16TiB)")
     return int(value * units[unit])
 
 

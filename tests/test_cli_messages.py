@@ -134,7 +134,14 @@ def test_new_refuses_a_diagram_suffix_and_points_to_export(capsys, tmp_path):
     code, out, err = run(capsys, "new", "hgx", "-o", tmp_path / "x.svg")
     assert code == 2 and out == "" and one_line(err)
     assert ".fabric.json" in err and "export" in err
+    code, _, err = run(capsys, "new", "hgx", "-o", tmp_path / "x")
+    assert code == 2 and "x.fabric.json" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_size_beyond_what_a_scenario_holds_is_a_usage_error(capsys, hgx):
+    code, out, err = run(capsys, "solve", hgx, "--bytes", "1e30")
+    assert code == 2 and out == "" and one_line(err) and "at most 16TiB" in err
 
 
 @pytest.mark.parametrize(
