@@ -139,6 +139,7 @@ class EditController(QObject):
                     verb: str) -> bool:
         """Add copies in the nearest free spot (`paste_offset`), under names unique where
         they land (`PasteSubgraph`), as one undo step; select and show them."""
+        self.scene.refresh()  # frames fitted to the latest edit (refitting is deferred)
         frames = {gid: item.frame_rect() for gid, item in self.scene.groups.items()}
         offset = paste_offset(self.document.topology, frames, groups, nodes)
         cmd = PasteSubgraph(groups, nodes, links, offset=offset)

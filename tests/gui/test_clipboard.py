@@ -227,6 +227,19 @@ def _clashes(topo, new_ids, old_ids):
             if _footprint(topo, a).intersects(_footprint(topo, b))]
 
 
+def _frames_over_outsiders(window):
+    """(group, node) pairs where a group's frame covers a node that is not in it."""
+    topo, scene = window.document.topology, window.scene
+    scene.refresh()  # frames fitted now, not on the next turn of the event loop
+    pairs = set()
+    for group in topo.groups():
+        frame = scene.groups[group.id].frame_rect()
+        members = set(topo.members(group.id))
+        pairs |= {(group.id, n.id) for n in topo.nodes()
+                  if n.id not in members and frame.intersects(_footprint(topo, n.id))}
+    return pairs
+
+
 def _sibling_names_unique(topo):
     by_group = {}
     for node in topo.nodes():
@@ -239,6 +252,7 @@ def test_copies_land_clear_of_every_node_with_names_unique_in_their_group(
         window, clipboard, how):
     topo, scene = window.document.topology, window.scene
     before = {n.id for n in topo.nodes()}
+    covered = _frames_over_outsiders(window)
     scene.select_ids(PICK)
     if how == "paste":
         window.actions_by_name["copy"].trigger()
@@ -248,6 +262,9 @@ def test_copies_land_clear_of_every_node_with_names_unique_in_their_group(
         assert len(copies) == len(PICK)
         assert not _clashes(topo, copies, {n.id for n in topo.nodes()} - copies)
         assert _sibling_names_unique(topo)
+        # The server's frame grows to hold the copies, over nothing outside it (the
+        # rack is full: its frame may grow over its neighbours).
+        assert {(g, n) for g, n in _frames_over_outsiders(window) if g == "n01"} <= covered
     assert len(topo) == len(before) + 3 * len(PICK)
     assert window.document.undo_stack.count() == 3  # one step each
 
@@ -257,6 +274,7 @@ def test_a_pasted_server_lands_beside_the_others_under_a_name_of_its_own(window,
     members = topo.members("n02")
     scene.select_ids(members)
     window.actions_by_name["copy"].trigger()
+    covered = _frames_over_outsiders(window)
     frames = {g.id: scene.groups[g.id].frame_rect() for g in topo.groups()}
     old_nodes = {n.id for n in topo.nodes()}
     pasted_groups = []
@@ -268,12 +286,15 @@ def test_a_pasted_server_lands_beside_the_others_under_a_name_of_its_own(window,
         copies = set(scene.selected_node_ids())
         assert not _clashes(topo, copies, old_nodes)
         old_nodes |= copies
+        scene.refresh()
         frame = scene.groups[new].frame_rect()
         # Clear of every other server's frame (the rack around them all grows to hold it).
         for gid, other in frames.items():
             if topo.group(gid).kind == "node":
                 assert not frame.intersects(other), gid
         frames[new] = frame
+        # The rack's frame grows to hold the copy, over nothing outside the rack.
+        assert _frames_over_outsiders(window) <= covered
     names = [g.name for g in topo.groups()]
     assert len(names) == len(set(names))
     assert window.document.undo_stack.count() == 2

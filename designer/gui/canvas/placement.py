@@ -13,7 +13,8 @@ last.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import QRectF
@@ -60,7 +61,30 @@ def landing_groups(topo: Topology, groups: Iterable[Group], nodes: Iterable[Node
     return inside
 
 
-def free_offset(rect: QRectF, obstacles: np.ndarray) -> tuple[float, float]:
+@dataclass(frozen=True)
+class GrowingFrame:
+    """The frame of a group the copies land in: it grows to hold them, and must not grow
+    over what is outside the group.
+
+    ``box`` is the frame now and ``pad`` what it keeps around the copies (left, top,
+    right, bottom), both as ``x0, y0, x1, y1``-style floats; ``outsiders`` the
+    ``(n, 4)`` rectangles of the nodes and frames outside the group that the frame does
+    not already overlap.
+    """
+
+    box: tuple[float, float, float, float]
+    pad: tuple[float, float, float, float]
+    outsiders: np.ndarray
+    inner: bool = True  # the copies sit right in it (not in a group inside it)
+
+
+def _hits(o: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> bool:
+    return bool(np.any(_overlapping(o, (x0, y0, x1, y1))))
+
+
+def free_offset(
+    rect: QRectF, obstacles: np.ndarray, growing: Sequence[GrowingFrame] = ()
+) -> tuple[float, float]:
     """The shift that puts ``rect`` clear of every obstacle, nearest first.
 
     Parameters
@@ -69,6 +93,9 @@ def free_offset(rect: QRectF, obstacles: np.ndarray) -> tuple[float, float]:
         What the copies cover where they were copied from.
     obstacles : ndarray, shape (n, 4)
         ``x0, y0, x1, y1`` of every rectangle to keep clear of.
+    growing : sequence of GrowingFrame
+        Frames that grow to hold the copies; a spot where one would grow over an
+        outsider is not free (while there is such a spot).
 
     Returns
     -------
@@ -88,20 +115,39 @@ def free_offset(rect: QRectF, obstacles: np.ndarray) -> tuple[float, float]:
     step_x = math.ceil((rect.width() + GAP) / GRID) * GRID
     step_y = math.ceil((rect.height() + GAP) / GRID) * GRID
 
-    def free(dx: float, dy: float) -> bool:
-        o = obstacles
-        return not np.any(
-            (o[:, 0] < x1 + dx) & (o[:, 2] > x0 + dx) & (o[:, 1] < y1 + dy) & (o[:, 3] > y0 + dy)
-        )
+    def free(dx: float, dy: float, frames: Sequence[GrowingFrame]) -> bool:
+        if _hits(obstacles, x0 + dx, y0 + dy, x1 + dx, y1 + dy):
+            return False
+        for g in frames:
+            (f0, f1, f2, f3), (p0, p1, p2, p3) = g.box, g.pad
+            grown = (
+                min(f0, x0 + dx - p0),
+                min(f1, y0 + dy - p1),
+                max(f2, x1 + dx + p2),
+                max(f3, y1 + dy + p3),
+            )
+            if _hits(g.outsiders, *grown):
+                return False
+        return True
 
-    if free(0.0, 0.0):
-        return 0.0, 0.0
-    for k in range(1, MAX_STEPS + 1):
-        for dx, dy in ((k * step_x, 0.0), (0.0, k * step_y)):
-            if free(dx, dy):
-                return float(dx), float(dy)
-    beyond = float(obstacles[:, 2].max()) - x0 + GAP
+    # In a packed design no spot may leave every frame clear of outsiders: then keep
+    # the copies' own groups clear (their outer groups may grow over a neighbour),
+    # then only the copies themselves, before putting them right of everything.
+    inner = [g for g in growing if g.inner]
+    for frames in (growing, inner, ()) if growing else ((),):
+        if free(0.0, 0.0, frames):
+            return 0.0, 0.0
+        for k in range(1, MAX_STEPS + 1):
+            for dx, dy in ((k * step_x, 0.0), (0.0, k * step_y)):
+                if free(dx, dy, frames):
+                    return float(dx), float(dy)
+    right = float(obstacles[:, 2].max(initial=x1))
+    beyond = right - x0 + GAP
     return float(math.ceil(beyond / GRID) * GRID), 0.0
+
+
+def _box(r: QRectF) -> tuple[float, float, float, float]:
+    return r.left(), r.top(), r.right(), r.bottom()
 
 
 def paste_offset(
@@ -111,20 +157,55 @@ def paste_offset(
     ``topo``, whose groups' frames on the canvas are ``frames`` (see `free_offset`)."""
     if not nodes:
         return 0.0, 0.0
-    skip = landing_groups(topo, groups, nodes)
-    boxes = [
-        (
-            n.x + NODE_BOUNDS.left(),
-            n.y + NODE_BOUNDS.top(),
-            n.x + NODE_BOUNDS.right(),
-            n.y + NODE_BOUNDS.bottom(),
+    landing = landing_groups(topo, groups, nodes)
+    node_ids = [n.id for n in topo.nodes()]
+    node_boxes = np.array(
+        [_box(NODE_BOUNDS.translated(n.x, n.y)) for n in topo.nodes()], dtype=float
+    ).reshape(-1, 4)
+    frame_ids = [gid for gid, f in frames.items() if f.isValid()]
+    frame_boxes = np.array([_box(frames[g]) for g in frame_ids], dtype=float).reshape(-1, 4)
+    obstacles = np.concatenate([node_boxes, frame_boxes[[g not in landing for g in frame_ids]]])
+    growing = []
+    for gid in landing:
+        if gid not in frame_ids:
+            continue
+        box = _box(frames[gid])
+        members = set(topo.members(gid))
+        related = _lineage(topo, gid)  # its frame contains theirs, or theirs contains it
+        outsiders = np.concatenate(
+            [
+                node_boxes[[n not in members for n in node_ids]],
+                frame_boxes[[g not in related for g in frame_ids]],
+            ]
         )
-        for n in topo.nodes()
-    ]
-    boxes += [
-        (f.left(), f.top(), f.right(), f.bottom())
-        for gid, f in frames.items()
-        if gid not in skip and f.isValid()
-    ]
-    obstacles = np.array(boxes, dtype=float).reshape(-1, 4)
-    return free_offset(copies_rect(groups, nodes), obstacles)
+        outsiders = outsiders[~_overlapping(outsiders, box)]
+        # One padding and title strip per frame between it and the copies.
+        levels = 1 + sum(_is_ancestor(topo, gid, other) for other in landing)
+        pad = (PAD * levels, (PAD + TITLE) * levels, PAD * levels, PAD * levels)
+        growing.append(GrowingFrame(box, pad, outsiders, inner=levels == 1))
+    return free_offset(copies_rect(groups, nodes), obstacles, growing)
+
+
+def _is_ancestor(topo: Topology, gid: str, of: str) -> bool:
+    """Whether group ``gid`` holds group ``of`` (at any depth)."""
+    g = topo.group(of).parent
+    while g is not None:
+        if g == gid:
+            return True
+        g = topo.group(g).parent if topo.has_group(g) else None
+    return False
+
+
+def _lineage(topo: Topology, gid: str) -> set[str]:
+    """``gid``, the groups it holds and the groups that hold it."""
+    related = {gid} | {g.id for g in topo.groups() if _is_ancestor(topo, gid, g.id)}
+    g = topo.group(gid).parent
+    while g is not None and topo.has_group(g):
+        related.add(g)
+        g = topo.group(g).parent
+    return related
+
+
+def _overlapping(o: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
+    x0, y0, x1, y1 = box
+    return (o[:, 0] < x1) & (o[:, 2] > x0) & (o[:, 1] < y1) & (o[:, 3] > y0)
