@@ -89,12 +89,17 @@ class Document(QObject):
 
     Signals
     -------
+    about_to_replace(Topology)
+        A different design is about to be opened; the argument, still `topology`, is the
+        one going away.  Views drop what refers to it (the selection above all) here,
+        while its ids still mean something.
     topology_replaced(Topology)
         A different design is now open (New, Open, restore); views rebuild.
     path_changed(object)
         The file name changed (Save As, Open); ``None`` for an unsaved design.
     """
 
+    about_to_replace = Signal(object)
     topology_replaced = Signal(object)
     path_changed = Signal(object)
 
@@ -104,6 +109,7 @@ class Document(QObject):
         self.topology = topology if topology is not None else Topology()
         self.path = path
         self.undo_stack = QUndoStack(self)
+        self._replacing = False
 
     # ------------------------------------------------------------ editing
     def push(self, command: Command) -> None:
@@ -126,16 +132,32 @@ class Document(QObject):
     def title(self) -> str:
         return self.path.name if self.path else self.topology.name
 
+    @property
+    def replacing(self) -> bool:
+        """Whether a design is being replaced right now (between `about_to_replace` and
+        the end of `topology_replaced`): views must not read their items then."""
+        return self._replacing
+
     def replace(self, topology: Topology, path: Path | None = None) -> None:
-        """Open a different design (clears the history: it belonged to the old one)."""
-        self.undo_stack.clear()
-        self.topology = topology
-        self.path = path
-        # The views rebuild now, an item per node and link: no collections midway, one
-        # (settle_heap) once they are built (`designer.collector`).
-        with collector_paused():
-            self.topology_replaced.emit(topology)
-            self.path_changed.emit(path)
+        """Open a different design (clears the history: it belonged to the old one).
+
+        `about_to_replace` goes out first, while the old design is still `topology`;
+        then the history is cleared, the new design takes its place and
+        `topology_replaced` lets the views rebuild.
+        """
+        self._replacing = True
+        try:
+            self.about_to_replace.emit(self.topology)
+            self.undo_stack.clear()
+            self.topology = topology
+            self.path = path
+            # The views rebuild now, an item per node and link: no collections midway,
+            # one (settle_heap) once they are built (`designer.collector`).
+            with collector_paused():
+                self.topology_replaced.emit(topology)
+                self.path_changed.emit(path)
+        finally:
+            self._replacing = False
         settle_heap()
 
     def open(self, path: Path) -> None:

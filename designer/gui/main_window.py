@@ -59,6 +59,7 @@ class MainWindow(QMainWindow):
         # Edits change the counts the label shows when nothing is selected.
         document.undo_stack.indexChanged.connect(self._on_scene_selection_changed)
         document.path_changed.connect(self._update_title)
+        document.about_to_replace.connect(self._on_document_about_to_replace)
         document.topology_replaced.connect(self._on_document_topology_replaced)
         self._update_title()
         self._on_scene_selection_changed()
@@ -155,6 +156,11 @@ class MainWindow(QMainWindow):
         self.setWindowModified(self.document.is_modified)
 
     def _on_scene_selection_changed(self) -> None:
+        if not self.document.replacing:  # (the scene is half torn down then)
+            self._show_counts()
+
+    def _show_counts(self) -> None:
+        """The status bar's counts: of the selection, or of the design."""
         nodes = self.scene.selected_node_ids()
         links = self.scene.selected_link_ids()
         topo = self.document.topology
@@ -165,9 +171,23 @@ class MainWindow(QMainWindow):
             text = f"{len(topo)} nodes, {topo.link_count()} links"
         self.selection_label.setText(text)
 
+    def _on_document_about_to_replace(self, _old) -> None:
+        # The selection names items and ids of the design going away: drop it now, with
+        # one selectionChanged while those ids still resolve, so the inspector and the
+        # status bar empty themselves.  Left in place, the scene would drop it item by
+        # item as it deletes them (a selectionChanged each, quadratic for a big
+        # selection), with every listener looking old ids up in the new design.
+        self.scene.clearSelection()
+
     def _on_document_topology_replaced(self, _topology) -> None:
-        self.view.fit()
-        self._on_scene_selection_changed()
+        if self.scene.design_rect().isEmpty():
+            # Nothing to fit (File > New): 100 % around the origin, not the zoom the last
+            # design left, so the first device dropped is drawn at its size, where dropped.
+            self.view.zoom(1.0 / self.view.scale_factor)
+            self.view.centerOn(0.0, 0.0)
+        else:
+            self.view.fit()
+        self._show_counts()
 
     def _on_link_tool_toggled(self, on: bool) -> None:
         self.view.link_tool = on

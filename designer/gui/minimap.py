@@ -51,6 +51,7 @@ class MinimapView(QGraphicsView):
         canvas.view_changed.connect(self._on_canvas_view_changed)
         self.fabric.theme_changed.connect(self._on_fabric_theme_changed)
         self.fabric.sceneRectChanged.connect(self._on_fabric_scene_rect_changed)
+        self.fabric.document.about_to_replace.connect(self._on_document_about_to_replace)
 
     def sizeHint(self) -> QSize:
         return QSize(320, 200)
@@ -97,8 +98,21 @@ class MinimapView(QGraphicsView):
     def _on_picture_changed(self) -> None:
         self.viewport().update()
 
+    def _on_document_about_to_replace(self, _old) -> None:
+        # A picture of the old design half drawn in slices would go on reading the
+        # scene's items after they are deleted: drop it, draw the new design afresh.
+        self._picture.discard()
+        self._shown = None
+
     # ---------------------------------------------------------------- painting
     def paintEvent(self, event: QPaintEvent) -> None:
+        if self.fabric.document.replacing:
+            # The scene's items are being deleted and rebuilt (only a nested event loop
+            # can paint now): the background alone, nothing read from the scene.
+            painter = QPainter(self.viewport())
+            painter.fillRect(self.viewport().rect(), self.fabric.theme.background)
+            painter.end()
+            return
         version = self.fabric.schematic.version
         geometry = (*view_geometry(self), self.fabric.theme)
         if geometry != self._shown:
