@@ -300,9 +300,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # No subcommand: the GUI, optionally on a design file (``-v`` allowed around it).
     rest = [a for a in argv if a not in ("-v", "--verbose")]
     if not rest or (rest[0] not in COMMANDS and not rest[0].startswith("-")):
-        if rest and (len(rest) > 1 or not _names_a_design(rest[0])):
+        if rest and not _names_a_design(rest[0]):
             hint = did_you_mean(rest[0], COMMANDS, quote=True) or f" (see {PROG} --help)"
             print(f"{PROG}: error: unknown command {rest[0]!r}{hint}", file=sys.stderr)
+            return 2
+        if len(rest) > 1:
+            print(f"{PROG}: error: the GUI opens one FILE; unexpected {shlex.join(rest[1:])} "
+                  f"(see {PROG} --help)", file=sys.stderr)
             return 2
         # Logging first, so a failure while the window is built lands in the log too.
         log_path = setup_logging(verbose=verbose, gui=True)

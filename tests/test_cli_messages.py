@@ -127,6 +127,10 @@ def test_an_unknown_word_is_an_unknown_command_not_the_gui(capsys, monkeypatch, 
     # a file that exists opens in the GUI, whatever its name
     (tmp_path / "templatez").write_text("{}")
     assert main(["templatez"]) == 0 and started == ["templatez"]
+    # a file and more words: not an unknown command, one FILE is what the GUI takes
+    code, _, err = run(capsys, "templatez", "extra")
+    assert code == 2 and one_line(err) and "unknown command" not in err and "extra" in err
+    assert started == ["templatez"]
 
 
 # ----------------------------------------------------------------- new
