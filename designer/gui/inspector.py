@@ -8,7 +8,7 @@ to all of them as one undoable command.
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QLabel,
     QLineEdit,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -82,7 +83,15 @@ class InspectorDock(QDockWidget):
         outer.addWidget(self.node_form)
         outer.addWidget(self.link_form)
         outer.addStretch(1)
-        self.setWidget(body)
+        # Scrolls rather than hold the window taller than a 720 px screen when a node's
+        # form shows (it is in a tab group with the Scenario dock).
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setMinimumHeight(40)
+        scroll.setWidget(body)
+        self.setWidget(scroll)
         self.name.editingFinished.connect(lambda: self._edit_nodes(name=self.name.text()))
         self.model.activated.connect(lambda _i: self._edit_nodes(model=self.model.currentText()))
         self.group.activated.connect(lambda _i: self._edit_nodes(group=self.group.currentData()))
@@ -97,7 +106,7 @@ class InspectorDock(QDockWidget):
         scene.selectionChanged.connect(self.refresh)
         # A bound slot: PySide drops the connection when the dock is deleted.
         document.undo_stack.indexChanged.connect(self._on_undo_stack_index_changed)
-        body.setMinimumWidth(340)  # the canvas must not jump as the selection changes kind
+        scroll.setMinimumWidth(340)  # the canvas must not jump as the selection changes kind
         for combo in (self.model, self.group, self.node_plane, self.tech, self.link_plane):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
             combo.setMinimumContentsLength(16)

@@ -1,19 +1,26 @@
 """`ScenarioDock`: what to analyse (collective, size, algorithm, routing, ranks, training
-workload) and the headline answers (time, busbw, bottleneck, step time, idle-GPU cost).
+workload) and the answers (time, busbw, bottleneck, step time, idle-GPU cost).
 
 Every control edits the design's settings through an undoable `SetSetting` command, so
 scenarios save with the design; the runner re-solves on the resulting change event.
+
+The headline answer (time, bus bandwidth, bottleneck, step time) sits at the top of the
+dock, outside the scrolling form, so it shows without scrolling however short the dock
+is; the details follow the form.  `answer_changed` carries the same answer as one line
+for the status bar, which shows it whichever dock tab is raised.
 """
 
 from __future__ import annotations
 
 import shiboken6
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QComboBox,
     QDockWidget,
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QLabel,
     QScrollArea,
@@ -52,6 +59,8 @@ class ScenarioDock(QDockWidget):
     """Scenario controls and headline results."""
 
     message = Signal(str)
+    #: The headline answer as one line of plain text ("" while there is none).
+    answer_changed = Signal(str)
 
     def __init__(self, document: Document, runner: SolveRunner, parent: QWidget | None = None):
         super().__init__("Scenario", parent)
@@ -63,7 +72,31 @@ class ScenarioDock(QDockWidget):
         # how many entries that makes (more: a one-off "N GPUs" entry was added).
         self._groups_seen = None
         self._n_rank_entries = 0
-        body = QWidget(self)
+        top = QWidget(self)
+        column = QVBoxLayout(top)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        self.answer = QLabel("", top)
+        self.answer.setObjectName("scenario_answer")
+        # One line per figure, unwrapped: its height is then fixed, so the dock's
+        # minimum stays small and the answer is never squeezed; a name longer than the
+        # dock is cut at the right (the tooltip has it whole).
+        self.answer.setMinimumWidth(1)
+        self.answer.setTextFormat(Qt.TextFormat.RichText)
+        self.answer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.answer.setContentsMargins(8, 6, 8, 2)
+        self.status = QLabel("", top)
+        self.status.setWordWrap(True)
+        self.status.setContentsMargins(8, 0, 8, 4)
+        self.status.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        column.addWidget(self.answer)
+        column.addWidget(self.status)
+        rule = QFrame(top)
+        rule.setFrameShape(QFrame.Shape.HLine)
+        rule.setFrameShadow(QFrame.Shadow.Sunken)
+        column.addWidget(rule)
+
+        body = QWidget(top)
         outer = QVBoxLayout(body)
 
         box = QGroupBox("Collective", body)
@@ -110,20 +143,23 @@ class ScenarioDock(QDockWidget):
         form.addRow("Overlap", self.overlap)
         outer.addWidget(box)
 
-        self.status = QLabel("", body)
-        self.status.setWordWrap(True)
-        self.results = QLabel("", body)
+        box = QGroupBox("Details", body)
+        self.results = QLabel("", box)
         self.results.setWordWrap(True)
         self.results.setTextFormat(Qt.TextFormat.RichText)
-        outer.addWidget(self.status)
-        outer.addWidget(self.results)
+        self.results.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        QVBoxLayout(box).addWidget(self.results)
+        outer.addWidget(box)
         outer.addStretch(1)
-        # Scroll rather than impose the form's full height on the whole right column.
-        scroll = QScrollArea(self)
+        # The form scrolls rather than impose its full height on the whole right column;
+        # the answer above it stays put.
+        scroll = QScrollArea(top)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setWidget(body)
-        self.setWidget(scroll)
+        scroll.setMinimumHeight(40)  # a row of the form: the dock fits a 720 px screen
+        column.addWidget(scroll, 1)
+        self.setWidget(top)
         guard_wheel(body)  # the wheel scrolls the form; it edits only a focused box
 
         for combo in (self.collective, self.size, self.algorithm, self.ranks):
@@ -244,35 +280,92 @@ class ScenarioDock(QDockWidget):
 
     def _on_runner_failed(self, _generation: int, text: str) -> None:
         self.status.setText(f"<b>Analysis failed:</b> {text}")
+        self.answer.setText("<b>No answer:</b> the analysis failed")
+        self.answer.setToolTip("")
         self.results.setText("")
+        self.answer_changed.emit("")
 
     def _on_runner_result_ready(self, result: AnalysisResult) -> None:
         self.status.setText(f"Solved in {result.seconds * 1e3:.0f} ms")
-        self.results.setText(result_summary_html(result))
+        self.answer.setText(_html_table(answer_rows(result)))
+        self.answer.setToolTip(answer_line(result))
+        self.results.setText(_html_table(detail_rows(result)))
+        self.answer_changed.emit(answer_line(result))
 
 
-def result_summary_html(result: AnalysisResult) -> str:
-    """The headline numbers as a small HTML table."""
+def _bottleneck(result: AnalysisResult) -> tuple[str, float] | None:
+    """The busiest arc's name (``link (a -> b)``) and utilisation, or None."""
+    top = result.focus.bottlenecks(result.snapshot, top=1)
+    return top[0] if top else None
+
+
+def _direction(arc_name: str) -> str:
+    """``a -> b`` of an arc name ``link (a -> b)``: short enough for the headline.
+
+    >>> _direction("n01-nic0:leaf-r0-0 (n01-nic0 -> leaf-r0-0)")
+    'n01-nic0 -> leaf-r0-0'
+    """
+    link, sep, rest = arc_name.rpartition(" (")
+    return rest[:-1] if sep and link and rest.endswith(")") else arc_name
+
+
+def answer_rows(result: AnalysisResult) -> list[tuple[str, str]]:
+    """The headline: time, bus bandwidth, bottleneck and (with a training workload) the
+    step time, as ``(label, value)`` rows."""
     f = result.focus
-    snap = result.snapshot
     rows = [
         ("Time", _time_label(float(f.time_s[0]))),
         ("Bus bandwidth", f"{f.busbw_GBps[0]:.1f} GB/s (algbw {f.algbw_GBps[0]:.1f})"),
+    ]
+    top = _bottleneck(result)
+    rows.append(("Bottleneck", f"{_direction(top[0])} ({top[1] * 100:.0f}%)" if top else "none"))
+    if result.training is not None:
+        e, d = result.training.estimate, result.training.distribution
+        rows.append(("Step time", f"{_time_label(e.step_s)} (p99 {_time_label(d.p99_s)})"))
+    return rows
+
+
+def detail_rows(result: AnalysisResult) -> list[tuple[str, str]]:
+    """What qualifies the headline: algorithm, ranks, the training costs and notes."""
+    f = result.focus
+    rows = [
         ("Algorithm", f"{f.algorithm_by_size[0]} / {f.protocol[0]}"),
         ("Ranks", f"{f.n_ranks} GPUs in {f.n_nodes} NVLink domain(s)"),
     ]
-    top = f.bottlenecks(snap, top=1)
-    if top:
-        rows.append(("Bottleneck", f"{top[0][0]} ({top[0][1] * 100:.0f}%)"))
+    top = _bottleneck(result)
+    if top is not None:
+        rows.append(("Bottleneck link", top[0].rpartition(" (")[0] or top[0]))
     tr = result.training
     if tr is not None:
         e, d = tr.estimate, tr.distribution
         rows += [
-            ("Step time", f"{_time_label(e.step_s)} (p99 {_time_label(d.p99_s)})"),
             ("Comm share", f"{e.comm_share * 100:.1f}% exposed"),
             ("Idle GPUs", f"{e.idle_gpu_s_per_step:.2f} GPU-s per step"),
             ("Stragglers", f"{d.straggler_gpu_s_per_step:.2f} GPU-s per step"),
         ]
     rows += [("Note", n) for n in result.notes]
+    return rows
+
+
+def answer_line(result: AnalysisResult) -> str:
+    """The headline in one line, for the status bar.
+
+    For example ``allreduce 1 GiB: 5.83 ms · busbw 357.0 GB/s · bottleneck a -> b 87%``.
+    """
+    f = result.focus
+    text = (f"{f.collective} {size_label(int(result.scenario.bytes))}: "
+            f"{_time_label(float(f.time_s[0]))} · busbw {f.busbw_GBps[0]:.1f} GB/s")
+    top = _bottleneck(result)
+    if top is None:
+        return f"{text} · no bottleneck"
+    return f"{text} · bottleneck {_direction(top[0])} {top[1] * 100:.0f}%"
+
+
+def _html_table(rows: list[tuple[str, str]]) -> str:
     cells = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in rows)
-    return f"<table cellspacing='4'>{cells}</table>"
+    return f"<table cellspacing='2'>{cells}</table>"
+
+
+def result_summary_html(result: AnalysisResult) -> str:
+    """The headline and the details as one small HTML table."""
+    return _html_table(answer_rows(result) + detail_rows(result))
