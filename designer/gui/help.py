@@ -2,8 +2,9 @@
 
 The guide is ``docs/user-guide.md``: copied into the package as ``designer/docs`` by the
 wheel and the bundle, read from the top of a checkout otherwise; it opens in the
-desktop's viewer for Markdown.  The shortcuts dialog lists the keys the window's
-actions answer to (read from the QActions, so it cannot drift from them).
+desktop's viewer for Markdown, or in a window of the app where there is none.  The
+shortcuts dialog lists the keys the window's actions answer to (read from the QActions,
+so it cannot drift from them).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import PySide6
 from PySide6.QtCore import QObject, Qt, QUrl, Signal, qVersion
-from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
+from PySide6.QtGui import QAction, QDesktopServices, QKeySequence, QTextDocument
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -25,6 +26,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QTableWidget,
     QTableWidgetItem,
+    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -98,6 +100,26 @@ class ShortcutsDialog(QDialog):
         self.resize(640, 560)
 
 
+class GuideViewer(QDialog):
+    """The user guide rendered from its Markdown, for desktops with no viewer for it."""
+
+    def __init__(self, path: Path, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("guide_viewer")
+        self.setWindowTitle("Fabric Designer User Guide")
+        self.browser = QTextBrowser(self)
+        self.browser.setOpenExternalLinks(True)
+        self.browser.setSource(
+            QUrl.fromLocalFile(str(path)), QTextDocument.ResourceType.MarkdownResource
+        )
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.rejected.connect(self.close)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.browser)
+        layout.addWidget(buttons)
+        self.resize(820, 640)
+
+
 def about_html() -> str:
     """The About box's text: version, licence, the versions underneath, and links."""
     guide = user_guide_path()
@@ -127,6 +149,7 @@ class HelpMenu(QObject):
         self.actions = actions
         self.shortcuts_dialog: ShortcutsDialog | None = None
         self.about_dialog: QMessageBox | None = None
+        self.guide_viewer: GuideViewer | None = None
         actions["user_guide"].triggered.connect(self.open_user_guide)
         actions["show_shortcuts"].triggered.connect(self.show_shortcuts)
         actions["about"].triggered.connect(self.show_about)
@@ -149,14 +172,20 @@ class HelpMenu(QObject):
             )
             return False
         if not open_url(QUrl.fromLocalFile(str(path))):
-            QMessageBox.information(
-                self.window,
-                "User Guide",
-                f"No application on this desktop opens Markdown files. The guide is at\n{path}",
-            )
+            # Nothing on this desktop opens Markdown: read it here instead.
+            self.show_guide_here(path)
             return False
         self.message.emit(f"Opened the user guide ({path})")
         return True
+
+    def show_guide_here(self, path: Path) -> GuideViewer:
+        """The guide in a window of the app (its images and links work there too)."""
+        if self.guide_viewer is None:
+            self.guide_viewer = GuideViewer(path, self.window)
+        self.guide_viewer.show()
+        self.guide_viewer.raise_()
+        self.message.emit(f"No application opens Markdown here; showing {path}")
+        return self.guide_viewer
 
     def show_shortcuts(self) -> ShortcutsDialog:
         """The shortcuts dialog (one per window, rebuilt so it shows the keys of now)."""

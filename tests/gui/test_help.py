@@ -32,10 +32,17 @@ def test_f1_opens_the_user_guide(window, qtbot, monkeypatch):
     assert "Keyboard shortcuts" in path.read_text(encoding="utf-8")
 
 
-def test_without_a_guide_or_viewer_the_user_is_told(window, monkeypatch, dialogs):
+def test_without_a_markdown_viewer_the_guide_shows_in_the_app(window, qtbot, monkeypatch):
     monkeypatch.setattr(help_module, "open_url", lambda url: False)
     assert window.help_menu.open_user_guide() is False
-    assert dialogs and "user-guide.md" in dialogs[-1][1]
+    viewer = window.help_menu.guide_viewer
+    qtbot.addWidget(viewer)
+    assert viewer.isVisible()
+    assert "Keyboard shortcuts" in viewer.browser.toPlainText()
+    viewer.close()
+
+
+def test_without_a_guide_the_user_is_told(window, monkeypatch, dialogs):
     monkeypatch.setattr(help_module, "user_guide_path", lambda: None)
     assert window.help_menu.open_user_guide() is False
     assert "not installed" in dialogs[-1][1]
