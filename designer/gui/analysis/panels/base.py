@@ -213,9 +213,8 @@ class PanelDock(QDockWidget):
         self.toolbar.addStretch(1)
         self.toolbar.addWidget(self.outdated_badge)
         self.toolbar.addWidget(self.export_button)
-        contents = central if central is not None else self.graphics
-        self.body_layout.addWidget(contents, 1)
-        self._outdated.fade(contents)
+        self.body_layout.addWidget(central if central is not None else self.graphics, 1)
+        self._outdated.fade(self.graphics.ci, self._faded_widgets())
         self.setWidget(self.body)
         self.apply_theme(self.theme)
         self.set_result(None)
@@ -319,6 +318,10 @@ class PanelDock(QDockWidget):
         QTimer.singleShot(0, self, apply)
 
     # ------------------------------------------------------------------ freshness
+    def _faded_widgets(self) -> Sequence[QWidget]:
+        """Widgets besides the plot greyed out while out of date (a table)."""
+        return ()
+
     def set_outdated(self, on: bool = True, text: str = UPDATING) -> None:
         """Mark the figures as those of the design before the last edit (a re-solve
         runs: ``text`` says so on a badge, the contents are greyed out), or unmark them.
@@ -394,10 +397,12 @@ class PanelDock(QDockWidget):
 
     def _with_export_geometry(self, render):
         """Run ``render()`` with the layout at least `MIN_EXPORT_SIZE`: a hidden or
-        squeezed dock still exports a readable picture."""
+        squeezed dock still exports a readable picture (and one out of date is not
+        exported greyed out)."""
         self._ensure_drawn()
         item = self.export_item()
-        old = item.geometry()
+        old, opacity = item.geometry(), item.opacity()
+        item.setOpacity(1.0)
         w, h = MIN_EXPORT_SIZE
         grow = old.width() < w or old.height() < h
         if grow:
@@ -406,6 +411,7 @@ class PanelDock(QDockWidget):
         try:
             return render(item)
         finally:
+            item.setOpacity(opacity)
             if grow:
                 item.setGeometry(old)
                 self._place_message()

@@ -139,6 +139,9 @@ class LinkLoadPanel(PanelDock):
         self.splitter = splitter
         self._finish(splitter)
 
+    def _faded_widgets(self):
+        return (self.table,)
+
     # ------------------------------------------------------------------ drawing
     def _draw(self, result) -> None:
         self.utilisation = link_utilisation(result)

@@ -8,7 +8,10 @@ of date" once the solve was cancelled) until the new result is drawn.
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QGraphicsOpacityEffect, QLabel, QWidget
+from collections.abc import Sequence
+
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QGraphicsItem, QLabel, QWidget
 
 #: Opacity of a panel's contents while they are out of date.
 FADED_OPACITY = 0.35
@@ -42,14 +45,16 @@ class OutdatedMark:
         )
         self.badge.hide()
         self.on = False
-        self._effect: QGraphicsOpacityEffect | None = None
+        self._plot: QGraphicsItem | None = None
+        self._widgets: list[QWidget] = []
 
-    def fade(self, contents: QWidget) -> None:
-        """Grey ``contents`` (the plot, or the plot and table) out while marked."""
-        self._effect = QGraphicsOpacityEffect(contents)
-        self._effect.setOpacity(FADED_OPACITY)
-        self._effect.setEnabled(self.on)
-        contents.setGraphicsEffect(self._effect)
+    def fade(self, plot: QGraphicsItem, widgets: Sequence[QWidget] = ()) -> None:
+        """Grey ``plot`` (the graphics layout holding the plot) and ``widgets`` (a
+        table) out while marked: the plot through its opacity, the widgets' text in the
+        palette's disabled colour (they stay usable)."""
+        self._plot = plot
+        self._widgets = list(widgets)
+        self._apply()
 
     def set(self, on: bool, text: str = UPDATING) -> None:
         """Mark (``on``) with ``text`` on the badge, or unmark."""
@@ -57,10 +62,25 @@ class OutdatedMark:
         self.badge.setText(text)
         self.badge.setToolTip(_TIPS.get(text, ""))
         self.badge.setVisible(on)
-        if self._effect is not None:
-            self._effect.setEnabled(on)
+        self._apply()
+
+    def _apply(self) -> None:
+        if self._plot is not None:
+            self._plot.setOpacity(FADED_OPACITY if self.on else 1.0)
+        for widget in self._widgets:
+            widget.setPalette(_greyed(widget.palette()) if self.on else QPalette())
 
     @property
     def faded(self) -> bool:
         """Whether the contents are greyed out now."""
-        return self._effect is not None and self._effect.isEnabled()
+        return self._plot is not None and self._plot.opacity() < 1.0
+
+
+def _greyed(palette: QPalette) -> QPalette:
+    """``palette`` with its text in the colour of disabled text."""
+    palette = QPalette(palette)
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText):
+        grey = palette.color(QPalette.ColorGroup.Disabled, role)
+        for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
+            palette.setColor(group, role, grey)
+    return palette
