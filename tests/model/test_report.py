@@ -260,7 +260,7 @@ def test_rail_cluster_bisection_by_hand():
     assert data["cut"] == "gpus-by-leaf"
     assert (data["a"]["first"], data["a"]["last"]) == ("n01-gpu0", "n04-gpu3")
     text = format_info(info(_build("rail-cluster", nodes=4, oversubscription=2.0)))
-    assert "worst of 2 balanced cut(s): GPUs grouped by edge switch" in text
+    assert "balanced cut(s): GPUs grouped by edge switch (rail cut" in text
 
 
 def test_bisection_does_not_depend_on_node_order():
@@ -389,3 +389,28 @@ def test_4096_gpu_superpod_is_non_blocking_and_fast():
     for tier in ("leaf", "spine"):
         assert data["oversubscription"][tier]["ratio"] == pytest.approx(1.0)
     assert elapsed < 3.0, f"info took {elapsed:.2f} s"
+
+
+def test_kernighan_lin_finds_a_cut_no_name_or_tier_shows():
+    # One-GPU hosts on 4 leaves; spine S0 serves leaves 0 and 2, spine S1 leaves 1 and 3,
+    # and one NDR link joins the spines: the worst cut is {leaf0, leaf2} | {leaf1,
+    # leaf3} across that link (50 GB/s), while id, leaf-name and tier orders all pair
+    # leaf0 with leaf1.
+    t = Topology(name="split spines")
+    for s in range(2):
+        add(t, f"S{s}", "spine", "QM9700")
+    link(t, "SS", "S0", "S1", "ib-ndr")
+    for leaf in range(4):
+        add(t, f"leaf{leaf}", "leaf", "QM9700")
+        link(t, f"up{leaf}", f"leaf{leaf}", f"S{leaf % 2}", "ib-ndr", 2)
+        for h in range(2):
+            gpu = f"g{2 * leaf + h}"
+            add(t, gpu, "gpu", "H100")
+            add(t, f"{gpu}nic", "nic", "ConnectX-7")
+            link(t, f"{gpu}p", gpu, f"{gpu}nic", "pcie5")
+            link(t, f"{gpu}ib", f"{gpu}nic", f"leaf{leaf}", "ib-ndr")
+    data = bisection(t)
+    assert data["GBps"] == pytest.approx(NDR)
+    assert data["cut"] == "servers-kl"
+    others = [c["GBps"] for c in data["candidates"] if c["cut"] != "servers-kl"]
+    assert min(others) > NDR
