@@ -52,6 +52,7 @@ ACTIONS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "user_guide": ("&User Guide", ("F1",), "Open the user guide"),
     "show_shortcuts": ("&Keyboard Shortcuts", (), "List every keyboard shortcut"),
     "about": ("&About Fabric Designer", (), "Version, licence and links"),
+    "design_properties": ("Design &Properties…", (), "Name the design"),
 }
 
 #: Actions that toggle a state, and whether they start on.
