@@ -84,6 +84,29 @@ class _QtCommand(QUndoCommand):
         self.command.undo(self.document.topology)
 
 
+class RenameDesign(Command):
+    """Give the design a new name (saved in its file; the window title shows it).
+
+    >>> t = Topology(name="old")
+    >>> cmd = RenameDesign("new")
+    >>> cmd.do(t); t.name
+    'new'
+    >>> cmd.undo(t); t.name
+    'old'
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self._old: str | None = None
+        self.text = f"Rename the design to {name}"
+
+    def do(self, topo: Topology) -> None:
+        self._old, topo.name = topo.name, self.name
+
+    def undo(self, topo: Topology) -> None:
+        topo.name = self._old
+
+
 class Document(QObject):
     """The open design.
 
@@ -97,11 +120,14 @@ class Document(QObject):
         A different design is now open (New, Open, restore); views rebuild.
     path_changed(object)
         The file name changed (Save As, Open); ``None`` for an unsaved design.
+    name_changed(str)
+        The design's name changed: renamed, or the rename undone or redone.
     """
 
     about_to_replace = Signal(object)
     topology_replaced = Signal(object)
     path_changed = Signal(object)
+    name_changed = Signal(str)
 
     def __init__(self, topology: Topology | None = None, path: Path | None = None,
                  parent: QObject | None = None):
@@ -110,12 +136,28 @@ class Document(QObject):
         self.path = path
         self.undo_stack = QUndoStack(self)
         self._replacing = False
+        self._name = self.topology.name  # as last announced by name_changed
+        self.undo_stack.indexChanged.connect(self._on_undo_stack_index_changed)
 
     # ------------------------------------------------------------ editing
     def push(self, command: Command) -> None:
         """Do ``command`` and record it for undo; raises `DesignError` if refused."""
         command.do(self.topology)
         self.undo_stack.push(_QtCommand(self, command))
+
+    def rename(self, name: str) -> bool:
+        """Rename the design, undoably; False (nothing done) for a blank or the same name."""
+        name = name.strip()
+        if not name or name == self.topology.name:
+            return False
+        self.push(RenameDesign(name))
+        return True
+
+    def _on_undo_stack_index_changed(self, _index: int) -> None:
+        # Any step of the history may rename the design (a rename, or its undo or redo).
+        if self.topology.name != self._name:
+            self._name = self.topology.name
+            self.name_changed.emit(self._name)
 
     def begin_macro(self, text: str) -> None:
         self.undo_stack.beginMacro(text)
@@ -151,11 +193,13 @@ class Document(QObject):
             self.undo_stack.clear()
             self.topology = topology
             self.path = path
+            self._name = topology.name
             # The views rebuild now, an item per node and link: no collections midway,
             # one (settle_heap) once they are built (`designer.collector`).
             with collector_paused():
                 self.topology_replaced.emit(topology)
                 self.path_changed.emit(path)
+                self.name_changed.emit(topology.name)
         finally:
             self._replacing = False
         settle_heap()

@@ -199,9 +199,9 @@ class FileController(QObject):
                 self._draw(dialog, lambda: self.document.replace(topology))
         else:
             self.document.replace(topology)
-        # A design built from a template exists nowhere on disk: treat it as unsaved so
-        # closing asks first and autosave covers it.
-        self.document.undo_stack.resetClean()
+        # Unmodified, like File > New: nothing the user made is in it yet (the dialog
+        # builds it again in a moment), so closing or opening another design does not
+        # ask, and an error report does not claim unsaved changes.
         self.message.emit(f"New design from template: {topology.name}")
         return True
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QLabel, QMainWindow, QToolBar
+from PySide6.QtWidgets import QInputDialog, QLabel, QLineEdit, QMainWindow, QToolBar
 
 from designer.gui.actions import make_actions
 from designer.gui.analysis.install import install_analysis
@@ -59,6 +59,7 @@ class MainWindow(QMainWindow):
         # Edits change the counts the label shows when nothing is selected.
         document.undo_stack.indexChanged.connect(self._on_scene_selection_changed)
         document.path_changed.connect(self._update_title)
+        document.name_changed.connect(self._update_title)
         document.about_to_replace.connect(self._on_document_about_to_replace)
         document.topology_replaced.connect(self._on_document_topology_replaced)
         self._update_title()
@@ -84,6 +85,7 @@ class MainWindow(QMainWindow):
         a["save_as"].triggered.connect(lambda: self.files.save_as())
         a["new_template"].triggered.connect(self.files.new_from_template)
         a["export"].triggered.connect(self.files.export)
+        a["design_properties"].triggered.connect(self._on_design_properties_triggered)
         a["quit"].triggered.connect(self.close)
         a["cut"].triggered.connect(self.edit.cut)
         a["copy"].triggered.connect(self.edit.copy)
@@ -112,7 +114,8 @@ class MainWindow(QMainWindow):
         recent = self.files.recent_menu()
         if recent is not None:
             m.addMenu(recent)
-        for name in (None, "save", "save_as", "export", None, "quit"):
+        for name in (None, "save", "save_as", "export", None, "design_properties", None,
+                     "quit"):
             m.addSeparator() if name is None else m.addAction(a[name])
         self.file_menu = m
         m = bar.addMenu("&Edit")
@@ -152,8 +155,25 @@ class MainWindow(QMainWindow):
     def _update_title(self, *_args) -> None:
         if not (shiboken6.isValid(self) and shiboken6.isValid(self.document.undo_stack)):
             return  # the undo stack announces its own destruction at exit
-        self.setWindowTitle(f"{self.document.title}[*] — Fabric Designer")
+        self.setWindowTitle(f"{self._design_title()}[*] — Fabric Designer")
         self.setWindowModified(self.document.is_modified)
+
+    def _design_title(self) -> str:
+        """The file's name, and the design's when the file is named otherwise; the
+        design's name alone while it has no file."""
+        doc = self.document
+        name = doc.topology.name
+        if doc.path is None:
+            return name
+        stem = doc.path.name.removesuffix(".json").removesuffix(".fabric")
+        return doc.path.name if name in ("", stem) else f"{doc.path.name} ({name})"
+
+    def _on_design_properties_triggered(self) -> None:
+        """File > Design Properties…: the design's name (saved in its file)."""
+        name, ok = QInputDialog.getText(self, "Design Properties", "Design name:",
+                                        QLineEdit.EchoMode.Normal, self.document.topology.name)
+        if ok and self.document.rename(name):
+            self.show_message(f"Design renamed to {self.document.topology.name}")
 
     def _on_scene_selection_changed(self) -> None:
         if not self.document.replacing:  # (the scene is half torn down then)

@@ -2,7 +2,8 @@
 
 While the design has unsaved changes, `Autosaver` writes a copy every minute (when it
 changed since the last copy) to ``<data dir>/recovery/<name>.fabric.json`` next to a small
-sidecar ``<name>.meta.json`` (the file the design came from, the time).  Saving the
+sidecar ``<name>.meta.json`` (the file the design came from, the time); ``<name>`` is the
+title of the design open when its first copy is written, and a random token.  Saving the
 design, going back to the saved state, opening another design or quitting cleanly removes
 both.  So a recovery file that exists at start-up was left by a session that died.
 
@@ -249,10 +250,13 @@ class Autosaver(QObject):
         super().__init__(parent)
         self.document = document
         self.folder = Path(folder) if folder is not None else recovery_dir()
-        self.name = f"{_slug(document.title)}-{secrets.token_hex(4)}"
+        self._token = secrets.token_hex(4)
+        self._adopted = False  # (while `adopt` takes over a restored copy's name)
+        self.name = self._fresh_name()
         self._lock: QLockFile | None = None
         self._thread: threading.Thread | None = None
-        self._written: tuple[int, int] | None = None  # (id(topology), generation) on disk
+        # (id(topology), generation, name) of the copy on disk.
+        self._written: tuple[int, int, str] | None = None
         self.timer = QTimer(self)
         self.timer.timeout.connect(self._on_timer_timeout)
         self.interval_s = interval_s
@@ -279,10 +283,16 @@ class Autosaver(QObject):
     def stop(self) -> None:
         self.timer.stop()
 
+    def _fresh_name(self) -> str:
+        """The recovery name for the design open now: its title and this session's token."""
+        return f"{_slug(self.document.title)}-{self._token}"
+
     # ------------------------------------------------------------ writing
-    def _stamp(self) -> tuple[int, int]:
+    def _stamp(self) -> tuple[int, int, str]:
+        # The name too: renaming the design changes what the copy must hold, not the
+        # topology's generation.
         topo = self.document.topology
-        return id(topo), topo.generation
+        return id(topo), topo.generation, topo.name
 
     def autosave_now(self, wait: bool = False) -> bool:
         """Write a copy if the design has unsaved changes not yet copied.
@@ -309,7 +319,11 @@ class Autosaver(QObject):
 
     def _take_lock(self) -> bool:
         if self._lock is not None:
-            return True
+            return True  # our copy exists: it keeps its name until it is discarded
+        if not self._adopted:
+            # A first copy of this design: named after it as it is now (not after the
+            # design the session started with).
+            self.name = self._fresh_name()
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -357,8 +371,12 @@ class Autosaver(QObject):
         """
         self.discard()
         self.name = entry.name
-        if self._take_lock():
-            self._written = self._stamp()
+        self._adopted = True
+        try:
+            if self._take_lock():
+                self._written = self._stamp()
+        finally:
+            self._adopted = False
 
     def shutdown(self) -> None:
         """A clean end of the session: stop the timer and remove the copy."""
