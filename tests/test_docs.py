@@ -200,3 +200,16 @@ def test_link_check_can_fail(tmp_path):
     assert anchors(page) == {"title"}
     targets = _targets(page)
     assert targets == ["#title", "missing.md", "nope.png", "#none"]
+
+
+# ------------------------------------------------------------------ claims about commands
+def test_the_guide_does_not_deny_commands_the_menus_have():
+    """Arrange > Group makes groups by hand and File > Design Properties names the design:
+    the guide says so, and no longer that groups only come from templates."""
+    from designer.gui.actions import ACTIONS
+
+    prose = " ".join((DOCS / "user-guide.md").read_text(encoding="utf-8").split())
+    assert {"group", "design_properties"} <= set(ACTIONS)
+    assert "no command to create a new group" not in prose
+    assert "**Arrange > Group**" in prose
+    assert "**File > Design Properties**" in prose
