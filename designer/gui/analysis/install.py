@@ -75,6 +75,10 @@ def install_analysis(window: QMainWindow) -> Analysis:
     QTimer.singleShot(0, window, lambda: _initial_sizes(window, timeline))
 
     for panel in panels:
+        # The plots take the canvas's theme (View > Theme), forced or the system's.
+        if panel.theme is not scene.theme:
+            panel.apply_theme(scene.theme)
+        scene.theme_changed.connect(_alive(panel, panel.apply_theme))
         # Drawn one panel per turn of the event loop: the GUI stays responsive.
         runner.result_ready.connect(
             _alive(panel, lambda r, p=panel: p.set_result(r, later=True)))
