@@ -170,6 +170,10 @@ class CrashDialog(QDialog):
         self.more.setText(f"{count} more {noun} happened while this message was open "
                           "(they are in the log).")
         self.more.setVisible(count > 0)
+        if self.isVisible():
+            # Grow to hold the new line: kept at its size, the dialog would squeeze the
+            # word-wrapped paragraphs above it and cut their last lines off.
+            self.adjustSize()
 
     def _on_toggle_button_toggled(self, on: bool) -> None:
         self.details.setVisible(on)
