@@ -199,11 +199,12 @@ def test_summary_and_failures_on_made_up_rows():
 
 def test_unseen_blackwell_figures():
     """Public Blackwell figures (resources/reference/unseen-blackwell.json) that no
-    calibration row covers, every one through the CLI.  The 8-GPU rows (a B200 or B300 board, two GB200 trays)
-    must stay within the large-size row bound: with Hopper's NVLS factor their NVLS rows
-    were 10-15 % high.  The whole NVL72 rack (72 GPUs) is a known miss, 16-24 % high (the
-    model's NVLS ceiling grows with the ranks, 2(n-1)/(n+1), where the measured plateau
-    stays at the 8-GPU one): held to the sanity bound only, and reported in the README."""
+    calibration row covers, every one through the CLI. The 8-GPU rows (a B200 or B300
+    board, two GB200 trays) must stay within the large-size row bound: with Hopper's
+    NVLS factor their NVLS rows were 10-15 % high. The whole NVL72 rack (72 GPUs) is a
+    known miss, 16-24 % high (the model's NVLS ceiling grows with the ranks,
+    2(n-1)/(n+1), where the measured plateau stays at the 8-GPU one): held to the sanity
+    bound only, and reported in the README."""
     unseen = json.loads(acc.UNSEEN.read_text(encoding="utf-8"))
     report = acc.predict_reference(unseen, runner=acc.subprocess_runner, workers=2)
     assert report.skipped == [], report.skipped
