@@ -22,6 +22,7 @@ from designer.gui.canvas.items import LinkItem, NodeItem
 from designer.model.commands import MoveNodes, SetLinkProps, SetSetting
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.templates import build_template
+from designer.solver import nccl_model
 from designer.solver.collectives import ring_order
 from designer.solver.errors import SolverError
 from designer.solver.route_reuse import RouteMemo
@@ -402,4 +403,8 @@ def test_the_models_caveat_reaches_the_scenario_summary():
     assert rack.focus.algorithm == "nvls"
     assert len(rack.notes) == 1 and "upper bound" in rack.notes[0]
     assert "upper bound" in result_summary_html(rack)
-    assert _analyse().notes == ()
+    # The example design: no NVLS caveat; the collnet (SHARP) one exactly where the sweep
+    # chooses collnet at some size.
+    example = _analyse()
+    collnet = "collnet" in example.sweep.algorithm_by_size
+    assert example.notes == ((nccl_model.COLLNET_NOTE,) if collnet else ())
