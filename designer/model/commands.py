@@ -335,9 +335,10 @@ def _names_by_group(topo: Topology, groups: set[str | None]) -> dict[str | None,
     """The node names in use in each of ``groups`` (None: the top level), in one pass."""
     taken: dict[str | None, list[str]] = {g: [] for g in groups}
     if taken:
-        for node in topo.nodes():
-            if node.group in taken:
-                taken[node.group].append(node.name)
+        # The graph's attributes: no Node objects for the 10^5 nodes of a large design.
+        for _nid, attrs in topo.graph.nodes(data=True):
+            if attrs["group"] in taken:
+                taken[attrs["group"]].append(attrs["name"])
     return {g: UniqueNames(names) for g, names in taken.items()}
 
 

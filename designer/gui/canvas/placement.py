@@ -158,10 +158,15 @@ def paste_offset(
     if not nodes:
         return 0.0, 0.0
     landing = landing_groups(topo, groups, nodes)
-    node_ids = [n.id for n in topo.nodes()]
-    node_boxes = np.array(
-        [_box(NODE_BOUNDS.translated(n.x, n.y)) for n in topo.nodes()], dtype=float
-    ).reshape(-1, 4)
+    # The graph's attributes, not `Topology.nodes`: no Node objects for 10^5 nodes.
+    node_ids, xy = [], []
+    for nid, attrs in topo.graph.nodes(data=True):
+        node_ids.append(nid)
+        xy.append((attrs["x"], attrs["y"]))
+    b = NODE_BOUNDS
+    node_boxes = np.array(xy, dtype=float).reshape(-1, 2)[:, [0, 1, 0, 1]] + np.array(
+        [b.left(), b.top(), b.right(), b.bottom()]
+    )
     frame_ids = [gid for gid, f in frames.items() if f.isValid()]
     frame_boxes = np.array([_box(frames[g]) for g in frame_ids], dtype=float).reshape(-1, 4)
     obstacles = np.concatenate([node_boxes, frame_boxes[[g not in landing for g in frame_ids]]])
