@@ -11,13 +11,14 @@ from __future__ import annotations
 import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QInputDialog, QLabel, QLineEdit, QMainWindow, QToolBar
+from PySide6.QtWidgets import QLabel, QMainWindow, QToolBar
 
 from designer.gui.actions import make_actions
 from designer.gui.analysis.install import install_analysis
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.canvas.theming import ThemeMenu
 from designer.gui.canvas.view import FabricView
+from designer.gui.design_properties import DesignPropertiesDialog
 from designer.gui.document import Document
 from designer.gui.edit import EditController
 from designer.gui.files import FileController
@@ -170,9 +171,14 @@ class MainWindow(QMainWindow):
 
     def _on_design_properties_triggered(self) -> None:
         """File > Design Properties…: the design's name (saved in its file)."""
-        name, ok = QInputDialog.getText(self, "Design Properties", "Design name:",
-                                        QLineEdit.EchoMode.Normal, self.document.topology.name)
-        if ok and self.document.rename(name):
+        dialog = DesignPropertiesDialog(self.document.topology, self)
+        try:
+            if dialog.exec() != DesignPropertiesDialog.DialogCode.Accepted:
+                return
+            name = dialog.name()
+        finally:
+            dialog.deleteLater()
+        if self.document.rename(name):
             self.show_message(f"Design renamed to {self.document.topology.name}")
 
     def _on_scene_selection_changed(self) -> None:

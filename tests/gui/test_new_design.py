@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QPointF
-from PySide6.QtWidgets import QInputDialog, QMessageBox
+from PySide6.QtWidgets import QMessageBox
 
 from designer.gui.crash import CONTINUE, CrashHandler
+from designer.gui.design_properties import DesignPropertiesDialog
 from designer.gui.recovery import DATA_DIR_ENV
 from designer.gui.template_dialog import TemplateDialog
 from designer.io.fabric_json import load, save
@@ -135,14 +136,28 @@ def _rename_through_the_menu(window, monkeypatch, text: str | None) -> list[str]
     """File > Design Properties…, typing ``text`` (None: Cancel); what was offered."""
     offered: list[str] = []
 
-    def get_text(_parent, _title, _label, _mode=None, value="", *_a, **_k):
-        offered.append(value)
-        return (text, True) if text is not None else ("", False)
+    def type_and_close(dialog):
+        offered.append(dialog.name_field.text())
+        if text is None:
+            return DesignPropertiesDialog.DialogCode.Rejected
+        dialog.name_field.setText(text)
+        return DesignPropertiesDialog.DialogCode.Accepted
 
-    monkeypatch.setattr(QInputDialog, "getText", get_text)
+    monkeypatch.setattr(DesignPropertiesDialog, "exec", type_and_close)
     action = next(a for a in window.file_menu.actions() if a.text().startswith("Design"))
     action.trigger()
     return offered
+
+
+def test_the_name_field_shows_the_whole_name(qtbot):
+    topology = build_template("superpod")
+    dialog = DesignPropertiesDialog(topology)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    field = dialog.name_field
+    assert field.text() == topology.name
+    assert field.width() > field.fontMetrics().horizontalAdvance(topology.name) + 8
 
 
 def test_the_design_can_be_renamed_from_the_file_menu(window, monkeypatch, asked, tmp_path):
