@@ -150,3 +150,24 @@ def test_a_1016_gpu_superpod_replaces_a_selected_superpod(window, qtbot, monkeyp
     topo = window.document.topology
     assert sum(1 for _ in topo.nodes("gpu")) == 1016
     _assert_shows_only(window, topo)
+
+
+def test_open_a_big_file_with_nodes_selected(window, qtbot, mouse, monkeypatch, tmp_path):
+    """A big file opens through the progress dialog, whose own event loop runs while the
+    file is read (the old design still open and selected) and which repaints itself
+    while the new design is drawn."""
+    import designer.gui.files as files_mod
+    from designer.gui.canvas import scene as scene_mod
+
+    monkeypatch.setattr(files_mod, "OPEN_PROGRESS_BYTES", 0)
+    monkeypatch.setattr(scene_mod, "BUILD_PROGRESS_EVERY", 256)
+    _select(window, qtbot, mouse, "frame")
+    other = build_template("superpod", sus=2)
+    path = tmp_path / "big.fabric.json"
+    save(other, path)
+    with qtbot.captureExceptions() as errors:
+        assert window.files.open_file(path)
+        _paint_everything(window, qtbot)
+    assert errors == []
+    _assert_shows_only(window, window.document.topology)
+    assert window.document.topology.state() == other.state()
