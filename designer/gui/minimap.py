@@ -20,6 +20,7 @@ from designer.gui.canvas.view import ZOOM_STEP, FabricView
 
 REDRAW_MS = 150
 MARGIN = 0.04  # of the design's larger side, around it
+MIN_AREA = (1000.0, 800.0)  # scene units the overview shows at least (an empty canvas's)
 
 
 class MinimapView(QGraphicsView):
@@ -58,11 +59,15 @@ class MinimapView(QGraphicsView):
 
     # ---------------------------------------------------------------- geometry
     def design_area(self) -> QRectF:
+        """The scene area the overview shows: the design with a margin, and never less
+        than `MIN_AREA` around it (a design of one device stays a small square)."""
         rect = self.fabric.design_rect()
         if rect.isEmpty():
             return QRectF(-500, -400, 1000, 800)
         m = MARGIN * max(rect.width(), rect.height())
-        return rect.adjusted(-m, -m, m, m)
+        rect = rect.adjusted(-m, -m, m, m)
+        w, h = max(rect.width(), MIN_AREA[0]), max(rect.height(), MIN_AREA[1])
+        return QRectF(rect.center().x() - w / 2, rect.center().y() - h / 2, w, h)
 
     def refit(self) -> None:
         """Fit the whole design into the minimap."""

@@ -80,3 +80,21 @@ def test_the_minimap_marks_the_visible_area(window):
     edge = QColor(image.pixel(area.left(), area.center().y()))
     selection = window.scene.theme.selection
     assert abs(edge.hue() - selection.hue()) <= 12 and edge.saturation() > 80
+
+
+def test_a_design_of_one_device_is_not_blown_up_to_fill_the_overview(window):
+    """The first device of a new design is a small square in the overview, as on the
+    canvas, not a block filling it."""
+    from designer.model.commands import AddNode
+    from designer.model.topology import Node
+
+    window.files.new_design()
+    window.document.push(AddNode(Node("g0", "gpu", "H100", "GPU 0")))
+    window.scene.refresh()
+    mini = window.minimap.minimap
+    mini.refit()
+    item = window.scene.nodes["g0"]
+    on_screen = mini.mapFromScene(item.sceneBoundingRect()).boundingRect()
+    viewport = mini.viewport().rect()
+    assert on_screen.width() < viewport.width() / 8
+    assert viewport.contains(on_screen.center())
