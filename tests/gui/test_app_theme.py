@@ -59,3 +59,21 @@ def test_dark_darkens_docks_menus_and_plots(window, theme_menu, qtbot):
     for panel in window.analysis.panels:
         assert panel.theme is LIGHT, panel.objectName()
         assert not _dark(panel.graphics.backgroundBrush().color()), panel.objectName()
+
+
+def test_the_utilisation_legend_follows_the_theme(window, theme_menu, qtbot):
+    """The canvas legend's box is drawn in the palette's colours: dark under Dark (it
+    stayed a white box on the dark canvas), light under Light."""
+    legend = window.analysis.overlay.legend
+    legend.resize(legend.size())  # fixed size; painted through grab() below
+
+    def background():
+        image = legend.grab().toImage()
+        return image.pixelColor(image.width() - 8, 4)  # inside the box, beside the bar
+
+    theme_menu.choose("dark")
+    QApplication.processEvents()
+    assert _dark(background())
+    theme_menu.choose("light")
+    QApplication.processEvents()
+    assert not _dark(background())

@@ -21,7 +21,7 @@ import numpy as np
 import pyqtgraph as pg
 import shiboken6
 from PySide6.QtCore import QEvent, QObject, QPoint, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QLinearGradient, QPainter
+from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPalette
 from PySide6.QtWidgets import QMenu, QToolTip, QWidget
 
 from designer.gui.analysis.flows import FlowIndex, FlowRow
@@ -58,7 +58,8 @@ def util_color(u: float) -> QColor:
 
 
 class Legend(QWidget):
-    """A small colour bar in the corner of the canvas."""
+    """A small colour bar in the corner of the canvas, in the application palette's
+    colours (so it follows the light and dark themes)."""
 
     def __init__(self, parent: QWidget):
         super().__init__(parent)
@@ -68,8 +69,11 @@ class Legend(QWidget):
     def paintEvent(self, _event) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        p.setBrush(QColor(255, 255, 255, 225))
-        p.setPen(QColor(120, 120, 120))
+        palette = self.palette()
+        fill = QColor(palette.color(QPalette.ColorRole.Base))
+        fill.setAlpha(225)
+        p.setBrush(fill)
+        p.setPen(palette.color(QPalette.ColorRole.Mid))
         p.drawRoundedRect(QRectF(0.5, 0.5, self.width() - 1, self.height() - 1), 5, 5)
         bar = QRectF(10, 8, 150, 12)
         grad = QLinearGradient(bar.topLeft(), bar.topRight())
@@ -77,7 +81,7 @@ class Legend(QWidget):
             grad.setColorAt(i / 10, CMAP.map(i / 10 * 0.99, mode="qcolor"))
         p.fillRect(bar, grad)
         p.fillRect(QRectF(bar.right() + 6, bar.top(), 14, 12), SATURATED)
-        p.setPen(QColor(30, 30, 30))
+        p.setPen(palette.color(QPalette.ColorRole.Text))
         font = p.font()
         font.setPointSize(7)
         p.setFont(font)
