@@ -18,7 +18,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from designer.collector import collector_paused
 from designer.io.fabric_json import load, save
-from designer.model.commands import Command
+from designer.model.commands import Command, RenameDesign
 from designer.model.topology import Topology
 
 
@@ -82,29 +82,6 @@ class _QtCommand(QUndoCommand):
 
     def undo(self) -> None:
         self.command.undo(self.document.topology)
-
-
-class RenameDesign(Command):
-    """Give the design a new name (saved in its file; the window title shows it).
-
-    >>> t = Topology(name="old")
-    >>> cmd = RenameDesign("new")
-    >>> cmd.do(t); t.name
-    'new'
-    >>> cmd.undo(t); t.name
-    'old'
-    """
-
-    def __init__(self, name: str):
-        self.name = name
-        self._old: str | None = None
-        self.text = f"Rename the design to {name}"
-
-    def do(self, topo: Topology) -> None:
-        self._old, topo.name = topo.name, self.name
-
-    def undo(self, topo: Topology) -> None:
-        topo.name = self._old
 
 
 class Document(QObject):

@@ -255,6 +255,29 @@ def ungroup(topo: Topology, group_id: str) -> Macro:
     return Macro(parts, f"Ungroup {group.name}")
 
 
+class RenameDesign(Command):
+    """Give the design a new name (saved in its file; the window title shows it).
+
+    >>> t = Topology(name="old")
+    >>> cmd = RenameDesign("new")
+    >>> cmd.do(t); t.name
+    'new'
+    >>> cmd.undo(t); t.name
+    'old'
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self._old: str | None = None
+        self.text = f"Rename the design to {name}"
+
+    def do(self, topo: Topology) -> None:
+        self._old, topo.name = topo.name, self.name
+
+    def undo(self, topo: Topology) -> None:
+        topo.name = self._old
+
+
 class SetSetting(Command):
     def __init__(self, key: str, value: Any):
         self.key, self.value = key, value
