@@ -209,3 +209,16 @@ def test_the_name_is_kept_when_nothing_else_changed_since_the_last_copy(window, 
     _rename_through_the_menu(window, monkeypatch, "Later name")
     assert saver.autosave_now(wait=True)
     assert load(saver.path).name == "Later name"
+
+
+def test_the_busbw_curve_label_follows_a_rename_and_a_new_design(window, asked):
+    """The bus-bandwidth panel names "this design": renaming an unsaved design, undoing
+    the rename and replacing the design each update it."""
+    busbw = window.analysis.busbw
+    window.files.new_design()
+    window.document.rename("Rack study")
+    assert busbw.design_name == "Rack study"
+    window.document.undo_stack.undo()
+    assert busbw.design_name == window.document.title
+    window.document.replace(build_template("hgx"))
+    assert busbw.design_name == window.document.title == build_template("hgx").name

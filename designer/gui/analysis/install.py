@@ -90,7 +90,9 @@ def install_analysis(window: QMainWindow) -> Analysis:
         doc.topology_replaced.connect(_alive(panel, lambda _t, p=panel: p.set_result(None)))
         panel.exported.connect(lambda path: window.show_message(f"Exported {path}"))
     busbw.set_design_name(doc.title)
-    doc.path_changed.connect(_alive(busbw, lambda _p: busbw.set_design_name(doc.title)))
+    # The curve's label names the design: its file, or its name while it has none.
+    for signal in (doc.path_changed, doc.name_changed, doc.topology_replaced):
+        signal.connect(_alive(busbw, lambda _x: busbw.set_design_name(doc.title)))
     linkload.link_activated.connect(lambda lid: _select_link(window, lid))
     for source in (overlay, scenario):
         source.message.connect(window.show_message)
