@@ -64,6 +64,13 @@ def _qt_pool_active() -> int:
     return QThreadPool.globalInstance().activeThreadCount()
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--soak-steps", type=int, default=None, metavar="N",
+        help="steps of the GUI soak (tests/gui/test_soak.py::test_soak); the default run "
+             "takes a short one, CI the long one (FABRIC_SOAK_OPS also sets it)")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_log_dir(tmp_path_factory):
     """Every command run appends to the log file (`designer.logs`): keep it out of the

@@ -12,8 +12,10 @@ capture), and bounded (`THREAD_GROWTH`, `RSS_BASE_MB`, `RSS_MB_PER_1000_STEPS`).
 ``FABRIC_SOAK_OPS`` and ``FABRIC_SOAK_SEED`` run it longer or replay a failure (a failure
 prints both, the last steps, and where every step is listed); ``FABRIC_SOAK_LOG=<file>``
 writes every step of a passing run, ``FABRIC_SOAK_FULL_CHECK_EVERY=1`` checks everything
-after every step.  CI runs `SOAK_OPS` steps of `SOAK_SEED` (marked slow, ~1 min) and the
-quick variant, `QUICK_OPS` steps of `QUICK_SEED`.
+after every step.  CI runs `SOAK_OPS` steps of `SOAK_SEED` (marked slow, ~2 min) and the
+quick variant, `QUICK_OPS` steps of `QUICK_SEED`.  The default test run takes
+`DEFAULT_OPS` steps of the long soak, so a contributor gets an answer in minutes; CI
+runs `SOAK_OPS` (``pytest --soak-steps 3000``, see ``.ci/run``).
 
 The tests at the end reproduce what the soak found (fixed; tests/gui/test_live.py covers
 the scenario dock's Selected GPUs).
@@ -38,6 +40,8 @@ SHIFT = Qt.KeyboardModifier.ShiftModifier
 
 SOAK_SEED = 20240606
 SOAK_OPS = 3000
+#: Steps of the long soak in the default run (CI passes ``--soak-steps`` `SOAK_OPS`).
+DEFAULT_OPS = 300
 QUICK_SEED = 7
 QUICK_OPS = 200
 #: Warm-up steps before the memory baseline (caches, fonts, the solver's first imports).
@@ -193,9 +197,9 @@ def test_quick_soak(window, qtbot, tmp_path, capsys, record_property, dialogs):
 
 
 @pytest.mark.slow
-def test_soak(window, qtbot, tmp_path, capsys, record_property, dialogs):
+def test_soak(window, qtbot, tmp_path, capsys, record_property, dialogs, request):
     seed = _int_env("FABRIC_SOAK_SEED", SOAK_SEED)
-    ops = _int_env("FABRIC_SOAK_OPS", SOAK_OPS)
+    ops = request.config.getoption("soak_steps") or _int_env("FABRIC_SOAK_OPS", DEFAULT_OPS)
     figures = run_soak(window, qtbot, tmp_path, capsys, record_property, seed, ops)
     counts = figures["counts"]
     # Every kind of step ran about as often as its weight says (the real GUI paths too),
