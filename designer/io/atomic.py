@@ -13,8 +13,10 @@ A failure raises `AtomicWriteError`, an `OSError` that keeps the system's ``errn
     is untouched
 
 A read-only existing file is refused rather than silently replaced (a rename would
-otherwise succeed in a writable folder).  `save_error_message` finds such an error behind
-a domain error raised ``from`` it (``FileFormatError``, ``ExportError``).
+otherwise succeed in a writable folder), and so is a name that is not a regular file (a
+folder, a named pipe, a device node, a socket), before anything is created.
+`save_error_message` finds such an error behind a domain error raised ``from`` it
+(``FileFormatError``, ``ExportError``).
 
 Example
 -------
@@ -130,6 +132,37 @@ def _temp_beside(path: Path) -> tuple[Path, int]:
             continue
 
 
+#: What a name that is not a regular file is, by its ``stat`` type test.
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _refuse_non_regular(path: Path) -> None:
+    """Raise `AtomicWriteError` if ``path`` exists and is not a regular file.
+
+    ``os.replace`` would put a regular file where a pipe, a socket or a device node was
+    (as root, ``-o /dev/null`` would replace the system's null device) and a backup would
+    move the node aside; so such a name is refused before anything is created.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _KINDS if test(mode)), "something other than a file")
+    if stat.S_ISDIR(mode):
+        cause = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+    else:
+        cause = OSError(errno.EINVAL, "not a regular file")
+    raise AtomicWriteError(path, cause, existed=False, reason=f"{kind} has that name")
+
+
 def _is_read_only(path: Path) -> bool:
     """An existing regular file nobody may write (its write bits are off) or this user
     may not.  Root passes `os.access` for any file, hence the mode bits as well."""
@@ -202,12 +235,16 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, backup: boo
     Raises
     ------
     AtomicWriteError
-        An `OSError`: the folder or the file is not writable, the disk is full, ...  The
-        target is then unchanged and no temporary file is left behind.
+        An `OSError`: the folder or the file is not writable, the disk is full, the
+        target (or its backup) is not a regular file (a folder, a pipe, a device), ...
+        The target is then unchanged and no temporary file is left behind.
     """
     path = Path(path)
     if path.is_symlink():
         path = Path(os.path.realpath(path))
+    _refuse_non_regular(path)
+    if backup:
+        _refuse_non_regular(backup_path(path))
     existed = path.exists()
     if existed and _is_read_only(path):
         denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES))
