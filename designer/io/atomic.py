@@ -38,6 +38,8 @@ import shutil
 import stat
 from pathlib import Path
 
+from designer.io.stale_temps import remove_stale_temps, temp_name
+
 __all__ = [
     "AtomicWriteError",
     "atomic_write_bytes",
@@ -120,12 +122,15 @@ def backup_path(path: str | os.PathLike[str]) -> Path:
 def _temp_beside(path: Path) -> tuple[Path, int]:
     """Create a new, empty temporary file next to ``path``; return it and an open fd.
 
+    Its name holds this process's id, so a later save can tell a leftover of a crashed
+    save from a file another process is still writing (`designer.io.stale_temps`).
+
     ``os.open`` with mode 0o666 lets the umask decide the permissions, like a normal
     new file (``mkstemp`` would make it 0o600, which a later ``os.replace`` would keep).
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     while True:
-        temp = path.with_name(f".{path.name}.tmp{secrets.token_hex(4)}")
+        temp = path.with_name(temp_name(path, secrets.token_hex(4)))
         try:
             return temp, os.open(temp, flags, 0o666)
         except FileExistsError:  # pragma: no cover - 32 random bits collided
@@ -163,16 +168,35 @@ def _refuse_non_regular(path: Path) -> None:
     raise AtomicWriteError(path, cause, existed=False, reason=f"{kind} has that name")
 
 
-def _is_read_only(path: Path) -> bool:
-    """An existing regular file nobody may write (its write bits are off) or this user
-    may not.  Root passes `os.access` for any file, hence the mode bits as well."""
+def _read_only(path: Path) -> tuple[int, str] | None:
+    """Why the existing regular file ``path`` cannot be replaced, as ``(errno, reason)``,
+    or None when it can: its write bits are off, this user may not write it, or the file
+    system is mounted read-only (``os.access`` says no for that too, so the mount is asked
+    before the file is blamed).  Root passes `os.access` for any file, hence the mode bits
+    as well.
+    """
     try:
         mode = os.stat(path).st_mode
     except OSError:
-        return False
+        return None
     if not stat.S_ISREG(mode):
+        return None
+    if mode & 0o222 and os.access(path, os.W_OK):
+        return None
+    if _on_read_only_mount(path):
+        return errno.EROFS, _REASONS[errno.EROFS]
+    return errno.EACCES, "the file is read-only"
+
+
+def _on_read_only_mount(path: Path) -> bool:
+    """Whether the file system holding ``path`` is mounted read-only (POSIX statvfs)."""
+    flag = getattr(os, "ST_RDONLY", None)
+    if flag is None or not hasattr(os, "statvfs"):
         return False
-    return not mode & 0o222 or not os.access(path, os.W_OK)
+    try:
+        return bool(os.statvfs(path).f_flag & flag)
+    except OSError:
+        return False
 
 
 def _reason(err: OSError, step: str) -> str | None:
@@ -245,10 +269,15 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, backup: boo
     _refuse_non_regular(path)
     if backup:
         _refuse_non_regular(backup_path(path))
+    remove_stale_temps(path)
+    if backup:
+        remove_stale_temps(backup_path(path))
     existed = path.exists()
-    if existed and _is_read_only(path):
-        denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES))
-        raise AtomicWriteError(path, denied, existed=True, reason="the file is read-only")
+    refused = _read_only(path) if existed else None
+    if refused is not None:
+        code, reason = refused
+        raise AtomicWriteError(path, OSError(code, os.strerror(code)), existed=True,
+                               reason=reason)
     step = "create"
     try:
         temp, fd = _temp_beside(path)

@@ -67,6 +67,7 @@ from designer.io.fabric_read import (
     parse_json,
     strip_subject,
 )
+from designer.io.stale_temps import remove_stale_temps
 from designer.model.catalog import Catalog
 from designer.model.errors import DesignError
 from designer.model.naming import natural_key
@@ -412,6 +413,7 @@ def load(path: str | os.PathLike[str], *, catalog: Catalog | None = None,
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):  # a folder, or a pipe that would block forever
             raise FileFormatError(f"{source}: cannot read: not a regular file")
+        remove_stale_temps(path)  # a crashed save's leftovers, when the writer is gone
         size = info.st_size
         if size > MAX_FILE_BYTES:
             raise FileFormatError(
