@@ -12,6 +12,7 @@ records on stderr, and an internal error names the log file that holds its trace
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -22,7 +23,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from designer import __version__
-from designer.cli_base import ArgumentParser, UsageError, did_you_mean, parse_command_line
+from designer.cli_base import (
+    ArgumentParser,
+    TerminalSafe,
+    UsageError,
+    did_you_mean,
+    parse_command_line,
+    shown,
+)
 from designer.cli_base import load_design as _load
 from designer.cli_solver import cmd_solve, cmd_train, parse_size  # noqa: F401 - parse_size re-exported
 from designer.io.atomic import save_error_message
@@ -120,7 +128,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     from designer.model.report import format_info, info
 
     result = info(_load(args.file))
-    print(json.dumps(result, indent=2) if args.json else format_info(result))
+    print(json.dumps(result, indent=2) if args.json else format_info(shown(result)))
     return 0
 
 
@@ -133,7 +141,7 @@ def cmd_bom(args: argparse.Namespace) -> int:
     elif args.json:
         print(json.dumps(as_dict(result), indent=2))
     else:
-        print(format_bom(result))
+        print(format_bom(dataclasses.replace(result, name=shown(result.name))))
     return 0
 
 
@@ -339,7 +347,21 @@ def _names_a_design(word: str) -> bool:
 
 def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, verbose: bool,
          log_path: Path | None) -> int:
-    """Run one subcommand, turning every failure into an exit code and one line."""
+    """Run one subcommand, turning every failure into an exit code and one line; what
+    it prints goes through `TerminalSafe` (a design's names are untrusted text)."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalSafe(out), TerminalSafe(err)
+    try:
+        return _run_guarded(func, args, verbose, log_path)
+    finally:
+        if isinstance(sys.stdout, TerminalSafe):  # (a broken pipe swaps in devnull)
+            sys.stdout = out
+        if isinstance(sys.stderr, TerminalSafe):
+            sys.stderr = err
+
+
+def _run_guarded(func: Callable[[argparse.Namespace], int], args: argparse.Namespace,
+                 verbose: bool, log_path: Path | None) -> int:
     try:
         return func(args)
     except UsageError as exc:

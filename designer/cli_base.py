@@ -12,7 +12,9 @@ import re
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, TextIO
+
+from designer.model.safe_text import terminal_text
 
 log = logging.getLogger("designer.cli")
 
@@ -75,3 +77,34 @@ def load_design(path: str):
     topo = load(Path(path))
     log.info("opened %s: %d nodes in %.0f ms", path, len(topo), (time.perf_counter() - t0) * 1e3)
     return topo
+
+
+class TerminalSafe:
+    """A text stream that writes through `terminal_text`: whatever a command prints (a
+    design's names, a file name, an error message) reaches the terminal with its control
+    characters and lone surrogates escaped, so a shared file cannot set the terminal's
+    title, clear the screen or fake output, nor fail the print with an encoding error.
+    Newlines and tabs pass; a name's own newline is escaped where it is formatted
+    (`shown`)."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(terminal_text(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def shown(value: Any) -> Any:
+    """``value`` (a string, or lists and dicts of them) with every string escaped by
+    `terminal_text` including newlines: for names placed inside a line of a report."""
+    if isinstance(value, str):
+        return terminal_text(value, newlines=False)
+    if isinstance(value, dict):
+        return {shown(k): shown(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(shown(v) for v in value)
+    return value

@@ -58,6 +58,7 @@ from designer.gui.canvas.style import LIGHT, Theme
 from designer.gui.document import Document
 from designer.io.atomic import atomic_write_bytes
 from designer.model.errors import DesignError
+from designer.model.safe_text import xml_bytes
 
 __all__ = [
     "DEFAULT_PNG_SCALE",
@@ -208,7 +209,9 @@ def svg_bytes(scene: FabricScene, *, title: str | None = None) -> bytes:
         finally:
             painter.end()
         buffer.close()
-    return bytes(buffer.data())
+    # Qt writes names into <title> and <text> as they are; XML 1.0 cannot hold control
+    # characters, U+FFFF or lone surrogates (escaped or not), so they become U+FFFD.
+    return xml_bytes(bytes(buffer.data()))
 
 
 def png_size(scene: FabricScene, scale: float = DEFAULT_PNG_SCALE) -> tuple[int, int]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ import networkx as nx
 from designer.io import fabric_json
 from designer.io.atomic import atomic_write_bytes
 from designer.io.fabric_json import FileFormatError, natural_key
+from designer.model.safe_text import xml_text
 from designer.model.topology import Topology
 
 __all__ = ["export", "export_graph", "export_graphml", "export_node_link_json"]
@@ -87,13 +87,6 @@ def _write(path: str | os.PathLike[str], write: Any, data: Any) -> None:
         raise FileFormatError(f"{os.fspath(path)}: cannot save: {err.strerror or err}") from err
 
 
-_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def _xml_safe(text: str) -> str:
-    return _NOT_XML.sub("\ufffd", text)
-
-
 def export_graphml(topology: Topology, path: str | os.PathLike[str]) -> None:
     """Write the design as GraphML (readable by ``networkx.read_graphml``, yEd, Gephi).
 
@@ -104,9 +97,9 @@ def export_graphml(topology: Topology, path: str | os.PathLike[str]) -> None:
     """
     graph = export_graph(topology, none="")
     # XML 1.0 cannot hold control characters or lone surrogates at all, escaped or not.
-    graph.graph["name"] = _xml_safe(graph.graph["name"])
+    graph.graph["name"] = xml_text(graph.graph["name"])
     for _, attrs in graph.nodes(data=True):
-        attrs["name"] = attrs["label"] = _xml_safe(attrs["name"])
+        attrs["name"] = attrs["label"] = xml_text(attrs["name"])
     buffer = io.BytesIO()
     nx.write_graphml(graph, buffer, encoding="utf-8")
     _write(path, atomic_write_bytes, buffer.getvalue())
