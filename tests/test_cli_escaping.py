@@ -9,6 +9,7 @@ user runs it (a subprocess, its output read as bytes).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -140,3 +141,16 @@ def test_xml_bytes_parse_whatever_the_text():
 )
 def test_csv_cell(cell, safe):
     assert csv_cell(cell) == safe
+
+
+def test_bom_csv_neutralises_names_that_read_as_formulas():
+    from designer.model.bom import bom, to_csv
+    from designer.model.templates import build_template
+
+    b = bom(build_template("hgx"))
+    first = dataclasses.replace(b.devices[0], model="=cmd|' /C calc'!A0", name="-2+3")
+    rows = list(
+        csv.reader(io.StringIO(to_csv(dataclasses.replace(b, devices=(first, *b.devices[1:])))))
+    )
+    assert rows[1][1:3] == ["'=cmd|' /C calc'!A0", "'-2+3"]
+    assert rows[1][4] == str(first.count)

@@ -29,7 +29,6 @@ Example
 
 from __future__ import annotations
 
-import csv
 import io
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -38,6 +37,7 @@ from typing import Any
 from designer.model.catalog import FAMILIES
 from designer.model.errors import DesignError
 from designer.model.report import natural_key
+from designer.model.safe_text import csv_writer
 from designer.model.topology import Topology
 
 #: Device categories counted as network (with every link) in ``network_price_usd``.
@@ -310,12 +310,13 @@ def to_csv(b: Bom) -> str:
     >>> from designer.model.topology import Topology, Node
     >>> t = Topology()
     >>> _ = t.add_node(Node("g0", "gpu", "H100", "GPU 0"))
+    >>> import csv
     >>> rows = list(csv.reader(io.StringIO(to_csv(bom(t)))))
     >>> rows[0][:3], rows[1][:2]
     (['section', 'key', 'name'], ['device', 'H100'])
     """
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf, lineterminator="\n")  # names could read as formulas: neutralised
     w.writerow(CSV_COLUMNS)
     for r in b.devices:
         w.writerow(

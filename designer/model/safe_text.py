@@ -26,10 +26,12 @@ evil\\x1b[2J\\ud800 name
 
 from __future__ import annotations
 
+import csv
 import re
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["csv_cell", "csv_row", "terminal_text", "xml_bytes", "xml_text"]
+__all__ = ["csv_cell", "csv_row", "csv_writer", "terminal_text", "xml_bytes", "xml_text"]
 
 #: Everything XML 1.0 forbids (its ``Char`` production), as a character class.
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -70,9 +72,34 @@ def csv_cell(value: Any) -> Any:
     return "'" + value if formula and not _NUMBER.fullmatch(value) else value
 
 
-def csv_row(row: Any) -> list[Any]:
+def csv_row(row: Iterable[Any]) -> list[Any]:
     """`csv_cell` of every cell of ``row``: what every CSV writer writes."""
     return [csv_cell(cell) for cell in row]
+
+
+class _SafeWriter:
+    def __init__(self, writer: Any):
+        self._writer = writer
+
+    def writerow(self, row: Iterable[Any]) -> Any:
+        return self._writer.writerow(csv_row(row))
+
+    def writerows(self, rows: Iterable[Iterable[Any]]) -> None:
+        for row in rows:
+            self.writerow(row)
+
+
+def csv_writer(stream: Any, **kwargs: Any) -> Any:
+    """``csv.writer(stream, **kwargs)`` whose rows go through `csv_row`: the writer for
+    every CSV file or output the application makes.
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> _ = csv_writer(out, lineterminator="\\n").writerow(["=1+2", -1.5, "-1.5"])
+    >>> out.getvalue()
+    "'=1+2,-1.5,-1.5\\n"
+    """
+    return _SafeWriter(csv.writer(stream, **kwargs))
 
 
 #: C0 controls but tab and newline, DEL, C1 controls and lone surrogates.

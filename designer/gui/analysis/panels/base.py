@@ -13,7 +13,6 @@ palette.
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from collections.abc import Sequence
@@ -43,6 +42,7 @@ from designer.gui.analysis.panels.titles import fit_title, title_width
 from designer.gui.canvas.style import Theme, system_theme
 from designer.gui.idle import IdleWork
 from designer.io.atomic import atomic_write_bytes, atomic_write_text
+from designer.model.safe_text import csv_writer
 
 __all__ = [
     "OKABE_ITO",
@@ -434,10 +434,13 @@ class PanelDock(QDockWidget):
         return self._written(path, lambda p: atomic_write_bytes(p, data))
 
     def export_csv(self, path: str | Path) -> Path:
-        """Write `data_rows` as CSV (comma separated, ``\\n`` line ends); returns the path."""
+        """Write `data_rows` as CSV (comma separated, ``\\n`` line ends); returns the path.
+
+        Every cell goes through `csv_writer`: an id or a baseline label beginning with
+        ``=``, ``+``, ``-`` or ``@`` would run as a formula in a spreadsheet."""
         header, rows = self.data_rows()
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
+        writer = csv_writer(out, lineterminator="\n")
         writer.writerow(header)
         writer.writerows(rows)
         return self._written(path, lambda p: atomic_write_text(p, out.getvalue()))
