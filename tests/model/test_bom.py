@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 
 import pytest
 
@@ -244,11 +243,9 @@ def test_format_bom_explains_the_system_row():
 
 
 @pytest.mark.slow
-def test_4096_gpu_superpod_bom_is_fast():
+def test_4096_gpu_superpod_bom():
+    """The BOM of 4,096 GPUs (its time: benchmarks/design_checks.py)."""
     t = _build("superpod", gpu="B200", sus=16)
-    start = time.perf_counter()
     b = bom(t)
     text, table = format_bom(b), to_csv(b)
-    elapsed = time.perf_counter() - start
     assert b.gpus == 4096 and "B200" in text and table.count("\n") > 5
-    assert elapsed < 1.0, f"bom took {elapsed:.2f} s"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 
 import networkx as nx
 import pytest
@@ -379,16 +378,14 @@ def test_superpod_template_bisection_is_the_same_without_reductions():
 
 
 @pytest.mark.slow
-def test_4096_gpu_superpod_is_non_blocking_and_fast():
+def test_4096_gpu_superpod_is_non_blocking():
+    """info on 4,096 GPUs (its time: benchmarks/design_checks.py)."""
     t = _build("superpod", gpu="B200", sus=16)
-    start = time.perf_counter()
     data = info(t)
-    elapsed = time.perf_counter() - start
     assert data["gpus"] == 4096 and data["nvlink_domains"] == [8] * 512
     assert data["bisection_GBps"] == pytest.approx(2048 * NDR)
     for tier in ("leaf", "spine"):
         assert data["oversubscription"][tier]["ratio"] == pytest.approx(1.0)
-    assert elapsed < 3.0, f"info took {elapsed:.2f} s"
 
 
 def test_kernighan_lin_finds_a_cut_no_name_or_tier_shows():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -373,15 +372,13 @@ def test_nics_of_a_board_drawn_without_a_fabric_are_fine():
 
 
 @pytest.mark.slow
-def test_reach_rules_are_fast_on_a_16k_gpu_superpod_with_failed_spines():
+def test_reach_rules_on_a_16k_gpu_superpod_with_failed_spines():
+    """The one finding on 16,384 GPUs (its time: benchmarks/design_checks.py)."""
     t = _build("superpod", gpu="B200", sus=64)
     for n in [n.id for n in t.nodes("spine")]:
         t.update_node(n, failed=True)
-    start = time.perf_counter()
     found = validate(t)
-    elapsed = time.perf_counter() - start
     assert [f.code for f in found] == ["gpus-unreachable"]
-    assert elapsed < 10.0, f"validate took {elapsed:.2f} s"
 
 
 # ----------------------------------------------------------------------- disconnected
@@ -494,13 +491,10 @@ def test_templates_with_every_plane_are_clean(name, fabric):
 
 
 @pytest.mark.slow
-def test_validate_is_fast_on_a_4096_gpu_superpod():
+def test_validate_finds_nothing_on_a_4096_gpu_superpod():
+    """A clean 4,096-GPU design (its time: benchmarks/design_checks.py)."""
     t = _build("superpod", gpu="B200", sus=16, management=True)
-    start = time.perf_counter()
-    found = validate(t)
-    elapsed = time.perf_counter() - start
-    assert found == []
-    assert elapsed < 2.0, f"validate took {elapsed:.2f} s"
+    assert validate(t) == []
 
 
 def test_every_rule_has_a_line_in_the_docs():
