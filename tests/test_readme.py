@@ -34,3 +34,20 @@ def test_the_app_names_the_same_packages_when_a_library_is_missing():
     _, packages = _block("system-packages")
     listed = set(re.sub(r"^sudo apt-get install ", "", packages).split())
     assert set(app._X11_PACKAGES.split()) == listed - {"python3-venv"}
+
+
+def test_the_default_test_run_is_parallel_and_ci_runs_the_long_soak():
+    """A contributor's run answers in minutes (every core, a short soak); CI still runs
+    the whole 3,000-step soak."""
+    import tomllib
+
+    from tests.gui import test_soak
+
+    _, command = _block("test-command")
+    assert " -n auto" in command
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert any(d.startswith("pytest-xdist") for d in
+               project["project"]["optional-dependencies"]["test"])
+    assert test_soak.DEFAULT_OPS < test_soak.SOAK_OPS
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert f"test_soak.py::test_soak --soak-steps {test_soak.SOAK_OPS}" in ci
