@@ -25,14 +25,24 @@ from pathlib import Path
 from designer import __version__
 from designer.cli_base import (
     ArgumentParser,
+    Range,
     TerminalSafe,
     UsageError,
+    check_ranges,
     did_you_mean,
+    document_ranges,
     parse_command_line,
     shown,
 )
 from designer.cli_base import load_design as _load
-from designer.cli_solver import cmd_solve, cmd_train, parse_size  # noqa: F401 - parse_size re-exported
+from designer.cli_solver import (  # noqa: F401 - parse_size re-exported
+    PARAMS_RANGE,
+    SOLVE_RANGES,
+    TRAIN_RANGES,
+    cmd_solve,
+    cmd_train,
+    parse_size,
+)
 from designer.io.atomic import save_error_message
 from designer.logs import FILE_ONLY, setup_logging
 from designer.model.errors import DesignError
@@ -40,6 +50,9 @@ from designer.model.scenario import ALGORITHMS, COLLECTIVES, DTYPES
 
 PROG = "fabric-designer"
 log = logging.getLogger(__name__)
+
+#: ``export --scale``: PNG pixels per canvas unit (the PNG's size limit may lower the top).
+EXPORT_RANGES = {"scale": Range(0.01, 1000)}
 
 
 def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
@@ -83,7 +96,12 @@ def cmd_templates(args: argparse.Namespace) -> int:
 
 def cmd_new(args: argparse.Namespace) -> int:
     from designer.io.fabric_json import save
-    from designer.model.templates import build_template
+    from designer.model.templates import (
+        LARGE_TEMPLATE_GPUS,
+        build_cost,
+        build_template,
+        template_gpus,
+    )
 
     out = Path(args.output)
     if not out.name.lower().endswith(".json"):
@@ -95,6 +113,10 @@ def cmd_new(args: argparse.Namespace) -> int:
                          f"DESIGN.fabric.json -o {out}`")
     params = _parse_sets(args.set or [])
     try:
+        gpus = template_gpus(args.template, **params)  # checks the size before building
+        if gpus > LARGE_TEMPLATE_GPUS:
+            print(f"{PROG}: note: building a {gpus:,}-GPU design takes {build_cost(gpus)}",
+                  file=sys.stderr, flush=True)
         topo = build_template(args.template, **params)
     except DesignError as exc:
         raise UsageError(str(exc)) from None
@@ -156,6 +178,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise UsageError("--scale applies to .png exports only")
     if args.scale is not None and not (0 < args.scale < float("inf")):
         raise UsageError(f"--scale must be a positive number, got {args.scale:g}")
+    check_ranges(args, EXPORT_RANGES)
     topo = _load(args.file)
     if diagram:
         # Headless by default: without a display Qt's default platform plugin would abort.
@@ -245,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scale", type=float, metavar="S",
                    help="PNG pixels per canvas unit (default 2, or the largest scale "
                         "that fits when the design is too large for 2)")
+    document_ranges(s, EXPORT_RANGES)
     s.set_defaults(func=cmd_export)
 
     s = sub.add_parser("solve", help="route a collective, compute max-min rates and timing",
@@ -255,13 +279,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the collective (default: the file's scenario)")
     size = s.add_mutually_exclusive_group()
     size.add_argument("--bytes", help="message size: 1048576, 32KiB, 8GiB "
-                                      "(default: the file's scenario)")
-    size.add_argument("--sweep", metavar="LOW:HIGH", help="powers of two, e.g. 32KiB:16GiB")
+                                      "(default: the file's scenario; range: 1 B..16TiB)")
+    size.add_argument("--sweep", metavar="LOW:HIGH", help="powers of two, e.g. 32KiB:16GiB "
+                                                          "(range: 1 B..16TiB)")
     s.add_argument("--algorithm", choices=list(ALGORITHMS),
                    help="the algorithm (default: the file's scenario); all-reduce takes "
                         "any, all-to-all and send/recv only auto, the others auto or ring")
-    s.add_argument("--ranks", help="all | N (first N GPUs) | id,id,... | group:ID "
-                                   "(default: the file's scenario)")
+    s.add_argument("--ranks", help="all | N (first N GPUs, 2 up to the design's GPUs) | "
+                                   "id,id,... | group:ID (default: the file's scenario)")
     s.add_argument("--routing", choices=["ecmp", "adaptive", "static"],
                    help="override the design's routing mode")
     s.add_argument("--launch", choices=["eager", "graph"],
@@ -269,17 +294,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--gpus-per-thread", type=int, default=1, metavar="G",
                    help="GPUs per process thread, like nccl-tests -g (eager launch cost)")
     s.add_argument("--json", action="store_true")
+    document_ranges(s, SOLVE_RANGES)
     s.set_defaults(func=cmd_solve)
 
     s = sub.add_parser("train", help="training-step estimate: gradient all-reduce, overlap, "
                                      "jitter and stragglers")
     s.add_argument("file")
     s.add_argument("--params", help="model parameters: 70B, 405e9, 1.2T "
-                                    "(default: the file's training workload)")
+                                    "(default: the file's training workload; range: "
+                                    f"{PARAMS_RANGE.text()})")
     s.add_argument("--dtype", choices=list(DTYPES),
                    help="gradient dtype (default: the file's training workload)")
-    s.add_argument("--dp", type=int, help="data-parallel size (default: the file's "
-                                          "training workload, 0 there = every GPU)")
+    s.add_argument("--dp", type=int, help="data-parallel size, 2 up to the design's GPUs "
+                                          "(default: the file's training workload, 0 "
+                                          "there = every GPU)")
     s.add_argument("--compute-s", type=float, help="compute time per step, seconds "
                                                    "(default: the file's training workload)")
     s.add_argument("--flops", type=float, help="model FLOPs per GPU per step")
@@ -290,8 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--algorithm", default="auto", choices=list(ALGORITHMS))
     s.add_argument("--routing", choices=["ecmp", "adaptive", "static"])
     s.add_argument("--steps", type=int, default=1000, help="Monte Carlo steps")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=int, default=0,
+                   help="seed of the Monte Carlo run (the same seed gives the same figures)")
     s.add_argument("--json", action="store_true")
+    document_ranges(s, TRAIN_RANGES)
     s.set_defaults(func=cmd_train)
     p.subcommands = dict(sub.choices)  # for `parse_command_line`
     return p

@@ -11,6 +11,7 @@ import logging
 import re
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -107,4 +108,65 @@ def shown(value: Any) -> Any:
         return {shown(k): shown(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return type(value)(shown(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric option accepts: ``low..high`` (``(low, high]`` when
+    ``low_open``).  `check_ranges` enforces it before a command starts; its `text` is
+    appended to the option's help (`document_ranges`), so the two cannot drift."""
+
+    low: float
+    high: float
+    low_open: bool = False
+
+    def text(self) -> str:
+        """The range as ``--help`` states it: ``1..100,000`` or ``above 0, at most 1``."""
+        if self.low_open:
+            return f"above {_number(self.low)}, at most {_number(self.high)}"
+        return f"{_number(self.low)}..{_number(self.high)}"
+
+    def rule(self) -> str:
+        """What a value must be, for a message: ``in the range 1..100,000``, ``above 0
+        and at most 1``."""
+        if self.low_open:
+            return f"above {_number(self.low)} and at most {_number(self.high)}"
+        return f"in the range {self.text()}"
+
+    def holds(self, value: float) -> bool:
+        """Whether ``value`` is in the range (NaN never is)."""
+        above = value > self.low if self.low_open else value >= self.low
+        return bool(above and value <= self.high)
+
+
+def _number(value: float) -> str:
+    if float(value).is_integer() and abs(value) < 1e13:
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
+def document_ranges(parser: argparse.ArgumentParser, ranges: dict[str, Range]) -> None:
+    """Append each option's range to its ``--help`` text."""
+    for action in parser._actions:
+        if action.dest in ranges:
+            action.help = f"{action.help or ''} (range: {ranges[action.dest].text()})".strip()
+
+
+def check_ranges(args: argparse.Namespace, ranges: dict[str, Range]) -> None:
+    """Raise `UsageError` naming the first option given outside its range."""
+    for dest, allowed in ranges.items():
+        value = getattr(args, dest, None)
+        if value is not None and not allowed.holds(value):
+            option = "--" + dest.replace("_", "-")
+            shown = f"{value:g}" if isinstance(value, float) else str(value)
+            if len(shown) > 24:
+                shown = shown[:20] + "..."
+            raise UsageError(f"{option} must be {allowed.rule()}, got {shown}")
+
+
+def check_count(value: float, option: str, allowed: Range, text: str) -> float:
+    """``value`` (parsed from ``text``) if ``allowed`` holds it, else a `UsageError`."""
+    if not allowed.holds(value):
+        raise UsageError(f"{option} must be {allowed.rule()}, got {text!r}")
     return value

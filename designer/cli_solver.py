@@ -18,7 +18,7 @@ import logging
 import math
 import time
 
-from designer.cli_base import UsageError
+from designer.cli_base import Range, UsageError, check_count, check_ranges
 from designer.cli_base import load_design as _load
 from designer.model.errors import DesignError
 from designer.model.scenario import Scenario, TrainingSpec
@@ -36,6 +36,27 @@ ALGORITHMS_FOR: dict[str, tuple[str, ...]] = {
 
 
 MAX_BYTES = 1 << 44  # 16 TiB, the largest message a scenario holds
+
+#: The ranges of the numeric options (checked before the design is read; each option's
+#: ``--help`` states its range).  Message sizes are 1 B..16 TiB (`parse_size`); ``--dp``
+#: and ``--ranks N`` are 2 up to the design's GPU count.
+SOLVE_RANGES = {
+    # nccl-tests -g: GPUs one thread drives, at most a node's; 1,024 is beyond any node.
+    "gpus_per_thread": Range(1, 1024),
+}
+TRAIN_RANGES = {
+    # The jitter simulation holds O(steps x communication steps) numbers: 100,000 steps
+    # of a ring over 8 GPUs take ~50 MB (100 million steps tried to allocate 46 GiB).
+    "steps": Range(1, 100_000),
+    "seed": Range(0, 2**32 - 1),
+    "compute_s": Range(0, 86_400),  # a step of at most a day
+    "flops": Range(0, 1e21, low_open=True),
+    "tflops": Range(0, 1e5, low_open=True),
+    "mfu": Range(0, 1, low_open=True),
+    "overlap": Range(0, 1),
+}
+#: ``--params``: up to a quadrillion parameters (the largest models are ~2e12).
+PARAMS_RANGE = Range(0, 1e15, low_open=True)
 
 
 def parse_size(text: str) -> int:
@@ -61,7 +82,7 @@ def parse_count(text: str, option: str = "--params") -> float:
     """A count such as a model's parameters: ``70B``, ``405e9``, ``1.2T``, ``125M``.
 
     The suffixes are decimal (K 10^3, M 10^6, B or G 10^9, T 10^12), as model sizes are
-    quoted.  The sign is left to the caller's range check.
+    quoted.  ``--params`` must be within `PARAMS_RANGE`.
 
     >>> parse_count("70B"), parse_count("405e9"), parse_count("1.2T")
     (70000000000.0, 405000000000.0, 1200000000000.0)
@@ -75,7 +96,7 @@ def parse_count(text: str, option: str = "--params") -> float:
         value = math.nan
     if not math.isfinite(value):
         raise UsageError(f"{option}: not a count: {text!r} (use e.g. 70B, 405e9, 1.2T)")
-    return value
+    return check_count(value, option, PARAMS_RANGE, text) if option == "--params" else value
 
 
 def _algorithm_mismatch(collective: str, algorithm: str) -> str | None:
@@ -109,7 +130,9 @@ def _rank_spec(text: str):
     text = text.strip()
     if text == "all" or text.startswith("group:"):
         return text
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # "²".isdigit() is True too
+        if len(text) > 9:
+            raise UsageError(f"--ranks {text[:12]}...: more ranks than any design has GPUs")
         return int(text)
     return [x.strip() for x in text.split(",") if x.strip()]
 
@@ -173,8 +196,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from designer.solver.snapshot import take_snapshot
     from designer.solver.timing import solve_collective
 
-    if args.gpus_per_thread < 1:
-        raise UsageError(f"--gpus-per-thread must be at least 1, got {args.gpus_per_thread}")
+    check_ranges(args, SOLVE_RANGES)
     t0 = time.perf_counter()
     topo = _load(args.file)
     saved = Scenario.from_dict(topo.settings["scenario"])
@@ -258,10 +280,13 @@ def cmd_train(args: argparse.Namespace) -> int:
                          "(TFLOP/s x MFU); or give --compute-s")
     if args.flops is not None and args.compute_s is not None:
         raise UsageError("give --compute-s, or --flops with --tflops, not both")
-    if args.steps < 1:
-        raise UsageError(f"--steps must be at least 1, got {args.steps}")
-    if args.seed < 0:
-        raise UsageError(f"--seed must be 0 or more, got {args.seed}")
+    check_ranges(args, TRAIN_RANGES)
+    if args.flops is not None:
+        compute = args.flops / (args.tflops * 1e12 * args.mfu)
+        allowed = TRAIN_RANGES["compute_s"]
+        if not allowed.holds(compute):
+            raise UsageError(f"--flops / (--tflops x --mfu) is a compute time of {compute:g} s "
+                             f"per step; it must be {allowed.rule()}")
     topo = _load(args.file)
     saved = TrainingSpec.from_dict(topo.settings["training"])
     if args.routing:

@@ -94,7 +94,7 @@ def test_every_pod_reaches_every_core():
         ({"nodes": 16384}, 8192),
         ({"nodes": 8193}, 8192),
         # 3:1 -> 48 servers and 16 uplinks per leaf: 64 pods of 512 uplinks, 12,288 nodes
-        ({"nodes": 20000, "oversubscription": 3.0}, 12288),
+        ({"nodes": 16000, "oversubscription": 3.0}, 12288),
         ({"nodes": 17, "leaf_radix": 8}, 16),
     ],
 )

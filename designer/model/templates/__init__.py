@@ -41,12 +41,46 @@ class Param:
 
 @dataclass(frozen=True)
 class Template:
-    """A named design generator."""
+    """A named design generator; ``gpus(values)`` is the GPU count it would build from
+    the parameter values (computed before building, to refuse a design too large)."""
 
     name: str
     help: str
     params: tuple[Param, ...]
     build: Callable[..., Topology]
+    gpus: Callable[[dict[str, Any]], int]
+
+
+#: The largest design a template builds: the benchmarks' largest (a rail cluster of
+#: 16,384 HGX B200 servers, built in ~25 s).  A typo such as torus3d x=y=z=1000 would
+#: otherwise start building a billion GPUs.
+MAX_TEMPLATE_GPUS = 131_072
+#: Above this many GPUs, building is announced with its cost (`build_cost`).
+LARGE_TEMPLATE_GPUS = 16_384
+
+
+def build_cost(gpus: int) -> str:
+    """What building and saving a design of ``gpus`` GPUs costs, roughly: measured on a
+    32,760-GPU SuperPOD (23 s, 810 MB peak on one core), the most per GPU of the
+    templates (a torus costs half).
+
+    >>> build_cost(32_768)
+    'about 23 s and 819 MB of memory'
+    """
+    return f"about {gpus * 0.7e-3:,.0f} s and {gpus * 25e-3:,.0f} MB of memory"
+
+
+def _product(*names: str, times: int = 1) -> Callable[[dict[str, Any]], int]:
+    """GPU count as the product of parameters (a negative or zero factor counts as 0:
+    the builder then says which parameter is out of range)."""
+
+    def count(values: dict[str, Any]) -> int:
+        out = times
+        for name in names:
+            out *= max(0, int(values[name]))
+        return out
+
+    return count
 
 
 _FABRICS = tuple(FABRIC_PROTOCOLS)
@@ -71,12 +105,14 @@ TEMPLATES: dict[str, Template] = {
                 Param("gpus", 8, "GPUs on the board (1-8)"),
             ),
             build_hgx,
+            _product("gpus"),
         ),
         Template(
             "nvl72",
             "GB200 NVL72 rack: 72 GPUs in one NVLink domain",
             (Param("gpus", 72, "GPUs in the partition (multiple of 4, 4-72)"),),
             build_nvl72,
+            _product("gpus"),
         ),
         Template(
             "rail-cluster",
@@ -98,6 +134,7 @@ TEMPLATES: dict[str, Template] = {
                 *_PLANES,
             ),
             build_rail_cluster,
+            _product("nodes", "gpus_per_node"),
         ),
         Template(
             "superpod",
@@ -108,6 +145,9 @@ TEMPLATES: dict[str, Template] = {
                 *_PLANES,
             ),
             build_superpod,
+            # 32 DGX nodes of 8 GPUs per SU, less the one node slot the reference gives
+            # to management (a 4-SU SuperPOD is 1,016 GPUs).
+            lambda v: max(0, int(v["sus"]) * 32 * 8 - 8),
         ),
         Template(
             "fat-tree",
@@ -119,6 +159,7 @@ TEMPLATES: dict[str, Template] = {
                 *_PLANES,
             ),
             build_fat_tree,
+            lambda v: max(0, int(v["k"])) ** 3 // 4,
         ),
         Template(
             "leaf-spine",
@@ -133,6 +174,7 @@ TEMPLATES: dict[str, Template] = {
                 *_PLANES,
             ),
             build_leaf_spine,
+            _product("leaves", "hosts_per_leaf"),
         ),
         Template(
             "torus3d",
@@ -145,12 +187,14 @@ TEMPLATES: dict[str, Template] = {
                 *_PLANES,
             ),
             build_torus3d,
+            _product("x", "y", "z"),
         ),
         Template(
             "example",
             "the example design: 4 HGX H100 nodes, rail leaves, 2 spines, storage",
             (),
             build_example,
+            lambda _v: 32,
         ),
     )
 }
@@ -221,8 +265,9 @@ def build_template(name: str, **params: Any) -> Topology:
     Raises
     ------
     DesignError
-        Unknown template, unknown parameter, or a value of the wrong type, out of range
-        or not among the choices; the message names it.
+        Unknown template, unknown parameter, a value of the wrong type, out of range or
+        not among the choices, or a design of more than `MAX_TEMPLATE_GPUS` GPUs; the
+        message names it.
 
     Examples
     --------
@@ -232,6 +277,19 @@ def build_template(name: str, **params: Any) -> Topology:
     Traceback (most recent call last):
     ...
     designer.model.errors.DesignError: hgx: gpus must be int, got 'eight'
+    """
+    values = template_values(name, **params)
+    return TEMPLATES[name].build(**values)
+
+
+def template_values(name: str, **params: Any) -> dict[str, Any]:
+    """Every parameter of template ``name``: ``params`` coerced, the rest defaults.
+
+    Raises
+    ------
+    DesignError
+        As `build_template`, and for a design beyond `MAX_TEMPLATE_GPUS` GPUs (the
+        message says how many it would have made), before anything is built.
     """
     if name not in TEMPLATES:
         raise DesignError(f"unknown template {name!r}; choose one of {', '.join(TEMPLATES)}")
@@ -246,7 +304,32 @@ def build_template(name: str, **params: Any) -> Topology:
         p.name: _coerce(name, p, params[p.name]) if p.name in params else p.default
         for p in t.params
     }
-    return t.build(**values)
+    gpus = t.gpus(values)
+    if gpus > MAX_TEMPLATE_GPUS:
+        given = ", ".join(f"{k}={values[k]}" for k in params)
+        raise DesignError(
+            f"{name}: {given} would make {gpus:,} GPUs; a template builds at most "
+            f"{MAX_TEMPLATE_GPUS:,}"
+        )
+    return values
 
 
-__all__ = ["TEMPLATES", "Param", "Template", "build_template", "template_names"]
+__all__ = [
+    "LARGE_TEMPLATE_GPUS",
+    "MAX_TEMPLATE_GPUS",
+    "TEMPLATES",
+    "Param",
+    "Template",
+    "build_cost",
+    "build_template",
+    "template_gpus",
+    "template_names",
+    "template_values",
+]
+
+
+def template_gpus(name: str, **params: Any) -> int:
+    """The GPU count template ``name`` would build with ``params`` (`template_values`
+    checks them, the size included)."""
+    values = template_values(name, **params)  # first: it checks the name
+    return TEMPLATES[name].gpus(values)
