@@ -267,7 +267,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, backup: boo
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     _refuse_non_regular(path)
-    if backup:
+    if backup and path.exists():  # only an existing file is kept as <path>.bak
         _refuse_non_regular(backup_path(path))
     remove_stale_temps(path)
     if backup:
