@@ -26,6 +26,7 @@ import json
 import os
 import re
 import secrets
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ import platformdirs
 from PySide6.QtCore import QLockFile, QObject, QTimer, Signal
 
 from designer.gui.document import Document
-from designer.io.atomic import atomic_write_text
+from designer.io.atomic import AtomicWriteError, atomic_write_text
 from designer.io.fabric_json import load, save
 from designer.model.topology import Topology
 
@@ -73,6 +74,31 @@ def _slug(text: str) -> str:
     """A short file-name-safe form of a design title."""
     stem = text.removesuffix(DESIGN_SUFFIX).removesuffix(".json")
     return re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-")[:40] or "design"
+
+
+def _lock_failure(lock: QLockFile, design: Path) -> str:
+    """Why ``lock`` (of the recovery copy ``design``) could not be taken, in one line.
+
+    Only `LockFailedError` means another session holds it; a read-only or full disk
+    fails to create the lock file, so a probe file in the folder names the real cause.
+    """
+    if lock.error() == QLockFile.LockError.LockFailedError:
+        return f"{design} is locked by another session"
+    probe = None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=design.parent)
+        try:
+            os.write(fd, b"0" * 64)  # a lock file's few bytes: a full disk refuses them
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return str(AtomicWriteError(design, exc, existed=False))
+    finally:
+        if probe is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
+    return f"cannot create the lock file beside {design} ({lock.error().name})"
 
 
 def _lock_for(design: Path) -> QLockFile:
@@ -331,7 +357,7 @@ class Autosaver(QObject):
             return False
         lock = _lock_for(self.path)
         if not lock.tryLock(0):
-            self.failed.emit(f"Autosave: {self.path} is locked by another session")
+            self.failed.emit(f"Autosave: {_lock_failure(lock, self.path)}")
             return False
         self._lock = lock
         return True

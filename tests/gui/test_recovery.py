@@ -6,7 +6,10 @@ driven by calling its slot, and one test lets the real timer fire on a short int
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
+import subprocess
 from datetime import datetime
 from types import SimpleNamespace
 
@@ -15,6 +18,7 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 
+from designer.gui import recovery as recovery_module
 from designer.gui.document import Document
 from designer.gui.main_window import MainWindow
 from designer.gui.recovery import (
@@ -303,3 +307,47 @@ def test_a_failed_autosave_is_reported_and_retried(qtbot, tmp_path):
     saver.path.rmdir()
     assert saver.autosave_now(wait=True)  # nothing changed since, but nothing was written
     assert load(saver.path).state() == doc.topology.state()
+
+
+def _mount_tmpfs(folder, options: str) -> bool:
+    folder.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
+                          capture_output=True, check=False)
+    return done.returncode == 0
+
+
+@pytest.mark.parametrize(("options", "reason"), [
+    ("size=64k,ro", "read-only file system"),
+    ("size=4k", "disk full"),
+])
+def test_autosave_on_a_read_only_or_full_disk_says_so(qtbot, tmp_path, options, reason):
+    """Not "locked by another session": the lock file could not be created at all."""
+    folder = tmp_path / "rec"
+    if shutil.which("mount") is None or not _mount_tmpfs(folder, options):
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        if "ro" not in options.split(","):  # fill the small disk first
+            with contextlib.suppress(OSError), open(folder / "filler", "wb") as f:
+                f.write(b"x" * 65536)
+        doc = Document(build_template("hgx"))
+        saver = Autosaver(doc, folder=folder)
+        move_first_node(doc)
+        with qtbot.waitSignal(saver.failed, timeout=3000) as blocker:
+            assert not saver.autosave_now()
+        message = blocker.args[0]
+        assert reason in message and "another session" not in message, message
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
+
+
+def test_a_lock_held_by_another_session_is_named_as_such(tmp_path):
+    design = tmp_path / "copy.fabric.json"
+    held = recovery_module._lock_for(design)  # as a live session holds it
+    assert held.tryLock(0)
+    try:
+        ours = recovery_module._lock_for(design)
+        assert not ours.tryLock(0)
+        assert recovery_module._lock_failure(ours, design) == (
+            f"{design} is locked by another session")
+    finally:
+        held.unlock()
