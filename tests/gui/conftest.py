@@ -203,3 +203,33 @@ class Mouse:
 @pytest.fixture
 def mouse(window) -> Mouse:
     return Mouse(window.view)
+
+
+@pytest.fixture
+def data_folder(monkeypatch, tmp_path):
+    """A fresh data folder for this test (recovery copies, settings file)."""
+    from designer.gui.recovery import DATA_DIR_ENV
+
+    folder = tmp_path / "data"
+    monkeypatch.setenv(DATA_DIR_ENV, str(folder))
+    return folder
+
+
+@pytest.fixture
+def create_from_template(monkeypatch):
+    """``create_from_template(name, **params)``: the next File > New from Template
+    dialog picks ``name`` with ``params`` and presses Create."""
+    from designer.gui.template_dialog import TemplateDialog
+
+    def choose(name: str, **params) -> None:
+        def fill_and_create(dialog):
+            dialog.set_template(name)
+            for key, value in params.items():
+                dialog.set_param(key, value)
+            dialog.accept()
+            return dialog.result()
+
+        monkeypatch.setattr(TemplateDialog, "exec", fill_and_create)
+
+    return choose
+

@@ -10,8 +10,6 @@ from PySide6.QtWidgets import QMessageBox
 
 from designer.gui.crash import CONTINUE, CrashHandler
 from designer.gui.design_properties import DesignPropertiesDialog
-from designer.gui.recovery import DATA_DIR_ENV
-from designer.gui.template_dialog import TemplateDialog
 from designer.io.fabric_json import load, save
 from designer.model.commands import MoveNodes
 from designer.model.templates import build_template
@@ -20,10 +18,9 @@ Button = QMessageBox.StandardButton
 
 
 @pytest.fixture(autouse=True)
-def data_folder(monkeypatch, tmp_path):
-    folder = tmp_path / "data"
-    monkeypatch.setenv(DATA_DIR_ENV, str(folder))
-    return folder
+def _own_data_folder(data_folder):
+    """Every test here gets a fresh data folder (tests/gui/conftest.py)."""
+    return data_folder
 
 
 @pytest.fixture
@@ -37,17 +34,6 @@ def asked(monkeypatch):
 
     monkeypatch.setattr(QMessageBox, "question", question)
     return questions
-
-
-def _create(monkeypatch, name: str, **params) -> None:
-    def fill_and_create(dialog):
-        dialog.set_template(name)
-        for key, value in params.items():
-            dialog.set_param(key, value)
-        dialog.accept()
-        return dialog.result()
-
-    monkeypatch.setattr(TemplateDialog, "exec", fill_and_create)
 
 
 def _edit(document) -> None:
@@ -72,8 +58,9 @@ def test_file_new_starts_at_full_size_around_the_origin(window, qtbot, asked, tm
 
 
 # ------------------------------------------------------------------ unmodified
-def test_a_design_from_a_template_is_not_modified_until_edited(window, qtbot, monkeypatch, asked):
-    _create(monkeypatch, "hgx")
+def test_a_design_from_a_template_is_not_modified_until_edited(window, qtbot, asked,
+                                                             create_from_template):
+    create_from_template("hgx")
     assert window.files.new_from_template()
     assert not window.document.is_modified
     assert not window.isWindowModified()
@@ -88,12 +75,12 @@ def test_file_new_is_not_modified(window, asked):
 
 
 def test_after_discard_an_error_report_does_not_claim_the_changes_were_saved(
-    window, qtbot, monkeypatch, asked
+    window, qtbot, monkeypatch, asked, create_from_template
 ):
     """Discard, then Create: what the user discarded is gone and the new design has no
     changes, so a later error report must not say unsaved changes went to a copy."""
     _edit(window.document)
-    _create(monkeypatch, "hgx")
+    create_from_template("hgx")
     assert window.files.new_from_template()
     assert len(asked) == 1  # the Discard
     reports = []
@@ -114,13 +101,14 @@ def test_after_discard_an_error_report_does_not_claim_the_changes_were_saved(
 
 
 # ------------------------------------------------------------------ recovery names
-def test_recovery_copies_are_named_after_the_design_they_hold(window, qtbot, monkeypatch, asked):
+def test_recovery_copies_are_named_after_the_design_they_hold(window, qtbot, monkeypatch, asked,
+                                                             create_from_template):
     saver = window.files.autosaver
     _edit(window.document)
     assert saver.autosave_now(wait=True)
     first = saver.path
     assert first.name.startswith("Example")
-    _create(monkeypatch, "nvl72")
+    create_from_template("nvl72")
     assert window.files.new_from_template()
     _edit(window.document)
     assert saver.autosave_now(wait=True)

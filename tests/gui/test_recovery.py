@@ -37,10 +37,9 @@ Button = QMessageBox.StandardButton
 
 
 @pytest.fixture(autouse=True)
-def data_folder(monkeypatch, tmp_path):
-    folder = tmp_path / "data"
-    monkeypatch.setenv(DATA_DIR_ENV, str(folder))
-    return folder
+def _own_data_folder(data_folder):
+    """Every test here gets a fresh data folder (tests/gui/conftest.py)."""
+    return data_folder
 
 
 @pytest.fixture

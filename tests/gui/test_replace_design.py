@@ -14,7 +14,6 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from designer.gui.canvas.items import GroupItem, NodeItem
-from designer.gui.template_dialog import TemplateDialog
 from designer.io.fabric_json import save
 from designer.model.templates import build_template
 
@@ -63,17 +62,6 @@ def _select(window, qtbot, mouse, how: str) -> None:
     assert len(scene.selected_node_ids()) >= 2, how
 
 
-def _create_from_template(monkeypatch, name: str, **params) -> None:
-    def fill_and_create(dialog):
-        dialog.set_template(name)
-        for key, value in params.items():
-            dialog.set_param(key, value)
-        dialog.accept()
-        return dialog.result()
-
-    monkeypatch.setattr(TemplateDialog, "exec", fill_and_create)
-
-
 def _paint_everything(window, qtbot) -> None:
     """Let every view (canvas, overview, panels) paint the new design, to the end."""
     window.repaint()
@@ -112,9 +100,10 @@ def test_open_another_design_with_nodes_selected(window, qtbot, mouse, how, tmp_
 
 
 @pytest.mark.parametrize("how", ["ctrl+a", "frame", "box"])
-def test_create_from_a_template_with_nodes_selected(window, qtbot, mouse, monkeypatch, how):
+def test_create_from_a_template_with_nodes_selected(window, qtbot, mouse, how,
+                                                   create_from_template):
     _select(window, qtbot, mouse, how)
-    _create_from_template(monkeypatch, "superpod", sus=2)
+    create_from_template("superpod", sus=2)
     with qtbot.captureExceptions() as errors:
         assert window.files.new_from_template()
         _paint_everything(window, qtbot)
@@ -132,10 +121,11 @@ def test_new_design_with_nodes_selected(window, qtbot, mouse):
     _assert_shows_only(window, window.document.topology)
 
 
-def test_a_1016_gpu_superpod_replaces_a_selected_superpod(window, qtbot, monkeypatch):
+def test_a_1016_gpu_superpod_replaces_a_selected_superpod(window, qtbot, monkeypatch,
+                                                         create_from_template):
     """The reported crash: everything of a big design selected, then a new SuperPOD of
     four SUs (1,016 GPUs, 7,632 link bundles) from the template dialog, twice."""
-    _create_from_template(monkeypatch, "superpod")  # its defaults: 4 SUs
+    create_from_template("superpod")  # its defaults: 4 SUs
     # Whatever is asked about the design being replaced, the answer is Discard.
     monkeypatch.setattr(
         QMessageBox, "question", lambda *_a, **_k: QMessageBox.StandardButton.Discard
