@@ -11,19 +11,12 @@ import networkx as nx
 import pytest
 
 from designer.cli import main, parse_size
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.cli_support import new_design, run
 
 
 @pytest.fixture(scope="module")
 def example_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("cli") / "example.fabric.json"
-    assert main(["new", "example", "-o", str(path)]) == 0
-    return path
+    return new_design(tmp_path_factory.mktemp("cli"), "example")
 
 
 def test_templates_lists_names_params_and_defaults(capsys):

@@ -11,23 +11,12 @@ import pytest
 
 from designer.cli import main
 from designer.model.templates import MAX_TEMPLATE_GPUS, build_template, template_gpus
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line(err: str) -> bool:
-    return err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err
+from tests.cli_support import new_design, one_line, run
 
 
 @pytest.fixture(scope="module")
 def hgx(tmp_path_factory):
-    path = tmp_path_factory.mktemp("bounds") / "hgx.fabric.json"
-    assert main(["new", "hgx", "-o", str(path)]) == 0
-    return path
+    return new_design(tmp_path_factory.mktemp("bounds"))
 
 
 @pytest.fixture(autouse=True)

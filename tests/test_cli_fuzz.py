@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from designer.cli import build_parser, main
+from tests.cli_support import new_design
 
 #: Peak memory this test may add to the process (ru_maxrss is in KiB on Linux).
 RSS_BUDGET_KIB = 1_500_000
@@ -164,9 +165,7 @@ def _argv(command: str, design: str, out_dir: str):
 
 @pytest.fixture(scope="module")
 def design(tmp_path_factory):
-    path = tmp_path_factory.mktemp("fuzz") / "hgx.fabric.json"
-    assert main(["new", "hgx", "-o", str(path)]) == 0
-    return path
+    return new_design(tmp_path_factory.mktemp("fuzz"))
 
 
 def _run(argv):

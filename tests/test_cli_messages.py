@@ -14,28 +14,18 @@ import sys
 import pytest
 
 from designer.cli import main
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.cli_support import new_design, one_line, run
 
 
 @pytest.fixture(scope="module")
 def hgx(tmp_path_factory):
-    path = tmp_path_factory.mktemp("messages") / "hgx.fabric.json"
-    assert main(["new", "hgx", "-o", str(path)]) == 0
-    return path
+    return new_design(tmp_path_factory.mktemp("messages"))
 
 
 @pytest.fixture(autouse=True)
 def _quiet(capsys):
     capsys.readouterr()
 
-
-def one_line(err: str) -> bool:
-    return err.count("\n") == 1 and "Traceback" not in err
 
 
 # ----------------------------------------------------------------- ranks and algorithms
