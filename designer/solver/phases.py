@@ -412,10 +412,13 @@ class FlowBuilder:
             # `route_middles`).
             return (r.fabric_dags(la, lb, hops=cls_hops, pending=pending, split=pending),
                     inverse, (la, lb))
-        # Static routing picks by destination; the keys are ECMP's alone.
-        wkeys = bc if keys is None else keys
-        walks = r.class_walks(la, lb, inverse, wkeys, bc, s.routing, hops=cls_hops)
-        return walks, np.arange(len(ac)), (la, lb, inverse, wkeys, bc, s.routing)
+        # Static routing picks by destination, numbered by structure (domain, then place
+        # in it: `snapshot._domains`), not by id; the keys are ECMP's alone.
+        dest = s.gpu_domain[bc].astype(np.int64) * (int(s.gpu_local.max(initial=0)) + 1)
+        dest += s.gpu_local[bc]
+        wkeys = dest if keys is None else keys
+        walks = r.class_walks(la, lb, inverse, wkeys, dest, s.routing, hops=cls_hops)
+        return walks, np.arange(len(ac)), (la, lb, inverse, wkeys, dest, s.routing)
 
     def phase(self, name: str, steps: int) -> Phase:
         """The accumulated flows as a `Phase` (flow and arc ids int32 while they fit)."""

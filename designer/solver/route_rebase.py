@@ -194,7 +194,8 @@ def rebase_router(old: Router, change: SnapshotChange) -> Router:
 
 def _subgraph_after(g: _Subgraph, change: SnapshotChange, member=None) -> _Subgraph:
     """Subgraph ``g`` over ``change.new``: the removed arcs dropped and the added ones for
-    which ``member(arcs)`` holds merged in (in source node, then arc order, as built).
+    which ``member(arcs)`` holds merged in (in source node, then arc order, or far end's
+    position and arc order with ``by_position``, as built).
     Distances are kept while none of its arcs came or went."""
     out = copy.copy(g)
     snap = out.snap = change.new
@@ -207,6 +208,8 @@ def _subgraph_after(g: _Subgraph, change: SnapshotChange, member=None) -> _Subgr
     arcs = g.arcs[~gone]
     if add.size:
         src, n = snap.arc_src.astype(np.int64), snap.n_arcs
+        if g.by_position:  # (source, far end's structural position, arc), as built
+            src = src * snap.n_nodes + snap.node_pos[snap.arc_dst]
         add = add[np.argsort(src[add] * n + add, kind="stable")]
         arcs = np.insert(arcs, np.searchsorted(src[arcs] * n + arcs, src[add] * n + add), add)
     out.arcs = arcs

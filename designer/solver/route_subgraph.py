@@ -97,11 +97,18 @@ def arcs_by_source(snap: Snapshot, arcs: np.ndarray) -> np.ndarray:
 
 class _Subgraph:
     """CSR of a subset of arcs (``arc_mask``, or both arcs of the links of ``link_mask``),
-    with cached BFS distances to a target node."""
+    with cached BFS distances to a target node.
+
+    Each node's arcs are in arc order, or with ``by_position`` in the structural order
+    of their far ends (`Snapshot.node_pos`), then arc order: the order in which single
+    path routing (ECMP, static) numbers a node's equal-cost next hops, so that it picks
+    by structure, not by file order.
+    """
 
     def __init__(self, snap: Snapshot, arc_mask: np.ndarray | None = None, *,
-                 link_mask: np.ndarray | None = None):
+                 link_mask: np.ndarray | None = None, by_position: bool = False):
         self.snap = snap
+        self.by_position = by_position
         if link_mask is not None:   # both arcs of each link chosen
             links = np.flatnonzero(link_mask)
             arcs = np.empty(2 * len(links), dtype=links.dtype)
@@ -111,6 +118,8 @@ class _Subgraph:
         else:
             arcs = np.flatnonzero(arc_mask)
             symmetric = bool(np.array_equal(arc_mask[0::2], arc_mask[1::2]))
+        if by_position:
+            arcs = arcs[np.argsort(snap.node_pos[snap.arc_dst[arcs]], kind="stable")]
         self.arcs = arcs_by_source(snap, arcs)   # sorted by source
         self.ptr = sorted_ptr(snap.arc_src[self.arcs], snap.n_nodes)
         self.dst = snap.arc_dst[self.arcs]

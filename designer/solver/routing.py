@@ -103,7 +103,9 @@ class Router:
         self._nvlink: _Subgraph | None = None
         self._nv_pending: Forked[NvlinkTables] | None = (
             fork(NvlinkTables, self) if nv.any() else None)
-        self.net = _Subgraph(s, link_mask=~nv & (family != PCIE) & s.compute_links())
+        # Single-path modes number next hops by structure (adaptive splits over all).
+        self.net = _Subgraph(s, link_mask=~nv & (family != PCIE) & s.compute_links(),
+                             by_position=s.routing != "adaptive")
         self._pcie: _Subgraph | None = None   # made when first asked (`pcie`)
         self.is_switch = s.node_switch
         self._edge: dict[int, int] = {}   # NIC -> its first compute switch arc

@@ -40,11 +40,14 @@ from designer.model.topology import Topology
 from designer.solver.arc_delays import ArcDelays, read_only
 from designer.solver.design_columns import ColumnCache, LinkPositions, NameSource, cache_of
 from designer.solver.rail_nics import assign_nics
-from designer.solver.route_arrays import run_heads
+from designer.solver.route_arrays import _hash, run_heads
+from designer.solver.structure import name_hashes, structural_order
 
 NVLINK, PCIE = FAMILIES.index("nvlink"), FAMILIES.index("pcie")
 DEAD = -1
 """`Snapshot.arc_family` of a failed link's arcs (and of every link at a failed node)."""
+_NO_RAIL = np.iinfo(np.int64).max
+"""The rail of a GPU with no NIC of its own (`_gpu_rails`)."""
 SWITCH_KINDS = frozenset({"leaf", "spine", "core", "switch", "nvswitch", "nvlink-switch-tray"})
 
 
@@ -72,6 +75,7 @@ class Snapshot:
     gpus: np.ndarray                   # node index of each rank
     gpu_domain: np.ndarray             # NVLink domain id of each rank (0..D-1)
     gpu_local: np.ndarray              # position of the rank inside its domain
+    node_pos: np.ndarray               # structural position of each node (`structure`)
     gpu_nic: np.ndarray                # node index of the rank's rail NIC, -1 if none
     gpu_nic_via: np.ndarray            # node the NIC is reached through, -1: own PCIe link
     domain_nvls: np.ndarray            # bool per domain: in-switch reduction available
@@ -211,19 +215,46 @@ def _components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return label
 
 
-def _domains(label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Domain number (0..D-1, in order of the labels) of each rank from its component
-    ``label``, and the rank's position inside its domain, counting ranks in order."""
-    _, domain = np.unique(label, return_inverse=True)
-    domain = domain.reshape(-1).astype(np.int32)
-    by_dom = np.argsort(domain, kind="stable")
-    # Each sorted rank's domain starts at the last run head up to it.
-    place = np.arange(len(label))
-    first = np.where(run_heads(domain[by_dom]), place, 0)
-    np.maximum.accumulate(first, out=first)
-    local = np.empty(len(label), dtype=np.int32)
-    local[by_dom] = place - first
-    return domain, local
+def _domains(label: np.ndarray, unit: np.ndarray, rail: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Domain number (0..D-1) of each rank from its component ``label``, and the rank's
+    position inside its domain, both in structural order (`designer.solver.structure`).
+
+    Domains are numbered by their server's structural position ``unit``, then by the
+    smallest ``rail`` of their ranks (the structural position of the switch its own NIC
+    is cabled to; a large number where it has none).  Inside a domain the ranks with a
+    NIC come in rail order, so that local position ``i`` is the same rail in every
+    server, and the ranks without one are spread evenly among them (after the ``k``-th
+    of ``p`` ranks with a NIC come the orphans ``j`` with ``j p // m == k``, of ``m``;
+    NIC j on GPU 2j gives GPU 2j, its orphan, GPU 2j + 2, ...).  Ties (equal rails, the
+    orphans among themselves) go by rank.
+    """
+    n = len(label)
+    if n == 0:
+        return np.zeros(0, np.int32), np.zeros(0, np.int32)
+    place = np.arange(n)
+    order = np.lexsort((place, rail, unit))
+    # Domains in order of their first rank along ``order``.
+    uniq, first, inverse = np.unique(label[order], return_index=True, return_inverse=True)
+    dom_of = np.empty(len(uniq), np.int64)
+    dom_of[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+    domain = np.empty(n, np.int64)
+    domain[order] = dom_of[inverse.reshape(-1)]
+    # Inside each domain: (rail, rank), then orphans spread among the ranks with a NIC.
+    none = rail >= _NO_RAIL
+    by = np.lexsort((place, none, rail, domain))
+    dom = domain[by]
+    head = np.where(run_heads(dom), place, 0)
+    np.maximum.accumulate(head, out=head)
+    k = place - head                                       # index in the domain
+    owners = np.bincount(dom[~none[by]], minlength=len(uniq))[dom]
+    orphans = np.bincount(dom[none[by]], minlength=len(uniq))[dom]
+    j = k - owners                                         # index among the orphans
+    major = np.where(none[by], j * owners // np.maximum(orphans, 1), k)
+    final = by[np.lexsort((k, none[by], major, dom))]
+    local = np.empty(n, dtype=np.int32)
+    local[final] = k
+    return domain.astype(np.int32), local
 
 
 def _node_domains(comp: np.ndarray, gpus: np.ndarray, gpu_domain: np.ndarray) -> np.ndarray:
@@ -325,6 +356,7 @@ class _Arcs:
     node: dict              # bool per node: "gpu", "nic", "nv_switch" (NVSwitch or tray),
                             # "fabric" (leaf, spine, core, switch), "nvls" and "sharp"
                             # (its model does in-switch / in-network reduction)
+    rails: np.ndarray       # per node: a GPU's rail (`_gpu_rails`)
 
 
 def _arcs(capture: DesignCapture) -> _Arcs:
@@ -372,13 +404,39 @@ def _arcs(capture: DesignCapture) -> _Arcs:
                 fabric=kind("leaf", "spine", "core", "switch"),
                 nvls=model_flag("nvls"), sharp=model_flag("sharp"),
                 nvls_eff=model_value("nvls_efficiency"))
-    for v in [*fields.values(), compute, *node.values()]:
+    link_family = t_fam[tech_of]
+    # Structural positions, from every link, failed or not (`structure`).
+    inside = (link_family == NVLINK) | (link_family == PCIE)
+    network = compute & ~inside
+    colour = name_hashes(c.kind_names)[c.kind_of] ^ _hash(name_hashes(c.model_names), 1)[model_of]
+    struct = structural_order(len(c.node_ids), c.a_idx, c.b_idx, inside, network, colour,
+                              name_hashes(c.tech_names)[tech_of], node["gpu"])
+    node_pos = struct.node_pos()
+    fields["node_pos"] = node_pos
+    rails = _gpu_rails(len(c.node_ids), c.a_idx, c.b_idx, link_family == PCIE, network,
+                       node["gpu"], node["nic"], node_pos)
+    for v in [*fields.values(), compute, *node.values(), rails]:
         if isinstance(v, np.ndarray):
             v.setflags(write=False)  # shared by the snapshots that reuse them
-    link_family = t_fam[tech_of]
     return _Arcs(fields=fields, family=np.repeat(link_family, 2), link_family=link_family,
                  compute=compute, rate=t_GBps[tech_of], eff=t_eff[tech_of], tech=tech,
-                 node=node)
+                 node=node, rails=rails)
+
+
+def _gpu_rails(n: int, a: np.ndarray, b: np.ndarray, pcie: np.ndarray, network: np.ndarray,
+               is_gpu: np.ndarray, is_nic: np.ndarray, node_pos: np.ndarray) -> np.ndarray:
+    """Per node: for a GPU, the structural position of the switch (or node) its own NIC
+    is cabled to (the smallest, over its NICs and their cables), failed or not;
+    `_NO_RAIL` for a GPU without a NIC on its PCIe and for any other node."""
+    nic_rail = np.full(n, _NO_RAIL, np.int64)
+    for x, y in ((a, b), (b, a)):
+        sel = network & is_nic[x]
+        np.minimum.at(nic_rail, x[sel], node_pos[y[sel]])
+    rail = np.full(n, _NO_RAIL, np.int64)
+    for x, y in ((a, b), (b, a)):
+        sel = pcie & is_gpu[x] & is_nic[y]
+        np.minimum.at(rail, x[sel], nic_rail[y[sel]])
+    return rail
 
 
 def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
@@ -411,8 +469,8 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     nv_link = live & (arcs.link_family == NVLINK)
     comp = cache.nvlink_components(c, nv_link,
                                    lambda: _components(n, a_idx[nv_link], b_idx[nv_link]))
-    gpu_domain, gpu_local = cache.derived("domains", (comp, gpus),
-                                          lambda: _domains(comp[gpus]))
+    gpu_domain, gpu_local = cache.derived("domains", (comp, gpus, arcs), lambda: _domains(
+        comp[gpus], arcs.fields["node_pos"][gpus], arcs.rails[gpus]))
     node_domain = cache.derived("node domains", (comp, gpus, gpu_domain),
                                 lambda: _node_domains(comp, gpus, gpu_domain))
 
