@@ -41,7 +41,7 @@ from designer.solver.arc_delays import ArcDelays, read_only
 from designer.solver.design_columns import ColumnCache, LinkPositions, NameSource, cache_of
 from designer.solver.rail_nics import assign_nics
 from designer.solver.route_arrays import _hash, run_heads
-from designer.solver.structure import name_hashes, structural_order
+from designer.solver.structure import components, name_hashes, structural_order
 
 NVLINK, PCIE = FAMILIES.index("nvlink"), FAMILIES.index("pcie")
 DEAD = -1
@@ -186,33 +186,6 @@ def _codes_used(codes: np.ndarray, n: int) -> np.ndarray:
     used = np.zeros(n, dtype=bool)
     used[codes] = True
     return used
-
-
-def _components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Connected-component label per node for the undirected edges (src, dst): the
-    smallest node index of the component.
-
-    Each round hooks, for every edge whose ends carry different labels, the larger label
-    (a root) under the smaller one (`np.minimum.at`), then jumps pointers until every
-    node points at its root.  Labels only fall and a root keeps its own, so the
-    component's smallest node stays a root and ends up everyone's label.  No sort: NVLink
-    domains (stars of GPUs and switches, meshes, tori) settle in two or three rounds.
-    """
-    label = np.arange(n)
-    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-    while len(src):
-        a, b = label[src], label[dst]
-        lo, hi = np.minimum(a, b), np.maximum(a, b)
-        differ = lo != hi
-        if not differ.any():
-            break
-        np.minimum.at(label, hi[differ], lo[differ])
-        while True:
-            jumped = label[label]
-            if np.array_equal(jumped, label):
-                break
-            label = jumped
-    return label
 
 
 def _domains(label: np.ndarray, unit: np.ndarray, rail: np.ndarray
@@ -468,7 +441,7 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     # reuses them (`ColumnCache.nvlink_components`).
     nv_link = live & (arcs.link_family == NVLINK)
     comp = cache.nvlink_components(c, nv_link,
-                                   lambda: _components(n, a_idx[nv_link], b_idx[nv_link]))
+                                   lambda: components(n, a_idx[nv_link], b_idx[nv_link]))
     gpu_domain, gpu_local = cache.derived("domains", (comp, gpus, arcs), lambda: _domains(
         comp[gpus], arcs.fields["node_pos"][gpus], arcs.rails[gpus]))
     node_domain = cache.derived("node domains", (comp, gpus, gpu_domain),

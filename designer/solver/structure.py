@@ -47,7 +47,7 @@ import numpy as np
 
 from designer.solver.route_arrays import _hash
 
-__all__ = ["Structure", "name_hashes", "structural_order"]
+__all__ = ["Structure", "components", "name_hashes", "structural_order"]
 
 _MAX_ROUNDS = 16
 
@@ -68,6 +68,33 @@ def name_hashes(names: Sequence[str]) -> np.ndarray:
     """A 64-bit hash of each name, the same in every process (Python's ``hash`` of a str
     is salted per process)."""
     return _hash(np.array([zlib.crc32(n.encode()) for n in names], dtype=np.uint64), 7)
+
+
+def components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Connected-component label per node for the undirected edges (src, dst): the
+    smallest node index of the component.
+
+    Each round hooks, for every edge whose ends carry different labels, the larger label
+    (a root) under the smaller one (`np.minimum.at`), then jumps pointers until every
+    node points at its root.  Labels only fall and a root keeps its own, so the
+    component's smallest node stays a root and ends up everyone's label.  No sort: NVLink
+    domains (stars of GPUs and switches, meshes, tori) settle in two or three rounds.
+    """
+    label = np.arange(n)
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    while len(src):
+        a, b = label[src], label[dst]
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        differ = lo != hi
+        if not differ.any():
+            break
+        np.minimum.at(label, hi[differ], lo[differ])
+        while True:
+            jumped = label[label]
+            if np.array_equal(jumped, label):
+                break
+            label = jumped
+    return label
 
 
 def structural_order(
@@ -124,9 +151,7 @@ def structural_order(
 def _units(n: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
     """Component number (0..U-1, in order of each one's first node) of every node over
     links ``(a, b)``."""
-    from designer.solver.snapshot import _components  # the snapshot's own, no cycle
-
-    label = _components(n, a, b)
+    label = components(n, a, b)
     root = label == np.arange(n)
     number = np.cumsum(root) - 1
     return number[label], int(root.sum())
@@ -158,11 +183,9 @@ def _bfs_positions(
 ) -> np.ndarray:
     """Breadth-first positions of the units (module docstring, step 3): every piece of
     the graph from its root, pieces in order of their roots' colour."""
-    from designer.solver.snapshot import _components
-
     if n_units == 0:
         return np.zeros(0, np.int64)
-    piece = _components(n_units, src, dst)
+    piece = components(n_units, src, dst)
     # Roots: in each piece, the first unit of its largest class of units with GPUs (of
     # its largest class when it has none), the smallest colour among equals.
     _, cls, size = np.unique(

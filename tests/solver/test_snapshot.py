@@ -240,7 +240,7 @@ def test_natural_order_of_gpu_ids_matches_natural_key(seed):
 def test_components_match_networkx(seed):
     import networkx as nx
 
-    from designer.solver.snapshot import _components
+    from designer.solver.structure import components as _components
 
     rng = np.random.default_rng(seed)
     for _ in range(100):
