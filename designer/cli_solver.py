@@ -155,7 +155,9 @@ def _ranks(spec, snap, topo, *, from_file: bool) -> list[int] | None:
             raise error(f"{where}: a collective needs at least 2 ranks")
         if spec > snap.n_gpus:
             raise error(f"{where}: the design has only {snap.n_gpus} GPUs")
-        return list(range(spec))
+        from designer.solver.ring_layout import first_ranks
+
+        return first_ranks(snap, spec)
     index = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
     if isinstance(spec, str):  # group:<id>
         gid = spec.split(":", 1)[1]

@@ -47,8 +47,9 @@ def _number(value: Any, name: str, lo: float, hi: float, integer: bool = False) 
 class Scenario:
     """The collective the canvas colours and the panels plot.
 
-    ``ranks`` is ``"all"``, a number N (the first N GPUs in id order), a list of GPU
-    ids, or ``"group:<id>"`` (the GPUs of a group).
+    ``ranks`` is ``"all"``, a number N (the first N GPUs in the design's structural
+    order, whole NVLink domains first: `designer.solver.ring_layout.first_ranks`), a
+    list of GPU ids, or ``"group:<id>"`` (the GPUs of a group).
     """
 
     collective: str = "allreduce"

@@ -80,10 +80,10 @@ def _ring_phase(router: Router, ranks: np.ndarray, collective: str, name: str,
                          [f"{name} ch{c}" for c in range(c_count)])
     orders = ring_orders(layout, range(c_count))
     if chain:
-        # Every channel's chain starts at the root (the first rank): rotating the ring
-        # per channel would give each channel a different root, i.e. more sources of
-        # data than a broadcast has.
-        root = ranks[0]
+        # Every channel's chain starts at the root (the first rank in structural order,
+        # not the smallest GPU id): rotating the ring per channel would give each
+        # channel a different root, i.e. more sources of data than a broadcast has.
+        root = layout.srt[0]
         start = np.argmax(orders == root, axis=1)
         orders = np.stack([np.roll(o, -s) for o, s in zip(orders, start, strict=True)])
     _ring_transfers(fb, flows, orders, chain, np.arange(c_count))

@@ -10,7 +10,9 @@ import numpy as np
 
 from designer.solver.snapshot import Snapshot
 
-__all__ = ["RingLayout", "by_domain", "grouped", "ring_layout", "ring_order", "ring_orders"]
+__all__ = [
+    "RingLayout", "by_domain", "first_ranks", "grouped", "ring_layout", "ring_order", "ring_orders",
+]
 
 
 def grouped(snap: Snapshot, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -26,6 +28,15 @@ def grouped(snap: Snapshot, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     dom = dom[order]
     starts = np.flatnonzero(np.r_[True, dom[1:] != dom[:-1]])
     return ranks[order], starts, np.diff(np.r_[starts, len(ranks)])
+
+
+def first_ranks(snap: Snapshot, n: int) -> list[int]:
+    """The first ``n`` ranks in structural order (whole NVLink domains, in their order,
+    each in rail order), as sorted rank indices: what "the first N GPUs" of a scenario
+    means.  Taken from GPU ids instead, renaming GPUs would pick other GPUs (half of
+    two servers instead of one whole server, say) and change the answer."""
+    srt = grouped(snap, np.arange(snap.n_gpus))[0]
+    return sorted(srt[:n].tolist())
 
 
 def by_domain(snap: Snapshot, ranks: np.ndarray) -> list[np.ndarray]:

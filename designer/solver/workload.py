@@ -26,6 +26,7 @@ import numpy as np
 from designer.solver import nccl_model
 from designer.solver.errors import SolverError
 from designer.solver.jitter import JitterModel, StepDistribution, simulate_steps
+from designer.solver.ring_layout import first_ranks
 from designer.solver.snapshot import Snapshot
 from designer.solver.timing import CollectiveResult, solve_collective
 from designer.solver.training import StepEstimate, TrainingWorkload, estimate_step, gradient_bytes
@@ -65,7 +66,8 @@ def training_report(snap: Snapshot, workload: TrainingWorkload, *,
                     cache: dict | None = None) -> TrainingReport:
     """Step time, communication share, idle-GPU cost and the jitter distribution.
 
-    The data-parallel group is the first ``workload.dp_size`` GPUs (in id order).
+    The data-parallel group is the first ``workload.dp_size`` GPUs in structural order
+    (whole NVLink domains first, `ring_layout.first_ranks`), whatever they are called.
 
     Parameters
     ----------
@@ -87,7 +89,7 @@ def training_report(snap: Snapshot, workload: TrainingWorkload, *,
         raise SolverError("data-parallel size must be at least 2")
     nbytes = int(gradient_bytes(workload.params, workload.grad_dtype))
     res = solve_collective(snap, "allreduce", sizes=[nbytes], algorithm=algorithm,
-                           ranks=list(range(workload.dp_size)), cache=cache)
+                           ranks=first_ranks(snap, workload.dp_size), cache=cache)
     comm = float(res.time_s[0])
     estimate = estimate_step(workload, lambda _b: comm)
     jitter = path_jitter(snap, res)

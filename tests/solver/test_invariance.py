@@ -25,6 +25,7 @@ import pytest
 
 from designer.io.fabric_json import from_dict, to_dict
 from designer.model.templates import build_template
+from designer.solver.ring_layout import first_ranks
 from designer.solver.snapshot import take_snapshot
 from designer.solver.timing import solve_collective
 
@@ -42,6 +43,7 @@ CASES = [
     ("allreduce", "auto"),
     ("allgather", "ring"),
     ("allgather", "auto"),
+    ("broadcast", "ring"),
 ]
 
 
@@ -61,12 +63,15 @@ def shuffled(topology, seed: int):
     return from_dict(data)
 
 
-def results(topology, routing: str) -> dict:
+def results(topology, routing: str, first: int | None = None) -> dict:
+    """Times, bandwidths and choices of every case in `CASES`, on all GPUs or on the
+    ``first`` N of them (as a scenario's ``ranks: N`` picks them)."""
     topology.set_setting("routing", routing)
     snap = take_snapshot(topology)
+    ranks = None if first is None else first_ranks(snap, first)
     out = {}
     for collective, algorithm in CASES:
-        res = solve_collective(snap, collective, sizes=SIZES, algorithm=algorithm)
+        res = solve_collective(snap, collective, sizes=SIZES, algorithm=algorithm, ranks=ranks)
         out[collective, algorithm] = (
             list(res.time_s),
             list(res.busbw_GBps),
@@ -95,3 +100,16 @@ def test_results_do_not_depend_on_node_order_or_names(design, routing):
                 assert o_time == pytest.approx(time_s, rel=1e-12, abs=0), where
                 assert o_busbw == pytest.approx(busbw, rel=1e-12, abs=0), where
                 assert (o_algorithms, o_protocols) == (algorithms, protocols), where
+
+
+@pytest.mark.parametrize("first", [3, 12])
+def test_the_first_n_gpus_do_not_depend_on_names(design, first):
+    """``ranks: N`` takes whole NVLink domains in structural order: under new names
+    the same GPUs (up to the design's symmetry) take part, with the same results."""
+    base = results(DESIGNS[design](), "adaptive", first)
+    for seed in (1, 2):
+        other = results(shuffled(DESIGNS[design](), seed), "adaptive", first)
+        for case, (time_s, _, algorithms, _) in base.items():
+            where = f"{design}, first {first}, {case}, seed {seed}"
+            assert other[case][0] == pytest.approx(time_s, rel=1e-12, abs=0), where
+            assert other[case][2] == algorithms, where

@@ -27,6 +27,7 @@ from designer.model.errors import DesignError
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.topology import Topology
 from designer.solver.errors import SolverError
+from designer.solver.ring_layout import first_ranks
 from designer.solver.route_reuse import RouteMemo
 from designer.solver.snapshot import Snapshot, build_snapshot, capture_design
 from designer.solver.timing import SWEEP, CollectiveResult, solve_collective
@@ -96,7 +97,7 @@ def resolve_ranks(snap: Snapshot, spec, selection: list[str]) -> list[int] | Non
     if isinstance(spec, int):
         if spec > snap.n_gpus:
             raise SolverError(f"scenario ranks {spec}: the design has {snap.n_gpus} GPUs")
-        return list(range(spec))
+        return first_ranks(snap, spec)
     if isinstance(spec, GroupRanks):
         ranks = sorted(index[n] for n in spec.members if n in index)
         if len(ranks) < 2:
