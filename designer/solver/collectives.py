@@ -311,9 +311,12 @@ def _check_sharp_reach(router: Router, leaf: np.ndarray) -> None:
 
 
 def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall") -> Plan:
-    """Every rank sends 1/n of its buffer to every other rank, all at once."""
+    """Every rank sends 1/n of its buffer to every other rank, all at once.
+
+    Pairs are numbered (and ECMP-hashed) by the ranks' structural order (`grouped`), so
+    renaming GPUs changes no hash."""
     n = len(ranks)
-    ranks_arr = np.asarray(ranks)
+    ranks_arr = grouped(router.snap, ranks)[0]
     # Pairs (i, j), i != j, i-major: j runs over 0..n-1 skipping i.  A million pairs:
     # int32 ids when they fit, to halve the memory.
     idx = np.int32 if n * n < 2**31 else np.int64
@@ -337,10 +340,13 @@ def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall
 
 
 def plan_sendrecv(router: Router, ranks: np.ndarray, collective: str = "sendrecv") -> Plan:
-    """Each rank sends its whole buffer to the next rank (nccl-tests sendrecv)."""
+    """Each rank sends its whole buffer to the next rank (nccl-tests sendrecv), ranks
+    numbered in structural order (`grouped`: NVLink domains in turn, each in rail
+    order, as MPI numbers ranks host after host), not by GPU id."""
     n = len(ranks)
     i = np.arange(n if n > 2 else 1)
-    a, b = np.asarray(ranks)[i], np.asarray(ranks)[(i + 1) % n]
+    srt = grouped(router.snap, ranks)[0]
+    a, b = srt[i], srt[(i + 1) % n]
     fb = FlowBuilder(router)
     flows = fb.new_flows(np.ones(len(i)),
                          [f"{x}->{y}" for x, y in zip(a.tolist(), b.tolist(), strict=True)])

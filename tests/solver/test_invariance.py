@@ -44,6 +44,8 @@ CASES = [
     ("allgather", "ring"),
     ("allgather", "auto"),
     ("broadcast", "ring"),
+    ("alltoall", "auto"),
+    ("sendrecv", "auto"),
 ]
 
 
