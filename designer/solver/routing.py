@@ -300,9 +300,11 @@ class Router:
         return self._edge_table
 
     def edge_arcs_of(self, nodes: np.ndarray) -> np.ndarray:
-        """`edge_arc` of each of ``nodes``: its compute-fabric arc of most capacity, the
-        first of equals (in CSR order, as np.argmax picks); -1 where it has none, and for
-        switches (they are no endpoints, and hold most of the fabric's arcs)."""
+        """`edge_arc` of each of ``nodes``: its compute-fabric arc of most capacity, of
+        equals the one to the far end of lowest structural position (`Snapshot.node_pos`;
+        not the first cable in the file, so a dual-homed NIC goes to the same switch
+        under any names), then the lowest arc; -1 where it has none, and for switches
+        (they are no endpoints, and hold most of the fabric's arcs)."""
         nodes = np.asarray(nodes, dtype=np.int64)
         g = self.net
         out = np.full(len(nodes), -1, dtype=np.int64)
@@ -320,6 +322,9 @@ class Router:
             heads = np.flatnonzero(run_heads(owner))
             best[owner[heads]] = np.maximum.reduceat(cap, heads)
             hit = np.flatnonzero(cap == best[owner])
+            arcs = g.arcs[pos[hit]]
+            hit = hit[np.lexsort((arcs, self.snap.node_pos[self.snap.arc_dst[arcs]],
+                                  owner[hit]))]
             first = hit[run_heads(owner[hit])]
             out[ask[owner[first]]] = g.arcs[pos[first]]
         return out

@@ -31,8 +31,26 @@ from designer.solver.timing import solve_collective
 
 SIZES = [1 << 20, 1 << 30]
 ECMP_BAND = 0.02
+
+
+def dual_homed():
+    """The 2:1 leaf-spine with every NIC cabled to a second leaf as well (the next one,
+    cyclically): each NIC has two equal uplinks, and the solver must pick one by
+    structure, not by which cable the file lists first."""
+    data = to_dict(build_template("leaf-spine"))
+    leaves = sorted(n["id"] for n in data["nodes"] if n["kind"] == "leaf")
+    extra = []
+    for link in data["links"]:
+        if link["b"] in leaves and link["a"].endswith("nic0"):
+            nxt = leaves[(leaves.index(link["b"]) + 1) % len(leaves)]
+            extra.append({**link, "id": link["id"] + "-2", "b": nxt})
+    data["links"] += extra
+    return from_dict(data)
+
+
 DESIGNS = {
     "leaf-spine 2:1": lambda: build_template("leaf-spine"),
+    "leaf-spine dual-homed": dual_homed,
     "rail 8 nodes 2:1": lambda: build_template("rail-cluster", nodes=8, oversubscription=2.0),
     "superpod small": lambda: build_template("superpod", sus=1),
     "fat tree": lambda: build_template("fat-tree"),
