@@ -39,6 +39,7 @@ from designer.model.columns import FrozenColumns
 from designer.model.topology import Topology
 from designer.solver.arc_delays import ArcDelays, read_only
 from designer.solver.design_columns import ColumnCache, LinkPositions, NameSource, cache_of
+from designer.solver.domain_walk import domain_walks
 from designer.solver.rail_nics import assign_nics
 from designer.solver.route_arrays import _hash, run_heads
 from designer.solver.structure import components, name_hashes, structural_order
@@ -188,8 +189,8 @@ def _codes_used(codes: np.ndarray, n: int) -> np.ndarray:
     return used
 
 
-def _domains(label: np.ndarray, unit: np.ndarray, rail: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray]:
+def _domains(label: np.ndarray, unit: np.ndarray, rail: np.ndarray,
+             walk: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Domain number (0..D-1) of each rank from its component ``label``, and the rank's
     position inside its domain, both in structural order (`designer.solver.structure`).
 
@@ -200,7 +201,8 @@ def _domains(label: np.ndarray, unit: np.ndarray, rail: np.ndarray
     server, and the ranks without one are spread evenly among them (after the ``k``-th
     of ``p`` ranks with a NIC come the orphans ``j`` with ``j p // m == k``, of ``m``;
     NIC j on GPU 2j gives GPU 2j, its orphan, GPU 2j + 2, ...).  Ties (equal rails, the
-    orphans among themselves) go by rank.
+    orphans among themselves) follow ``walk`` where it is set (the ring over a domain's
+    direct GPU links, `domain_walk`), else rank.
     """
     n = len(label)
     if n == 0:
@@ -215,7 +217,8 @@ def _domains(label: np.ndarray, unit: np.ndarray, rail: np.ndarray
     domain[order] = dom_of[inverse.reshape(-1)]
     # Inside each domain: (rail, rank), then orphans spread among the ranks with a NIC.
     none = rail >= _NO_RAIL
-    by = np.lexsort((place, none, rail, domain))
+    tie = place if walk is None else np.where(walk >= 0, walk, place)
+    by = np.lexsort((tie, none, rail, domain))
     dom = domain[by]
     head = np.where(run_heads(dom), place, 0)
     np.maximum.accumulate(head, out=head)
@@ -228,6 +231,21 @@ def _domains(label: np.ndarray, unit: np.ndarray, rail: np.ndarray
     local = np.empty(n, dtype=np.int32)
     local[final] = k
     return domain.astype(np.int32), local
+
+
+def _direct_walks(n: int, comp: np.ndarray, gpus: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  is_gpu: np.ndarray) -> np.ndarray | None:
+    """Per rank: its place on its domain's ring of direct GPU-to-GPU NVLink cables
+    ``(a, b)`` (`domain_walk.domain_walks`; -1 where there is none), or None where no
+    two GPUs are cabled to each other (every server with NVSwitches: no work)."""
+    direct = is_gpu[a] & is_gpu[b]
+    if not direct.any():
+        return None
+    rank = np.full(n, -1, np.int64)
+    rank[gpus] = np.arange(len(gpus))
+    a, b = rank[a[direct]], rank[b[direct]]
+    ok = (a >= 0) & (b >= 0)   # (a failed GPU is no rank)
+    return domain_walks(comp[gpus], a[ok], b[ok])
 
 
 def _node_domains(comp: np.ndarray, gpus: np.ndarray, gpu_domain: np.ndarray) -> np.ndarray:
@@ -443,7 +461,8 @@ def _liveness(capture: DesignCapture, arcs: _Arcs) -> tuple[dict, np.ndarray]:
     comp = cache.nvlink_components(c, nv_link,
                                    lambda: components(n, a_idx[nv_link], b_idx[nv_link]))
     gpu_domain, gpu_local = cache.derived("domains", (comp, gpus, arcs), lambda: _domains(
-        comp[gpus], arcs.fields["node_pos"][gpus], arcs.rails[gpus]))
+        comp[gpus], arcs.fields["node_pos"][gpus], arcs.rails[gpus],
+        _direct_walks(n, comp, gpus, a_idx[nv_link], b_idx[nv_link], node["gpu"])))
     node_domain = cache.derived("node domains", (comp, gpus, gpu_domain),
                                 lambda: _node_domains(comp, gpus, gpu_domain))
 

@@ -54,6 +54,8 @@ DESIGNS = {
     "rail 8 nodes 2:1": lambda: build_template("rail-cluster", nodes=8, oversubscription=2.0),
     "superpod small": lambda: build_template("superpod", sus=1),
     "fat tree": lambda: build_template("fat-tree"),
+    "torus 4x4x4": lambda: build_template("torus3d"),
+    "torus 2x3x4": lambda: build_template("torus3d", x=2, y=3, z=4),
 }
 CASES = [
     ("allreduce", "ring"),
@@ -123,9 +125,15 @@ def test_results_do_not_depend_on_node_order_or_names(design, routing):
 
 
 @pytest.mark.parametrize("first", [3, 12])
+@pytest.mark.parametrize("design", [d for d in DESIGNS if not d.startswith("torus")])
 def test_the_first_n_gpus_do_not_depend_on_names(design, first):
     """``ranks: N`` takes whole NVLink domains in structural order: under new names
-    the same GPUs (up to the design's symmetry) take part, with the same results."""
+    the same GPUs (up to the design's symmetry) take part, with the same results.
+
+    Not on a torus: its one domain is ordered along whichever ring of neighbours the
+    search finds (`domain_walk`), and N GPUs along one ring need not be shaped like N
+    along another (a row and a bend), so a part of a torus may differ by name.
+    """
     base = results(DESIGNS[design](), "adaptive", first)
     for seed in (1, 2):
         other = results(shuffled(DESIGNS[design](), seed), "adaptive", first)
