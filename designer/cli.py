@@ -94,6 +94,24 @@ def cmd_templates(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_if_open_elsewhere(out: Path, force: bool) -> None:
+    """Refuse to write ``out`` while a running Fabric Designer has it open (its lock file
+    says so, `designer.io.file_lock`), unless ``force``: the window would otherwise save
+    over this command's file, or this command over the window's.  A crashed session's
+    stale lock does not count."""
+    from designer.io.file_lock import design_lock_path, lock_owner
+
+    owner = lock_owner(design_lock_path(out))
+    if owner is None:
+        return
+    if force:
+        print(f"{PROG}: note: {out} is open in {owner.describe()}; overwriting it (--force)",
+              file=sys.stderr)
+        return
+    raise DesignError(f"{out} is open in {owner.describe()}; close it there, write "
+                      "another file, or pass --force to overwrite it")
+
+
 def cmd_new(args: argparse.Namespace) -> int:
     from designer.io.fabric_json import save
     from designer.model.templates import (
@@ -112,6 +130,7 @@ def cmd_new(args: argparse.Namespace) -> int:
                          f"or a graph file, export the design: `{PROG} export "
                          f"DESIGN.fabric.json -o {out}`")
     params = _parse_sets(args.set or [])
+    _refuse_if_open_elsewhere(out, args.force)
     try:
         gpus = template_gpus(args.template, **params)  # checks the size before building
         if gpus > LARGE_TEMPLATE_GPUS:
@@ -179,6 +198,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.scale is not None and not (0 < args.scale < float("inf")):
         raise UsageError(f"--scale must be a positive number, got {args.scale:g}")
     check_ranges(args, EXPORT_RANGES)
+    _refuse_if_open_elsewhere(out, args.force)
     topo = _load(args.file)
     if diagram:
         # Headless by default: without a display Qt's default platform plugin would abort.
@@ -241,6 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--set", action="extend", nargs="+", metavar="KEY=VALUE",
                    help="template parameter; repeatable, several per --set")
     s.add_argument("-o", "--output", required=True, help="the .fabric.json file to write")
+    s.add_argument("--force", action="store_true",
+                   help="write even while a running Fabric Designer has the file open")
     s.set_defaults(func=cmd_new)
 
     s = sub.add_parser("validate", help="check design rules; exit 1 when a rule fails")
@@ -268,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scale", type=float, metavar="S",
                    help="PNG pixels per canvas unit (default 2, or the largest scale "
                         "that fits when the design is too large for 2)")
+    s.add_argument("--force", action="store_true",
+                   help="write even while a running Fabric Designer has the file open")
     document_ranges(s, EXPORT_RANGES)
     s.set_defaults(func=cmd_export)
 
