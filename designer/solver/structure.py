@@ -31,10 +31,11 @@ so a what-if fail or capacity edit leaves the order as it is.
 Example
 -------
 >>> a = np.array([0, 1, 2]); b = np.array([1, 2, 3])   # a path 0-1-2-3 of network links
+>>> gpu = np.array([False, False, False, True])        # a GPU at the end 3
 >>> o = structural_order(4, a, b, np.zeros(3, bool), np.ones(3, bool), np.zeros(4, np.uint64),
-...                      np.zeros(3, np.uint64), np.zeros(4, bool))
->>> o.unit_pos[o.unit_of].tolist()                     # from an end, by file order
-[0, 1, 2, 3]
+...                      np.zeros(3, np.uint64), gpu)
+>>> o.unit_pos[o.unit_of].tolist()                     # from the GPU, whatever the order
+[3, 2, 1, 0]
 """
 
 from __future__ import annotations
@@ -141,11 +142,11 @@ def structural_order(
         dst = np.concatenate([unit_of[b[network]], unit_of[a[network]]])
         label = np.tile(link_colour[network], 2)
         colour = _refine(colour, src, dst, label)
-    gpus = np.zeros(n_units, np.int64)
-    np.add.at(gpus, unit_of, has_gpu)
+    gpu_unit = np.zeros(n_units, bool)
+    gpu_unit[unit_of[np.asarray(has_gpu, bool)]] = True
     first = np.full(n_units, n, np.int64)  # each unit's first node: file order
     np.minimum.at(first, unit_of, np.arange(n))
-    return Structure(unit_of, _bfs_positions(n_units, src, dst, colour, first, gpus > 0))
+    return Structure(unit_of, _bfs_positions(n_units, src, dst, colour, first, gpu_unit))
 
 
 def _units(n: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
@@ -185,6 +186,14 @@ def _bfs_positions(
     the graph from its root, pieces in order of their roots' colour."""
     if n_units == 0:
         return np.zeros(0, np.int64)
+    # Usually the design is one piece: its root from the classes alone, and the pieces
+    # are found (a components pass) only if the search from it misses some unit.
+    _, cls, size = np.unique(colour, return_inverse=True, return_counts=True)
+    size = size[cls.reshape(-1)]
+    root = np.lexsort((first, colour, -size, ~gpu_unit))[:1]
+    pos = _search(n_units, src, dst, colour, first, root, np.zeros(n_units, np.int64))
+    if pos is not None:
+        return pos
     piece = components(n_units, src, dst)
     # Roots: in each piece, the first unit of its largest class of units with GPUs (of
     # its largest class when it has none), the smallest colour among equals.
@@ -195,9 +204,23 @@ def _bfs_positions(
     order = np.lexsort((first, colour, -size, ~gpu_unit, piece))
     heads = order[np.r_[True, piece[order][1:] != piece[order][:-1]]]
     roots = heads[np.lexsort((first[heads], colour[heads]))]
-    big = np.iinfo(np.int64).max
-    piece_rank = np.full(n_units, big, np.int64)
+    piece_rank = np.empty(n_units, np.int64)
     piece_rank[piece[roots]] = np.arange(len(roots))
+    return _search(n_units, src, dst, colour, first, roots, piece_rank[piece])
+
+
+def _search(
+    n_units: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    colour: np.ndarray,
+    first: np.ndarray,
+    roots: np.ndarray,
+    piece_rank: np.ndarray,
+) -> np.ndarray | None:
+    """Breadth-first positions from ``roots`` (one per piece, ``piece_rank`` the order of
+    each unit's piece), or None if some unit is not reached."""
+    big = np.iinfo(np.int64).max
     level = np.full(n_units, -1, np.int64)
     rank = np.full(n_units, big, np.int64)  # position within its level
     level[roots] = 0
@@ -218,6 +241,8 @@ def _bfs_positions(
         rank[new] = np.arange(len(new))
         frontier[:] = False
         frontier[new] = True
+    if (level < 0).any():
+        return None
     pos = np.empty(n_units, np.int64)
     pos[np.lexsort((rank, level, piece_rank))] = np.arange(n_units)
     return pos
