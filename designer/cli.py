@@ -130,9 +130,9 @@ def cmd_new(args: argparse.Namespace) -> int:
                          f"or a graph file, export the design: `{PROG} export "
                          f"DESIGN.fabric.json -o {out}`")
     params = _parse_sets(args.set or [])
-    _refuse_if_open_elsewhere(out, args.force)
     try:
         gpus = template_gpus(args.template, **params)  # checks the size before building
+        _refuse_if_open_elsewhere(out, args.force)
         if gpus > LARGE_TEMPLATE_GPUS:
             print(f"{PROG}: note: building a {gpus:,}-GPU design takes {build_cost(gpus)}",
                   file=sys.stderr, flush=True)

@@ -5,6 +5,9 @@ Qt, so a refused edit raises `DesignError` to the caller (who shows it in the st
 and never reaches the undo stack; a done command is wrapped in a ``QUndoCommand`` whose
 first ``redo`` is skipped.  The window's dirty flag follows the stack's clean state, and
 saving marks the stack clean without clearing it (history survives saving).
+
+The document also remembers its file as it opened or last saved it (`disk_state`, a
+`designer.io.disk_state.DiskState`), so that a save can notice another writer first.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from designer.collector import collector_paused
+from designer.io.disk_state import DiskState
 from designer.io.fabric_json import load, save
 from designer.model.commands import Command, RenameDesign
 from designer.model.topology import Topology
@@ -65,6 +69,14 @@ def _release_heap() -> None:
     gc.collect()
 
 
+def disk_state_of(path: Path) -> DiskState | None:
+    """``path``'s fingerprint, or None when it cannot be read (the load says why)."""
+    try:
+        return DiskState.of(path)
+    except OSError:
+        return None
+
+
 class _QtCommand(QUndoCommand):
     """A model command on the Qt undo stack (already done when pushed)."""
 
@@ -111,6 +123,8 @@ class Document(QObject):
         super().__init__(parent)
         self.topology = topology if topology is not None else Topology()
         self.path = path
+        #: The file as this document read or wrote it last (None: not known, no check).
+        self.disk_state: DiskState | None = None
         self.undo_stack = QUndoStack(self)
         self._replacing = False
         self._name = self.topology.name  # as last announced by name_changed
@@ -157,8 +171,12 @@ class Document(QObject):
         the end of `topology_replaced`): views must not read their items then."""
         return self._replacing
 
-    def replace(self, topology: Topology, path: Path | None = None) -> None:
+    def replace(self, topology: Topology, path: Path | None = None,
+                disk_state: DiskState | None = None) -> None:
         """Open a different design (clears the history: it belonged to the old one).
+
+        ``disk_state`` is the fingerprint of ``path`` taken *before* it was read (a file
+        changed while it was read then looks changed at the next save, never the reverse).
 
         `about_to_replace` goes out first, while the old design is still `topology`;
         then the history is cleared, the new design takes its place and
@@ -170,6 +188,7 @@ class Document(QObject):
             self.undo_stack.clear()
             self.topology = topology
             self.path = path
+            self.disk_state = disk_state
             self._name = topology.name
             # The views rebuild now, an item per node and link: no collections midway,
             # one (settle_heap) once they are built (`designer.collector`).
@@ -183,8 +202,9 @@ class Document(QObject):
 
     def open(self, path: Path) -> None:
         """Load ``path``; on a bad file raises `FileFormatError` and changes nothing."""
+        state = disk_state_of(path)
         topology = load(Path(path))
-        self.replace(topology, Path(path))
+        self.replace(topology, Path(path), state)
 
     def save(self, path: Path | None = None) -> Path:
         """Save atomically to ``path`` (or the current file); the history is kept."""
@@ -192,6 +212,8 @@ class Document(QObject):
         if target is None:
             raise ValueError("no file name: use save(path)")
         save(self.topology, target)
+        # (Taken after the write: another writer in between would go unnoticed once.)
+        self.disk_state = disk_state_of(target)
         self.undo_stack.setClean()
         if target != self.path:
             self.path = target

@@ -6,6 +6,14 @@ only replaced after a file has loaded completely.  A failed save (read-only file
 full disk) says why in one line and leaves the design unsaved, the file on disk as it was.
 A failing autosave says so in the status bar once, not at every tick.
 
+Two writers, one file: the window holds a lock file beside its design
+(`designer.io.file_lock`), so opening a design another running session has open asks
+first (Open Anyway / Cancel), and the command line refuses to write over it.  Saving
+checks that the file is still what this window opened or last saved
+(`designer.io.disk_state`); when another window or a script changed it, the save asks
+Reload / Save As… / Overwrite / Cancel, with a summary of what differs
+(`designer.gui.other_writers`).
+
 Recent files and the autosave interval live in `QSettings`: the application's own
 (organisation and name set by `designer.gui.app.application`), or an INI file in
 ``$FABRIC_DESIGNER_DATA_DIR`` when that variable is set, so tests and portable installs
@@ -23,7 +31,8 @@ from PySide6.QtCore import QObject, QSettings, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMenu, QMessageBox
 
-from designer.gui.document import Document
+from designer.gui import other_writers
+from designer.gui.document import Document, disk_state_of
 from designer.gui.open_progress import MIN_BYTES as OPEN_PROGRESS_BYTES
 from designer.gui.open_progress import MIN_LINKS as OPEN_PROGRESS_LINKS
 from designer.gui.open_progress import OpenProgress
@@ -151,6 +160,7 @@ class FileController(QObject):
         self.autosaver.saved.connect(self._on_autosaver_saved)
         self._autosave_problem: str | None = None  # the failure already reported
         self._keep_recovery = False
+        self.guard = other_writers.OtherWriters(window, document, parent=self)
 
     def _error(self, title: str, text: str) -> None:
         self.message.emit(text)
@@ -212,6 +222,9 @@ class FileController(QObject):
                 return False
         if not self.maybe_save():
             return False
+        if not self.guard.may_open(Path(path)):
+            self.message.emit(f"{Path(path).name} not opened: it is open elsewhere")
+            return False
         # A large design takes seconds to read and draw (~12 s at 16,384 GPUs): say so
         # first, painted now; a big file opens through a dialog with its progress and
         # Cancel (`open_progress`), a small one under a busy cursor.
@@ -240,8 +253,9 @@ class FileController(QObject):
             with _busy_cursor():
                 self.document.open(path)
             return True
-        return self._through_dialog(path, path.name,
-                                    lambda topology: self.document.replace(topology, path))
+        state = disk_state_of(path)  # before reading: see Document.replace
+        return self._through_dialog(
+            path, path.name, lambda topology: self.document.replace(topology, path, state))
 
     def _through_dialog(self, source: Path, name: str, replace) -> bool:
         """Read ``source`` and call ``replace(topology)`` with the progress dialog
@@ -284,6 +298,9 @@ class FileController(QObject):
         return self._save_to(path)
 
     def _save_to(self, path: Path) -> bool:
+        instead = self._other_writer(path)
+        if instead is not None:
+            return instead
         try:
             self.document.save(path)
         except (DesignError, OSError) as exc:
@@ -296,6 +313,32 @@ class FileController(QObject):
         self.recent.add(path)
         self.message.emit(f"Saved {path}")
         return True
+
+    # ------------------------------------------------------------ other writers
+    def _other_writer(self, path: Path) -> bool | None:
+        """Before saving to ``path``: None to go on, or what the save returns instead
+        when another writer has the file (cancelled, reloaded, or saved elsewhere)."""
+        choice = self.guard.before_save(path)
+        if choice is None:
+            return None
+        if choice == other_writers.SAVE_AS:
+            return self.save_as()
+        if choice == other_writers.RELOAD:
+            self._reload(path)
+        else:
+            self.message.emit(f"Not saved: another program or window has {path.name}")
+        return False
+
+    def _reload(self, path: Path) -> None:
+        """Open ``path`` again as it is on disk, dropping this window's changes."""
+        try:
+            self._open(path)
+        except DesignError as exc:
+            log.info("cannot reload %s: %s", path, exc)
+            self._error("Cannot reload design", str(exc))
+            return
+        log.info("reloaded %s from disk", path)
+        self.message.emit(f"Reloaded {path} as it is on disk")
 
     # ------------------------------------------------------------ recent files
     def recent_menu(self) -> QMenu:
@@ -352,7 +395,8 @@ class FileController(QObject):
 
     def discard_recovery(self) -> None:
         """The session ended cleanly: stop autosaving and remove the recovery copy
-        (after `keep_recovery`, only stop)."""
+        (after `keep_recovery`, only stop); the design's lock file goes too."""
+        self.guard.release_lock()
         if self._keep_recovery:
             self.autosaver.stop()
         else:

@@ -15,6 +15,7 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent, QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMessageBox
 
+from designer.gui import other_writers
 from designer.gui.app import application, create_window
 
 LEFT = Qt.MouseButton.LeftButton
@@ -78,6 +79,12 @@ def dialogs(monkeypatch) -> list[tuple[str, str]]:
     monkeypatch.setattr(QInputDialog, "getText", cancelled("getText", ("", False)))
     for kind in ("getOpenFileName", "getSaveFileName"):
         monkeypatch.setattr(QFileDialog, kind, cancelled(kind, ("", "")))
+
+    def choice(box):  # the other-writer questions (designer.gui.other_writers)
+        seen.append(("choice", box.text()))
+        return other_writers.CANCEL
+
+    monkeypatch.setattr(other_writers, "show_choice", choice)
     return seen
 
 
