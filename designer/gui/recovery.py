@@ -7,8 +7,9 @@ title of the design open when its first copy is written, and a random token.  Sa
 design, going back to the saved state, opening another design or quitting cleanly removes
 both.  So a recovery file that exists at start-up was left by a session that died.
 
-A running session holds ``<name>.lock`` (a `QLockFile`, which knows when its owner process
-is gone), so a second instance of the program never offers the first one's live file.
+A running session holds ``<name>.lock`` (a `designer.io.file_lock.FileLock`, the lock the
+window also holds on its design: a lock whose owner process is gone is stale), so a
+second instance of the program never offers the first one's live file.
 
 The data directory is ``platformdirs.user_data_dir("fabric-designer")``; the environment
 variable ``FABRIC_DESIGNER_DATA_DIR`` overrides it (tests, portable installs).
@@ -26,7 +27,6 @@ import json
 import os
 import re
 import secrets
-import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from PySide6.QtCore import QLockFile, QObject, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from designer.gui.document import Document
 from designer.io.atomic import AtomicWriteError, atomic_write_text
 from designer.io.fabric_json import load, save
+from designer.io.file_lock import FileLock, lock_owner
 from designer.model.topology import Topology
 
 DATA_DIR_ENV = "FABRIC_DESIGNER_DATA_DIR"
@@ -76,36 +77,18 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-")[:40] or "design"
 
 
-def _lock_failure(lock: QLockFile, design: Path) -> str:
-    """Why ``lock`` (of the recovery copy ``design``) could not be taken, in one line.
-
-    Only `LockFailedError` means another session holds it; a read-only or full disk
-    fails to create the lock file, so a probe file in the folder names the real cause.
-    """
-    if lock.error() == QLockFile.LockError.LockFailedError:
+def _lock_failure(design: Path, error: OSError | None = None) -> str:
+    """Why the lock of the recovery copy ``design`` could not be taken, in one line:
+    another session holds it, or (``error``) the lock file could not be written at all,
+    e.g. on a read-only or full disk, named as such."""
+    if error is None:
         return f"{design} is locked by another session"
-    probe = None
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=design.parent)
-        try:
-            os.write(fd, b"0" * 64)  # a lock file's few bytes: a full disk refuses them
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        return str(AtomicWriteError(design, exc, existed=False))
-    finally:
-        if probe is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(probe)
-    return f"cannot create the lock file beside {design} ({lock.error().name})"
+    return str(AtomicWriteError(design, error, existed=False))
 
 
-def _lock_for(design: Path) -> QLockFile:
-    lock = QLockFile(str(design.with_name(design.name.removesuffix(DESIGN_SUFFIX) + LOCK_SUFFIX)))
+def _lock_for(design: Path) -> FileLock:
     # Only a dead owner makes a lock stale; a long editing session is not a crash.
-    lock.setStaleLockTime(0)
-    return lock
+    return FileLock(design.with_name(design.name.removesuffix(DESIGN_SUFFIX) + LOCK_SUFFIX))
 
 
 @dataclass(frozen=True)
@@ -190,10 +173,8 @@ def find_recoveries(folder: Path | None = None) -> list[RecoveryEntry]:
         return []
     entries = []
     for design in folder.glob("*" + DESIGN_SUFFIX):
-        lock = _lock_for(design)
-        if not lock.tryLock(0):
+        if lock_owner(_lock_for(design).path) is not None:
             continue  # a live session owns it
-        lock.unlock()
         with contextlib.suppress(OSError):
             entries.append(_read_entry(design))
     return sorted(entries, key=lambda e: e.saved_at.timestamp(), reverse=True)
@@ -279,7 +260,7 @@ class Autosaver(QObject):
         self._token = secrets.token_hex(4)
         self._adopted = False  # (while `adopt` takes over a restored copy's name)
         self.name = self._fresh_name()
-        self._lock: QLockFile | None = None
+        self._lock: FileLock | None = None
         self._thread: threading.Thread | None = None
         # (id(topology), generation, name) of the copy on disk.
         self._written: tuple[int, int, str] | None = None
@@ -356,8 +337,13 @@ class Autosaver(QObject):
             self.failed.emit(f"Autosave: cannot create {self.folder}: {exc.strerror or exc}")
             return False
         lock = _lock_for(self.path)
-        if not lock.tryLock(0):
-            self.failed.emit(f"Autosave: {_lock_failure(lock, self.path)}")
+        try:
+            taken = lock.acquire()
+        except OSError as exc:
+            self.failed.emit(f"Autosave: {_lock_failure(self.path, exc)}")
+            return False
+        if not taken:
+            self.failed.emit(f"Autosave: {_lock_failure(self.path)}")
             return False
         self._lock = lock
         return True
@@ -385,7 +371,7 @@ class Autosaver(QObject):
         self.wait()
         RecoveryEntry(self.path, None, datetime.now(), "").remove()
         if self._lock is not None:
-            self._lock.unlock()
+            self._lock.release()
             self._lock = None
         self._written = None
 

@@ -266,7 +266,7 @@ def test_quit_keeps_the_recovery_copy_for_the_next_start(win, qtbot, data_folder
     win.document.undo_stack.clear()
     assert saver.path.is_file()
     assert load(saver.path).state() == state
-    saver._lock.unlock()  # the process ends: its lock goes with it
+    saver._lock.release()  # the process ends: its lock goes with it
     assert [e.design for e in find_recoveries(saver.folder)] == [saver.path]
 
 

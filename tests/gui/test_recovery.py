@@ -342,11 +342,11 @@ def test_autosave_on_a_read_only_or_full_disk_says_so(qtbot, tmp_path, options, 
 def test_a_lock_held_by_another_session_is_named_as_such(tmp_path):
     design = tmp_path / "copy.fabric.json"
     held = recovery_module._lock_for(design)  # as a live session holds it
-    assert held.tryLock(0)
+    assert held.acquire()
     try:
         ours = recovery_module._lock_for(design)
-        assert not ours.tryLock(0)
-        assert recovery_module._lock_failure(ours, design) == (
+        assert not ours.acquire()
+        assert recovery_module._lock_failure(design) == (
             f"{design} is locked by another session")
     finally:
-        held.unlock()
+        held.release()
