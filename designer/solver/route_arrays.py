@@ -14,8 +14,9 @@ _EMPTY: Route = (np.zeros(0, np.int64), np.zeros(0))
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _hash(keys: np.ndarray, salt: int) -> np.ndarray:
-    """SplitMix64 of ``keys`` and ``salt``: the seeded, deterministic ECMP hash."""
+def mix64(keys: np.ndarray, salt: int) -> np.ndarray:
+    """SplitMix64 of ``keys`` and ``salt``: the seeded, deterministic hash of ECMP, of
+    route signatures and of structural colours (the same in every process and run)."""
     with np.errstate(over="ignore"):
         z = keys.astype(np.uint64) * _MIX + np.uint64(salt) * np.uint64(0xBF58476D1CE4E5B9)
         z ^= z >> np.uint64(30)
@@ -44,8 +45,8 @@ def segment_hash(ids: np.ndarray, values: np.ndarray, lengths: np.ndarray) -> np
     full = np.flatnonzero(lengths)
     if full.size:
         with np.errstate(over="ignore"):
-            mixed = _hash(np.asarray(ids, np.int64) * np.int64(1 << 24) + place, 0) \
-                ^ _hash(np.asarray(values, np.float64).view(np.uint64), 1)
+            mixed = mix64(np.asarray(ids, np.int64) * np.int64(1 << 24) + place, 0) \
+                ^ mix64(np.asarray(values, np.float64).view(np.uint64), 1)
             out[full] = np.add.reduceat(mixed, starts[full])
     return out
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from designer.solver.errors import SolverError
-from designer.solver.route_arrays import RouteBatch, _hash, _ptr, distinct
+from designer.solver.route_arrays import RouteBatch, _ptr, distinct, mix64
 
 if TYPE_CHECKING:
     from designer.solver.routing import Router
@@ -45,7 +45,7 @@ def fabric_paths(router: Router, leaf_a: int, leaf_b: int, keys: np.ndarray,
             sel = cur == node
             out = router.net.next_arcs(node, dist, router.is_switch)
             if mode == "ecmp":
-                pick = _hash(keys[sel], router.seed * 1_000_003 + hop) % np.uint64(out.size)
+                pick = mix64(keys[sel], router.seed * 1_000_003 + hop) % np.uint64(out.size)
             else:  # static: destination-based, the same for every source
                 pick = q[sel] % out.size
                 q[sel] //= out.size

@@ -14,9 +14,9 @@ from designer.solver.errors import SolverError
 from designer.solver.keyed_rows import KeyedRows
 from designer.solver.route_arrays import (
     RouteBatch,
-    _hash,
     _stack,
     distinct,
+    mix64,
     ragged_arange,
     run_heads,
     split_by_capacity,
@@ -480,7 +480,7 @@ class _FabricGroups:
                 if top > 1:  # else one way on for every flow: nothing to pick
                     even = int(lengths.min()) == top
                     if mode == "ecmp":
-                        h = _hash(k, seed * 1_000_003 + hop)
+                        h = mix64(k, seed * 1_000_003 + hop)
                         pick = h % np.uint64(top) if even else h % lengths.astype(np.uint64)
                     else:  # one digit of the destination per tier
                         pick = k % (top if even else lengths)

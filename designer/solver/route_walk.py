@@ -14,10 +14,10 @@ from designer.solver.route_arrays import (
     PendingBatch,
     PendingRows,
     RouteBatch,
-    _hash,
     _ptr,
     first_occurrence,
     first_occurrence_grouped,
+    mix64,
     ragged_arange,
     segment_hash,
 )
@@ -266,7 +266,7 @@ def _alike(front: Frontier, hops: np.ndarray, kind: np.ndarray) -> np.ndarray:
     has = np.flatnonzero(size)
     with np.errstate(over="ignore"):
         digest = segment_hash(front.node, front.frac, size)[has] \
-            ^ _hash((kind[has] * np.int64(1 << 20) + hops[has]) * np.int64(1 << 20)
+            ^ mix64((kind[has] * np.int64(1 << 20) + hops[has]) * np.int64(1 << 20)
                     + size[has], 2)
     _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
     rep[has] = has[first][inverse.reshape(-1)]

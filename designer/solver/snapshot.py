@@ -41,7 +41,7 @@ from designer.solver.arc_delays import ArcDelays, read_only
 from designer.solver.design_columns import ColumnCache, LinkPositions, NameSource, cache_of
 from designer.solver.domain_walk import domain_walks
 from designer.solver.rail_nics import assign_nics
-from designer.solver.route_arrays import _hash, run_heads
+from designer.solver.route_arrays import mix64, run_heads
 from designer.solver.structure import components, name_hashes, structural_order
 
 NVLINK, PCIE = FAMILIES.index("nvlink"), FAMILIES.index("pcie")
@@ -399,7 +399,7 @@ def _arcs(capture: DesignCapture) -> _Arcs:
     # Structural positions, from every link, failed or not (`structure`).
     inside = (link_family == NVLINK) | (link_family == PCIE)
     network = compute & ~inside
-    colour = name_hashes(c.kind_names)[c.kind_of] ^ _hash(name_hashes(c.model_names), 1)[model_of]
+    colour = name_hashes(c.kind_names)[c.kind_of] ^ mix64(name_hashes(c.model_names), 1)[model_of]
     struct = structural_order(len(c.node_ids), c.a_idx, c.b_idx, inside, network, colour,
                               name_hashes(c.tech_names)[tech_of], node["gpu"])
     node_pos = struct.node_pos()

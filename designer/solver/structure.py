@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from designer.solver.route_arrays import _hash
+from designer.solver.route_arrays import mix64
 
 __all__ = ["Structure", "components", "name_hashes", "structural_order"]
 
@@ -68,7 +68,7 @@ class Structure:
 def name_hashes(names: Sequence[str]) -> np.ndarray:
     """A 64-bit hash of each name, the same in every process (Python's ``hash`` of a str
     is salted per process)."""
-    return _hash(np.array([zlib.crc32(n.encode()) for n in names], dtype=np.uint64), 7)
+    return mix64(np.array([zlib.crc32(n.encode()) for n in names], dtype=np.uint64), 7)
 
 
 def components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -132,12 +132,12 @@ def structural_order(
     with np.errstate(over="ignore"):
         # A unit's first colour: its members and its internal links (multisets: sums).
         colour = np.zeros(n_units, np.uint64)
-        np.add.at(colour, unit_of, _hash(node_colour, 1))
+        np.add.at(colour, unit_of, mix64(node_colour, 1))
         ia, ib = a[inside], b[inside]
         np.add.at(
-            colour, unit_of[ia], _hash(node_colour[ia] + node_colour[ib] + link_colour[inside], 2)
+            colour, unit_of[ia], mix64(node_colour[ia] + node_colour[ib] + link_colour[inside], 2)
         )
-        colour = _hash(colour, 3)
+        colour = mix64(colour, 3)
         src = np.concatenate([unit_of[a[network]], unit_of[b[network]]])
         dst = np.concatenate([unit_of[b[network]], unit_of[a[network]]])
         label = np.tile(link_colour[network], 2)
@@ -165,8 +165,8 @@ def _refine(colour: np.ndarray, src: np.ndarray, dst: np.ndarray, label: np.ndar
     for r in range(_MAX_ROUNDS):
         with np.errstate(over="ignore"):
             seen = np.zeros(len(colour), np.uint64)
-            np.add.at(seen, src, _hash(colour[dst] + label, 11 + r))
-            new = _hash(colour * np.uint64(0x9E3779B97F4A7C15) + seen, 5)
+            np.add.at(seen, src, mix64(colour[dst] + label, 11 + r))
+            new = mix64(colour * np.uint64(0x9E3779B97F4A7C15) + seen, 5)
         n_new = len(np.unique(new))
         if n_new == classes:
             return new
