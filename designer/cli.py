@@ -132,7 +132,10 @@ def cmd_new(args: argparse.Namespace) -> int:
     params = _parse_sets(args.set or [])
     try:
         gpus = template_gpus(args.template, **params)  # checks the size before building
-        _refuse_if_open_elsewhere(out, args.force)
+    except DesignError as exc:
+        raise UsageError(str(exc)) from None
+    _refuse_if_open_elsewhere(out, args.force)  # (not a usage error: exit 1)
+    try:
         if gpus > LARGE_TEMPLATE_GPUS:
             print(f"{PROG}: note: building a {gpus:,}-GPU design takes {build_cost(gpus)}",
                   file=sys.stderr, flush=True)

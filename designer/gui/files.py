@@ -310,6 +310,7 @@ class FileController(QObject):
             self._error("Cannot save design", text)
             return False
         log.info("saved %s: %d nodes", path, len(self.document.topology))
+        self.guard.hold(path)  # (opened while another session had it, since closed)
         self.recent.add(path)
         self.message.emit(f"Saved {path}")
         return True

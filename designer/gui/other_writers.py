@@ -220,10 +220,13 @@ class OtherWriters(QObject):
             self.lock.release()
             self.lock = None
 
-    def _on_document_path_changed(self, path: Path | None) -> None:
-        # The lock follows the design's file: taken on open and Save As, given up for the
-        # old file.  Not taken when another session holds it (the user opened anyway):
-        # the check on disk before each save still protects both.
+    def hold(self, path: Path | None) -> None:
+        """Hold the lock on ``path`` (the design's file now), giving up the old file's.
+
+        Not taken while another live session holds it (the user opened anyway): the
+        check on disk before each save still protects both; it is taken at the first
+        save after that session is gone.
+        """
         if path is not None and self.holds_lock_on(path):
             return
         self.release_lock()
@@ -237,3 +240,7 @@ class OtherWriters(QObject):
                 log.info("%s is open in %s too", path, lock.holder.describe())
         except OSError as exc:  # a read-only folder: no lock, and saving there fails anyway
             log.info("no lock on %s: %s", path, exc.strerror or exc)
+
+    def _on_document_path_changed(self, path: Path | None) -> None:
+        # The lock follows the design's file: taken on open and Save As.
+        self.hold(path)

@@ -153,7 +153,18 @@ class LockOwner:
             return True  # written before this machine last started
         if self.pid == os.getpid():
             return not held_here
-        return _process_is_gone(self.pid) is True
+        return _process_is_gone(self.pid) is True or _is_zombie(self.pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited but was not yet reaped by its parent (Linux): it still
+    answers to a signal, but will never release its lock."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    # "pid (command name) state ...": the name may hold spaces and brackets.
+    return stat_line.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def _parse(text: str) -> LockOwner | None:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -112,6 +113,22 @@ def test_the_lock_of_a_killed_process_is_taken_over(tmp_path, holder):
     assert lock_path.read_text().splitlines()[0] == str(os.getpid())
     ours.release()
     assert not lock_path.exists()
+
+
+def test_the_lock_of_a_killed_process_not_yet_reaped_is_stale(tmp_path, holder):
+    """A zombie (exited, its parent has not waited yet) still answers to signals."""
+    lock_path = design_lock_path(tmp_path / "d.fabric.json")
+    other = holder(lock_path)
+    other.send_signal(signal.SIGKILL)  # no wait(): it stays a zombie of this process
+    stat_file = Path(f"/proc/{other.pid}/stat")
+    if not stat_file.exists():
+        pytest.skip("no /proc here")
+    deadline = time.monotonic() + 10
+    while stat_file.read_text().rpartition(")")[2].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert lock_owner(lock_path) is None
+    assert FileLock(lock_path).acquire()
 
 
 def test_a_lock_whose_pid_is_dead_is_stale(tmp_path):
