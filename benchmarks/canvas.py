@@ -39,6 +39,7 @@ from designer.gui.app import application
 from designer.gui.document import Document
 from designer.gui.main_window import MainWindow
 from designer.io.fabric_json import load, save
+from designer.memory import tune_process
 from designer.model.templates import build_template
 
 FRAMES = 20
@@ -75,6 +76,7 @@ def _zoom(view):
 
 
 def main() -> int:
+    tune_process()  # numpy and the allocator as the app sets them
     # Settings, recent files and autosaves of this run go to a throw-away directory.
     home = tempfile.TemporaryDirectory(prefix="fabric-bench-")
     for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):

@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from designer.memory import tune_process
 from designer.model.bom import bom, format_bom, to_csv
 from designer.model.report import info
 from designer.model.rules import validate
@@ -39,6 +40,7 @@ def best_of(fn: Callable[[], object], runs: int = 3) -> float:
 
 
 def main() -> int:
+    tune_process()  # numpy and the allocator as the app sets them
     pod = build_template("superpod", gpu="B200", sus=16, management=True)
     plain = build_template("superpod", gpu="B200", sus=16)
     big = build_template("superpod", gpu="B200", sus=64)

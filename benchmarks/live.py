@@ -40,6 +40,7 @@ from PySide6.QtWidgets import QApplication
 
 from designer.gui.document import Document
 from designer.gui.main_window import MainWindow
+from designer.memory import tune_process
 from designer.model.commands import SetLinkProps
 from designer.model.templates import build_template
 from designer.solver.snapshot import build_snapshot, capture_design, take_snapshot
@@ -181,6 +182,7 @@ def stall_during_solve(app: QApplication, sus: int) -> dict:
 
 
 def main() -> int:
+    tune_process()  # numpy and the allocator as the app sets them
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1,024 GPUs for the stall test")
     args = ap.parse_args()

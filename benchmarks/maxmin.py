@@ -31,6 +31,7 @@ import time
 
 import numpy as np
 
+from designer.memory import tune_process
 from designer.solver.maxmin import max_min_rates
 from designer.solver.shared_routes import SharedRoutes
 
@@ -250,6 +251,7 @@ def rss_mib():
 
 
 def run_case(key):
+    tune_process()  # (in the spawned child: its own process)
     title, build, repeats, goal = CASES[key]
     problem = build(np.random.default_rng(2024))
     before = rss_mib()
@@ -279,8 +281,8 @@ def run_case(key):
 
 # glibc hands big temporaries back to the kernel on free, so every large numpy array
 # is fresh memory that page-faults on first touch: expensive in VMs.  Raising these two
-# thresholds keeps freed memory in the process.  ``import designer`` does so itself
-# (32 MB and 512 MB, `designer.memory.keep_freed_memory`); the "default" rows ask it not
+# thresholds keeps freed memory in the process.  The app's entry points do so
+# (32 MB and 512 MB, `designer.memory.tune_process`); the "default" rows ask it not
 # to (glibc's own thresholds), the "tuned" ones set these through glibc's variables.
 DEFAULT_MALLOC = {"FABRIC_DESIGNER_MALLOC": "glibc"}
 TUNED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 25), "MALLOC_TRIM_THRESHOLD_": str(1 << 31)}
@@ -302,6 +304,7 @@ def run_in_child(key, env):
 
 
 def main(keys):
+    tune_process()  # numpy and the allocator as the app sets them
     print(
         f"{'case':<40} {'malloc':<7} {'flows':>10} {'pairs':>11} {'rounds':>6} "
         f"{'first s':>8} {'best s':>8} {'cpu s':>8} {'goal s':>6} {'RSS in':>7} {'RSS pk':>7} "

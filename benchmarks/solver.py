@@ -8,9 +8,9 @@ once.
 Each case runs in fresh processes, three by default, since this VM's timings swing by
 10-30 % from one process to the next: the table gives the medians over the processes,
 and the details are those of the process with the median cold time (every process's
-cold time is listed in brackets).  Each process imports ``designer`` (which turns numpy's
-transparent huge pages off, as in the app: `designer.memory`), first solves the built-in
-example design, as the app does when it opens (so that lazy imports, such as the masked
+cold time is listed in brackets).  Each process sets numpy and the allocator as the app
+does (`designer.memory.tune_process`: huge pages off, freed memory kept), first solves
+the built-in example design, as the app does when it opens (so that lazy imports, such as the masked
 arrays numpy loads on its first ``unique``, are not counted), and then builds its
 design; build times are printed apart (building a topology, which also writes its solver
 columns, is not part of the solver's budget), and the peak RSS is the case's own (``RSS
@@ -69,6 +69,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from designer.memory import tune_process
 from designer.model.templates import build_template
 from designer.solver import timing
 from designer.solver.route_reuse import RouteMemo
@@ -307,6 +308,7 @@ CASES: dict[str, tuple[str, float | None, str, str | None, Callable, int, int]] 
 
 def _child(key: str, conn) -> None:
     """One case in a fresh process: build its design, then measure."""
+    tune_process()  # numpy and the allocator as the app sets them
     _, _, design, routing, solve, runs, edits = CASES[key]
     try:
         ring(take_snapshot(build_template("example")))   # warm-up (module docstring)
@@ -357,6 +359,7 @@ def combine(outs: list[dict]) -> dict:
 
 # ----------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> None:
+    tune_process()  # numpy and the allocator as the app sets them
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
                     help="smaller ring (2,048 GPUs) and no 131k design: a smoke run")
@@ -373,7 +376,7 @@ def main(argv: list[str] | None = None) -> None:
     n = max(1, args.processes)
     print(f"Each case runs in {n} fresh process{'es' if n > 1 else ''}, each of which first "
           "builds its design (not timed);\nthe figures are the medians over the processes, "
-          "the details those of the median cold run.\nmalloc: the app's (import designer: "
+          "the details those of the median cold run.\nmalloc: the app's (tune_process: "
           "freed memory kept for the next solve, designer/memory.py).", flush=True)
     results = []
     for key in keys:

@@ -45,6 +45,7 @@ from designer.cli_solver import (  # noqa: F401 - parse_size re-exported
 )
 from designer.io.atomic import save_error_message
 from designer.logs import FILE_ONLY, setup_logging
+from designer.memory import tune_process
 from designer.model.errors import DesignError
 from designer.model.scenario import ALGORITHMS, COLLECTIVES, DTYPES
 
@@ -360,6 +361,7 @@ COMMANDS: tuple[str, ...] = (
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    tune_process()  # the allocator and numpy, for solving (`designer.memory`)
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = "-v" in argv or "--verbose" in argv
     # No subcommand: the GUI, optionally on a design file (``-v`` allowed around it).

@@ -14,7 +14,7 @@ that huge pages make fewer.  Since routers are freed at once and edits reuse the
 memory, fail edits print ~0.30 s with huge pages on or off.)
 
 `no_huge_pages` turns them off for numpy, unless the user chose with numpy's own
-``NUMPY_MADVISE_HUGEPAGE`` environment variable.  ``import designer`` calls it.
+``NUMPY_MADVISE_HUGEPAGE`` environment variable.
 
 `one_malloc_arena` makes every thread allocate from glibc's main arena.  The solver
 forks work onto a helper thread (`designer.solver.parallel`); with an arena of its own
@@ -47,7 +47,7 @@ import ctypes
 import os
 import sys
 
-__all__ = ["keep_freed_memory", "no_huge_pages", "one_malloc_arena"]
+__all__ = ["keep_freed_memory", "no_huge_pages", "one_malloc_arena", "tune_process"]
 
 _M_ARENA_MAX = -8        # glibc's mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD = -1
@@ -57,6 +57,18 @@ KEEP_TRIM_BYTES = 512 << 20
 _MALLOC_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")
 
 _ENV = "NUMPY_MADVISE_HUGEPAGE"
+
+
+def tune_process() -> None:
+    """All three settings of this module, for a process that runs Fabric Designer:
+    the entry points call it (`designer.cli.main`, `designer.gui.app.run`, the
+    benchmarks), before the solver allocates anything.  ``import designer`` does not: a
+    notebook, a test run or another program that imports the package keeps numpy's and
+    glibc's settings as they were.  Each setting yields to the user's own environment
+    variable, as its function says."""
+    no_huge_pages()
+    one_malloc_arena()
+    keep_freed_memory()
 
 
 def no_huge_pages() -> bool:

@@ -1,6 +1,7 @@
-"""`designer.memory`: numpy's transparent huge pages are off once designer is imported,
-unless the user chose with NUMPY_MADVISE_HUGEPAGE; threads share one malloc arena
-unless the user chose with MALLOC_ARENA_MAX."""
+"""`designer.memory`: once an entry point has called `tune_process`, numpy's
+transparent huge pages are off unless the user chose with NUMPY_MADVISE_HUGEPAGE, and
+threads share one malloc arena unless the user chose with MALLOC_ARENA_MAX.  Importing
+the package alone changes neither."""
 
 from __future__ import annotations
 
@@ -9,33 +10,47 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
-import designer  # noqa: F401  (the import is what is tested)
+_TUNE = "from designer.memory import tune_process; tune_process()\n"
 
 _PROBE = ("import sys\n"
           "{first}\n"
           "import numpy, designer\n"
+          "{tune}"
           "set_ = numpy._core.multiarray._set_madvise_hugepage\n"
           "print(set_(False))\n")
 
 
-def _huge_pages_after_import(env_value: str | None, numpy_first: bool) -> str:
+def _huge_pages_after_import(env_value: str | None, numpy_first: bool,
+                             tune: bool = True) -> str:
     env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
     if env_value is not None:
         env["NUMPY_MADVISE_HUGEPAGE"] = env_value
-    code = _PROBE.format(first="import numpy" if numpy_first else "")
+    code = _PROBE.format(first="import numpy" if numpy_first else "", tune=_TUNE if tune else "")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True)
     return out.stdout.strip()
 
 
-def test_huge_pages_are_off_in_this_process():
-    setter = np._core.multiarray._set_madvise_hugepage
-    was = setter(False)
-    setter(was)
-    assert was is False
+def test_importing_the_package_changes_no_process_setting():
+    """A notebook or another program that imports designer keeps numpy's huge pages
+    (on by default on Linux) and glibc's arenas; only the entry points tune them."""
+    if sys.platform != "linux":
+        pytest.skip("numpy asks for huge pages on Linux only")
+    assert _huge_pages_after_import(None, numpy_first=False, tune=False) == "True"
+    if hasattr(ctypes.CDLL(None), "malloc_info"):
+        assert _arenas(None, tune=False) == 2
+
+
+def test_the_command_line_tunes_its_process(monkeypatch):
+    """`designer.cli.main` calls `tune_process` before anything else."""
+    from designer import cli
+
+    called = []
+    monkeypatch.setattr(cli, "tune_process", lambda: called.append(True))
+    cli.main(["--version"])
+    assert called == [True]
 
 
 def test_off_whether_numpy_or_designer_is_imported_first():
@@ -54,6 +69,7 @@ def test_the_users_choice_wins():
 # then glibc's malloc_info lists the arenas in use, one <heap nr=...> each.
 _ARENAS = ("import ctypes, os, sys, tempfile, threading\n"
            "import numpy, designer\n"
+           "{tune}"
            "keep = []\n"
            "t = threading.Thread(target=lambda: keep.extend(numpy.ones(8192) for _ in range(64)))\n"
            "t.start(); t.join()\n"
@@ -67,11 +83,12 @@ _ARENAS = ("import ctypes, os, sys, tempfile, threading\n"
            "print(open(path).read().count('<heap nr='))\n")
 
 
-def _arenas(env_value: str | None) -> int:
+def _arenas(env_value: str | None, tune: bool = True) -> int:
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
     if env_value is not None:
         env["MALLOC_ARENA_MAX"] = env_value
-    out = subprocess.run([sys.executable, "-c", _ARENAS], env=env, capture_output=True,
+    code = _ARENAS.format(tune=_TUNE if tune else "")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True)
     return int(out.stdout.strip())
 
@@ -86,7 +103,7 @@ def test_threads_share_one_malloc_arena_unless_the_user_chose():
 # Arrays of 16 MB and 8 MB written and freed, then the same again: the page faults of
 # the second pair (its pages are the first pair's if the process kept them).
 _REUSE = ("import resource\n"
-          "import numpy, designer\n"
+          "import numpy, designer\n" + _TUNE +
           "def faults(): return resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
           "a, b = numpy.ones(2 << 20), numpy.ones(1 << 20); del a, b\n"
           "f = faults()\n"

@@ -22,6 +22,7 @@ from designer.gui.crash import install_crash_handler
 from designer.gui.document import Document
 from designer.gui.main_window import MainWindow
 from designer.logs import FILE_ONLY, setup_logging
+from designer.memory import tune_process
 from designer.model.catalog import resources_dir
 from designer.model.errors import DesignError
 from designer.model.templates import build_template
@@ -142,6 +143,7 @@ def run(file: str | None = None, verbose: bool = False) -> int:
 
     ``verbose`` logs DEBUG records to stderr as well as to the log file.
     """
+    tune_process()  # the allocator and numpy, for solving (`designer.memory`)
     setup_logging(verbose=verbose, gui=True)
     problem = missing_display_library()
     if problem:
