@@ -47,6 +47,7 @@ from designer.solver.routing import (
     unique_inverse,
 )
 from designer.solver.shared_routes import SharedRoutes
+from designer.solver.structure import components
 
 __all__ = ["FlowBuilder", "Phase", "Plan"]
 
@@ -362,8 +363,18 @@ class FlowBuilder:
             self.pieces.append(Piece("walk", f_cross, fab, fab_keys))
 
     def _check_ranks(self, a: np.ndarray, b: np.ndarray) -> None:
-        """Raise, naming the first culprit, if a transfer ``a[i]`` -> ``b[i]`` across
-        domains lacks a NIC, an arc to it, or a switch at the end of a NIC's cable."""
+        """Raise, naming the culprit, if a transfer ``a[i]`` -> ``b[i]`` across domains
+        lacks a NIC, an arc to it, or a switch at the end of a NIC's cable.
+
+        The culprit is the GPU that is cut off, not an end of the first transfer that
+        fails (in a lone board or a torus, where no GPU has a fabric, that end may be one
+        of the GPUs still joined to the rest).  The design's GPUs fall into groups that
+        reach each other (`_reach_groups`); of the groups of the failing transfers' ends
+        that have no way to the switched fabric, the smallest is named by its first rank,
+        with its size and the number of GPUs it is cut off from.  Where no group is cut
+        off (a rank without a way out in a domain that has one), the first failing
+        transfer's end without one is named.
+        """
         s, r = self.snap, self.router
         rl = r.rank_links()
         direct = (rl.leaf[a] == rl.nic[b]) | (rl.leaf[b] == rl.nic[a])
@@ -372,6 +383,14 @@ class FlowBuilder:
               & (direct | (sw[np.maximum(rl.leaf[a], 0)] & sw[np.maximum(rl.leaf[b], 0)])))
         if ok.all():
             return
+        group, on_fabric = self._reach_groups()
+        labels, first, size = np.unique(group, return_index=True, return_counts=True)
+        failing = np.unique(group[np.concatenate((a[~ok], b[~ok]))])
+        cut = np.isin(labels, failing) & (labels != on_fabric)
+        if len(labels) > 1 and cut.any():
+            # The smallest group cut off; among equals, the one of the earliest rank.
+            pick = np.flatnonzero(cut)[np.lexsort((first[cut], size[cut]))[0]]
+            self._raise_cut_off(int(first[pick]), int(size[pick]), s.n_gpus - int(size[pick]))
         i = int(np.flatnonzero(~ok)[0])
         for rank in (int(a[i]), int(b[i])):
             r.check_rank(rank)
@@ -382,6 +401,53 @@ class FlowBuilder:
                     f"NIC {s.node_ids[rl.nic[rank]]} is cabled to "
                     f"{s.node_ids[rl.leaf[rank]]}, not to a switch: no path from GPU "
                     f"{s.node_ids[rl.gpu[int(a[i])]]} to GPU {s.node_ids[rl.gpu[far]]}")
+
+    def _reach_groups(self) -> tuple[np.ndarray, int]:
+        """Per rank, a label of the group of GPUs it can reach, and the label of the
+        group on the switched fabric.
+
+        Groups are NVLink domains joined through the fabric (every domain with a rank
+        whose NIC is reachable and cabled to a switch) and through NICs cabled back to
+        back; the fabric is one more member, so a label equal to the fabric's means
+        the rank reaches it.
+        """
+        s, r = self.snap, self.router
+        rl = r.rank_links()
+        leaf = rl.leaf
+        out = rl.ok & (leaf >= 0)
+        switched = out & r.is_switch[np.maximum(leaf, 0)]
+        # A NIC cabled to the NIC of another rank: the two servers reach each other.
+        owner = np.full(s.n_nodes, -1, dtype=np.int64)
+        owner[rl.nic[out]] = np.flatnonzero(out)
+        peer = np.where(out & ~switched, owner[np.maximum(leaf, 0)], -1)
+        dom = s.gpu_domain
+        fabric = s.n_domains
+        paired = peer >= 0
+        src = np.concatenate((dom[switched], dom[paired]))
+        dst = np.concatenate((np.full(int(switched.sum()), fabric), dom[peer[paired]]))
+        label = components(fabric + 1, src, dst)
+        return label[dom], int(label[fabric])
+
+    def _raise_cut_off(self, rank: int, size: int, others: int) -> None:
+        """Raise `SolverError`: ``rank``'s GPU, with ``size - 1`` more, cannot reach the
+        design's ``others`` GPUs; why, as `Router.check_rank` or the NIC's cable says."""
+        s, r = self.snap, self.router
+        rl = r.rank_links()
+        gpu = str(s.node_ids[rl.gpu[rank]])
+        try:
+            r.check_rank(rank)
+        except SolverError as err:
+            why = str(err)
+        else:
+            why = (f"NIC {s.node_ids[rl.nic[rank]]} of GPU {gpu} is cabled to "
+                   f"{s.node_ids[rl.leaf[rank]]}, not to a switch")
+        if gpu not in why:
+            why = f"GPU {gpu}: {why}"
+        many = f"{others} GPU{'' if others == 1 else 's'}"
+        if size == 1:
+            raise SolverError(f"{why}; it is cut off from the other {many}")
+        more = f"{size - 1} other GPU{'' if size == 2 else 's'}"
+        raise SolverError(f"{why}; it and {more} are cut off from the other {many}")
 
     def _fabric_routes(self, ac: np.ndarray, bc: np.ndarray, keys: np.ndarray | None,
                        pending: bool = False) -> tuple[RouteBatch, np.ndarray, tuple]:
