@@ -47,7 +47,8 @@ from designer.io.atomic import save_error_message
 from designer.logs import FILE_ONLY, setup_logging
 from designer.memory import tune_process
 from designer.model.errors import DesignError
-from designer.model.scenario import ALGORITHMS, COLLECTIVES, DTYPES
+from designer.model.scenario import ALGORITHMS, COLLECTIVES, DTYPES, LAUNCH_MODES
+from designer.model.topology import ROUTING_MODES
 
 PROG = "fabric-designer"
 log = logging.getLogger(__name__)
@@ -315,9 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "any, all-to-all and send/recv only auto, the others auto or ring")
     s.add_argument("--ranks", help="all | N (first N GPUs, 2 up to the design's GPUs) | "
                                    "id,id,... | group:ID (default: the file's scenario)")
-    s.add_argument("--routing", choices=["ecmp", "adaptive", "static"],
+    s.add_argument("--routing", choices=list(ROUTING_MODES),
                    help="override the design's routing mode")
-    s.add_argument("--launch", choices=["eager", "graph"],
+    s.add_argument("--launch", choices=list(LAUNCH_MODES),
                    help="kernel launches: eager or CUDA graphs (default: the file's scenario)")
     s.add_argument("--gpus-per-thread", type=int, default=1, metavar="G",
                    help="GPUs per process thread, like nccl-tests -g (eager launch cost)")
@@ -344,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--overlap", type=float, help="fraction of comm hidden "
                                                  "(default: the file's training workload)")
     s.add_argument("--algorithm", default="auto", choices=list(ALGORITHMS))
-    s.add_argument("--routing", choices=["ecmp", "adaptive", "static"])
+    s.add_argument("--routing", choices=list(ROUTING_MODES))
     s.add_argument("--steps", type=int, default=1000, help="Monte Carlo steps")
     s.add_argument("--seed", type=int, default=0,
                    help="seed of the Monte Carlo run (the same seed gives the same figures)")

@@ -20,6 +20,7 @@ from designer.model.errors import DesignError
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall",
                "sendrecv")
 ALGORITHMS = ("auto", "ring", "tree", "nvls", "hierarchical", "collnet")
+LAUNCH_MODES = ("eager", "graph")
 DTYPES = ("fp32", "bf16", "fp16", "fp8")
 
 
@@ -66,7 +67,7 @@ class Scenario:
             raise DesignError(f"scenario: unknown collective {s.collective!r}")
         if s.algorithm not in ALGORITHMS:
             raise DesignError(f"scenario: unknown algorithm {s.algorithm!r}")
-        if s.launch not in ("eager", "graph"):
+        if s.launch not in LAUNCH_MODES:
             raise DesignError("scenario: launch must be eager or graph")
         _number(s.bytes, "scenario: bytes", 1, 1 << 44, integer=True)
         r = s.ranks

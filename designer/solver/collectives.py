@@ -23,6 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from designer.model.scenario import ALGORITHMS as SCENARIO_ALGORITHMS
+from designer.model.scenario import COLLECTIVES
 from designer.solver.errors import SolverError
 from designer.solver.labels import Labels
 from designer.solver.phases import FlowBuilder, Phase, Plan
@@ -33,9 +35,8 @@ from designer.solver.routing import (
 )
 from designer.solver.snapshot import NVLINK
 
-COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall",
-               "sendrecv")
-ALGORITHMS = ("ring", "tree", "nvls", "hierarchical", "collnet")
+# The scenario's enumerations are the one source; ``auto`` is no plan of its own.
+ALGORITHMS = tuple(a for a in SCENARIO_ALGORITHMS if a != "auto")
 __all__ = ["ALGORITHMS", "COLLECTIVES", "PLANNERS", "Phase", "Plan", "candidate_plans",
            "ring_order"]
 

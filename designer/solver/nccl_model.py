@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from designer.model.errors import DesignError
+from designer.model.scenario import LAUNCH_MODES as SCENARIO_LAUNCH_MODES
 from designer.solver.nccl_params import PROTOCOLS, ModelParams, _default_params
 from designer.solver.nccl_steps import (
     ALGORITHMS,
@@ -81,7 +82,7 @@ __all__ = [
     "steps",
 ]
 
-LAUNCH_MODES: tuple[str, ...] = ("eager", "graph")
+LAUNCH_MODES: tuple[str, ...] = SCENARIO_LAUNCH_MODES
 
 #: The in-switch reduction algorithms (NVLink SHARP), costed with the NVLS efficiency.
 NVLS_ALGORITHMS: tuple[str, ...] = ("nvls", "nvlstree")
