@@ -462,12 +462,13 @@ class FileController(QObject):
             if _is_big(entry.design):   # a big design: with the progress dialog
                 if not self._through_dialog(
                         entry.design, entry.title,
-                        lambda topology: self.document.replace(topology, entry.original)):
+                        lambda topology: self.document.replace(
+                            topology, entry.original, entry.original_state)):
                     self.message.emit("Restoring cancelled: the recovered copy is kept")
                     return False
             else:
                 topology = entry.load()
-                self.document.replace(topology, entry.original)
+                self.document.replace(topology, entry.original, entry.original_state)
         except DesignError as exc:
             aside = entry.set_aside()
             self._error("Cannot restore design", f"{exc} (kept as {aside})")

@@ -2,7 +2,8 @@
 
 While the design has unsaved changes, `Autosaver` writes a copy every minute (when it
 changed since the last copy) to ``<data dir>/recovery/<name>.fabric.json`` next to a small
-sidecar ``<name>.meta.json`` (the file the design came from, the time); ``<name>`` is the
+sidecar ``<name>.meta.json`` (the file the design came from and that file's fingerprint as
+the session last read or wrote it, the time); ``<name>`` is the
 title of the design open when its first copy is written, and a random token.  Saving the
 design, going back to the saved state, opening another design or quitting cleanly removes
 both.  So a recovery file that exists at start-up was left by a session that died.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -39,6 +41,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from designer.gui.document import Document
 from designer.io.atomic import AtomicWriteError, atomic_write_text
+from designer.io.disk_state import DiskState
 from designer.io.fabric_json import load, save
 from designer.io.file_lock import FileLock, lock_owner
 from designer.model.topology import Topology
@@ -105,12 +108,16 @@ class RecoveryEntry:
         When the copy was written (local time).
     title : str
         The design's title then (file name or design name).
+    original_state : DiskState or None
+        ``original`` as the crashed session last read or wrote it: saving the restored
+        design over it asks first when another writer changed it since.
     """
 
     design: Path
     original: Path | None
     saved_at: datetime
     title: str
+    original_state: DiskState | None = None
 
     @property
     def meta(self) -> Path:
@@ -159,7 +166,20 @@ def _read_entry(design: Path) -> RecoveryEntry:
         original=Path(original) if isinstance(original, str) and original else None,
         saved_at=saved_at,
         title=title if isinstance(title, str) and title else design.name,
+        original_state=_disk_state(meta.get("original_state")),
     )
+
+
+def _disk_state(raw: Any) -> DiskState | None:
+    """The sidecar's ``original_state`` (None when missing or junk)."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        state = DiskState(int(raw["mtime_ns"]), int(raw["size"]), int(raw["inode"]),
+                          str(raw["sha256"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return state if state.sha256 else None
 
 
 def find_recoveries(folder: Path | None = None) -> list[RecoveryEntry]:
@@ -181,7 +201,7 @@ def find_recoveries(folder: Path | None = None) -> list[RecoveryEntry]:
 
 
 def write_recovery(topology: Any, folder: Path, name: str, original: Path | None,
-                   title: str) -> RecoveryEntry:
+                   title: str, original_state: DiskState | None = None) -> RecoveryEntry:
     """Write ``topology`` and its sidecar into ``folder`` as recovery ``name``.
 
     The design goes first and the sidecar second, both atomically: a crash between the two
@@ -193,11 +213,12 @@ def write_recovery(topology: Any, folder: Path, name: str, original: Path | None
     saved_at = datetime.now().astimezone()
     meta = {
         "original": str(original) if original is not None else None,
+        "original_state": dataclasses.asdict(original_state) if original_state else None,
         "saved_at": saved_at.isoformat(timespec="seconds"),
         "title": title,
         "pid": os.getpid(),
     }
-    entry = RecoveryEntry(design, original, saved_at, title)
+    entry = RecoveryEntry(design, original, saved_at, title, original_state)
     atomic_write_text(entry.meta, json.dumps(meta, indent=2) + "\n")
     return entry
 
@@ -316,7 +337,8 @@ class Autosaver(QObject):
         snapshot = _FrozenDesign(self.document.topology)
         self._written = self._stamp()
         original = self.document.path
-        args = (snapshot, self.folder, self.name, original, self.document.title)
+        args = (snapshot, self.folder, self.name, original, self.document.title,
+                self.document.disk_state)
         self._thread = threading.Thread(target=self._write, args=args,
                                         name="fabric-designer-autosave", daemon=True)
         self._thread.start()
@@ -348,10 +370,10 @@ class Autosaver(QObject):
         self._lock = lock
         return True
 
-    def _write(self, snapshot, folder, name, original, title) -> None:
+    def _write(self, snapshot, folder, name, original, title, original_state) -> None:
         # Runs on the worker thread: no Qt objects but signal emission (queued).
         try:
-            entry = write_recovery(snapshot, folder, name, original, title)
+            entry = write_recovery(snapshot, folder, name, original, title, original_state)
         except Exception as exc:
             # On this thread an exception would vanish into stderr; report every one.
             self._written = None

@@ -231,3 +231,36 @@ def test_two_windows_on_one_design(monkeypatch, qtbot, design):
     assert answer.boxes[-1]["title"] == "File changed on disk"
     assert "nodes: 1 changed" in answer.boxes[-1]["details"]
     assert load(design).state() == first.document.topology.state()
+
+
+def test_a_restored_design_asks_before_saving_over_a_file_changed_since_the_crash(
+    monkeypatch, window, design, tmp_path
+):
+    from designer.gui.recovery import find_recoveries, write_recovery
+    from designer.io.disk_state import DiskState
+
+    crashed = load(design)  # the crashed session had the design open, and edited it
+    node = min(crashed.nodes(), key=lambda n: n.id)
+    MoveNodes({node.id: (node.x + 40, node.y)}).do(crashed)
+    folder = window.files.autosaver.folder
+    write_recovery(crashed, folder, "cluster-dead0001", design, design.name, DiskState.of(design))
+    run_cli("new", "hgx", "-o", str(design))  # then a script rewrote the file
+    theirs = design.read_bytes()
+    (entry,) = find_recoveries(folder)
+    assert window.files.restore(entry)
+    answer = Answer(monkeypatch, other_writers.CANCEL)
+    assert not window.files.save()
+    assert [b["title"] for b in answer.boxes] == ["File changed on disk"]
+    assert design.read_bytes() == theirs
+
+
+def test_autosave_records_the_design_file_as_the_session_last_saw_it(qtbot, design):
+    from designer.gui import recovery
+
+    win, _ = open_window(qtbot, design)
+    move_first_node(win)
+    saver = win.files.autosaver
+    assert saver.autosave_now(wait=True)
+    entry = recovery._read_entry(saver.path)
+    assert entry.original == design
+    assert entry.original_state == win.document.disk_state is not None
