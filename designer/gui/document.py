@@ -125,6 +125,8 @@ class Document(QObject):
         self.path = path
         #: The file as this document read or wrote it last (None: not known, no check).
         self.disk_state: DiskState | None = None
+        #: Opened read-only (another session has the file open): Save asks for a new name.
+        self.read_only = False
         self.undo_stack = QUndoStack(self)
         self._replacing = False
         self._name = self.topology.name  # as last announced by name_changed
@@ -150,12 +152,6 @@ class Document(QObject):
             self._name = self.topology.name
             self.name_changed.emit(self._name)
 
-    def begin_macro(self, text: str) -> None:
-        self.undo_stack.beginMacro(text)
-
-    def end_macro(self) -> None:
-        self.undo_stack.endMacro()
-
     # ------------------------------------------------------------ files
     @property
     def is_modified(self) -> bool:
@@ -172,11 +168,12 @@ class Document(QObject):
         return self._replacing
 
     def replace(self, topology: Topology, path: Path | None = None,
-                disk_state: DiskState | None = None) -> None:
+                disk_state: DiskState | None = None, *, read_only: bool = False) -> None:
         """Open a different design (clears the history: it belonged to the old one).
 
         ``disk_state`` is the fingerprint of ``path`` taken *before* it was read (a file
         changed while it was read then looks changed at the next save, never the reverse).
+        ``read_only``: see `read_only`.
 
         `about_to_replace` goes out first, while the old design is still `topology`;
         then the history is cleared, the new design takes its place and
@@ -189,6 +186,7 @@ class Document(QObject):
             self.topology = topology
             self.path = path
             self.disk_state = disk_state
+            self.read_only = read_only
             self._name = topology.name
             # The views rebuild now, an item per node and link: no collections midway,
             # one (settle_heap) once they are built (`designer.collector`).
@@ -200,11 +198,11 @@ class Document(QObject):
             self._replacing = False
         settle_heap()
 
-    def open(self, path: Path) -> None:
+    def open(self, path: Path, *, read_only: bool = False) -> None:
         """Load ``path``; on a bad file raises `FileFormatError` and changes nothing."""
         state = disk_state_of(path)
         topology = load(Path(path))
-        self.replace(topology, Path(path), state)
+        self.replace(topology, Path(path), state, read_only=read_only)
 
     def save(self, path: Path | None = None) -> Path:
         """Save atomically to ``path`` (or the current file); the history is kept."""
@@ -214,6 +212,7 @@ class Document(QObject):
         save(self.topology, target)
         # (Taken after the write: another writer in between would go unnoticed once.)
         self.disk_state = disk_state_of(target)
+        self.read_only = False  # (the user chose to write this file)
         self.undo_stack.setClean()
         if target != self.path:
             self.path = target

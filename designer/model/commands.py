@@ -176,13 +176,6 @@ class SetLinkProps(_SetProps):
         self.text = "Change link " + ", ".join(sorted(changes))
 
 
-def retype_link(link_id: str, tech: str) -> SetLinkProps:
-    """Change the technology of one link (a `SetLinkProps`)."""
-    cmd = SetLinkProps([link_id], tech=tech)
-    cmd.text = f"Retype link to {tech}"
-    return cmd
-
-
 class AddGroup(Command):
     def __init__(self, group: Group):
         self.group = group

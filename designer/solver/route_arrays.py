@@ -413,14 +413,6 @@ class PendingRows:
 _LONG_BLOCK = 256   # entries from which `join_rows` copies a piece as a slice
 
 
-def _batch(routes: list[Route], hops: list[int]) -> RouteBatch:
-    lengths = np.array([len(a) for a, _ in routes], dtype=np.int64)
-    arcs = np.concatenate([a for a, _ in routes]) if routes else np.zeros(0, np.int64)
-    weights = np.concatenate([w for _, w in routes]) if routes else np.zeros(0)
-    return RouteBatch(_ptr(lengths), arcs.astype(np.int64), weights.astype(float),
-                      np.asarray(hops, dtype=np.int64))
-
-
 def _stack(parts: list[RouteBatch]) -> RouteBatch:
     """The routes of ``parts`` one table after another."""
     if not parts:

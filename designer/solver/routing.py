@@ -59,7 +59,6 @@ from designer.solver.route_arrays import (  # noqa: F401 - re-exported for calle
     _EMPTY,
     Route,
     RouteBatch,
-    _batch,
     _concat,
     _ptr,
     _scatter,
@@ -328,9 +327,6 @@ class Router:
             first = hit[run_heads(owner[hit])]
             out[ask[owner[first]]] = g.arcs[pos[first]]
         return out
-
-    def _reverse(self, arc: int) -> int:
-        return arc ^ 1  # arcs come in (a->b, b->a) pairs
 
     def fabric_dag(self, leaf_a: int, leaf_b: int) -> Route:
         """Adaptive split between two edge switches (cached per class)."""
