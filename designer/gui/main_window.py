@@ -26,6 +26,7 @@ from designer.gui.help import install_help
 from designer.gui.inspector import InspectorDock
 from designer.gui.minimap import MinimapDock
 from designer.gui.palette import PaletteDock
+from designer.gui.window_geometry import place_window, remember_window
 
 STATUS_MS = 6000
 
@@ -68,7 +69,7 @@ class MainWindow(QMainWindow):
         self.analysis = install_analysis(self)
         self.help_menu = install_help(self)  # last on the menu bar
         self.files.start_autosave()
-        self.resize(1400, 900)
+        place_window(self, self.files.settings)
 
     # ------------------------------------------------------------ wiring
     def _build_menus(self) -> None:
@@ -225,6 +226,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.files.maybe_save():
+            remember_window(self, self.files.settings)
             self.analysis.runner.shutdown()
             self.files.discard_recovery()
             event.accept()
