@@ -222,16 +222,18 @@ class FileController(QObject):
                 return False
         if not self.maybe_save():
             return False
-        if not self.guard.may_open(Path(path)):
+        how = self.guard.may_open(Path(path))
+        if how == other_writers.CANCEL:
             self.message.emit(f"{Path(path).name} not opened: it is open elsewhere")
             return False
+        read_only = how == other_writers.OPEN_READ_ONLY
         # A large design takes seconds to read and draw (~12 s at 16,384 GPUs): say so
         # first, painted now; a big file opens through a dialog with its progress and
         # Cancel (`open_progress`), a small one under a busy cursor.
         self.message.emit(f"Opening {Path(path).name}…")
         self.window.statusBar().repaint()
         try:
-            opened = self._open(Path(path))
+            opened = self._open(Path(path), read_only=read_only)
         except DesignError as exc:
             log.info("cannot open %s: %s", path, exc)
             self._error("Cannot open design", str(exc))
@@ -242,20 +244,21 @@ class FileController(QObject):
             return False
         log.info("opened %s: %d nodes", path, len(self.document.topology))
         self.recent.add(path)
-        self.message.emit(f"Opened {path}")
+        self.message.emit(f"Opened {path} read-only: Save asks for another name" if read_only
+                          else f"Opened {path}")
         self.opened.emit(Path(path))
         return True
 
-    def _open(self, path: Path) -> bool:
+    def _open(self, path: Path, read_only: bool = False) -> bool:
         """Open ``path`` (whether it was: False when the user cancelled); raises
         `DesignError` for a file that cannot be opened, with the cursor restored."""
         if not _is_big(path):
             with _busy_cursor():
-                self.document.open(path)
+                self.document.open(path, read_only=read_only)
             return True
         state = disk_state_of(path)  # before reading: see Document.replace
-        return self._through_dialog(
-            path, path.name, lambda topology: self.document.replace(topology, path, state))
+        return self._through_dialog(path, path.name, lambda topology: self.document.replace(
+            topology, path, state, read_only=read_only))
 
     def _through_dialog(self, source: Path, name: str, replace) -> bool:
         """Read ``source`` and call ``replace(topology)`` with the progress dialog
@@ -283,6 +286,10 @@ class FileController(QObject):
 
     def save(self) -> bool:
         if self.document.path is None:
+            return self.save_as()
+        if self.document.read_only:
+            self.message.emit(f"{self.document.path.name} is open read-only here: "
+                              "save it under another name")
             return self.save_as()
         return self._save_to(self.document.path)
 

@@ -168,7 +168,8 @@ class MainWindow(QMainWindow):
         if doc.path is None:
             return name
         stem = doc.path.name.removesuffix(".json").removesuffix(".fabric")
-        return doc.path.name if name in ("", stem) else f"{doc.path.name} ({name})"
+        title = doc.path.name if name in ("", stem) else f"{doc.path.name} ({name})"
+        return f"{title} [read-only]" if doc.read_only else title
 
     def _on_design_properties_triggered(self) -> None:
         """File > Design Properties…: the design's name (saved in its file)."""

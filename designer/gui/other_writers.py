@@ -26,7 +26,8 @@ from designer.model.errors import DesignError
 #: Above this size the file on disk is not read to compare it (a second or more).
 COMPARE_MAX_BYTES = 8 * 1024 * 1024
 
-RELOAD, SAVE_AS, OVERWRITE, OPEN, CANCEL = "reload", "save_as", "overwrite", "open", "cancel"
+RELOAD, SAVE_AS, OVERWRITE, CANCEL = "reload", "save_as", "overwrite", "cancel"
+OPEN, OPEN_READ_ONLY = "open", "open_read_only"
 
 log = logging.getLogger(__name__)
 _ROLE = QMessageBox.ButtonRole
@@ -114,11 +115,12 @@ def ask_changed_on_disk(parent: QWidget | None, path: Path, summary: str) -> str
 
 
 def ask_open_locked(parent: QWidget | None, path: Path, owner: LockOwner) -> str:
-    """Another session has ``path`` open: `OPEN` (anyway) or `CANCEL`."""
+    """Another session has ``path`` open: `OPEN_READ_ONLY`, `OPEN` (anyway) or `CANCEL`."""
     text = f"“{path.name}” is already open in {owner.describe()}."
     details = (
-        "If you open it here as well, whichever window saves second overwrites the "
-        "other's changes (this window warns before it does).\n\n"
+        "Read-only, this window saves only under another name. Opened for editing in both, "
+        "whichever window saves second overwrites the other's changes (it warns first)."
+        "\n\n"
         "If that program is no longer running (another computer, a crash there), "
         f"its lock file {design_lock_path(path)} is left over: open anyway."
     )
@@ -128,10 +130,11 @@ def ask_open_locked(parent: QWidget | None, path: Path, owner: LockOwner) -> str
         text,
         details,
         [
-            (OPEN, "&Open Anyway", _ROLE.AcceptRole),
+            (OPEN_READ_ONLY, "Open &Read-Only", _ROLE.AcceptRole),
+            (OPEN, "&Open Anyway", _ROLE.DestructiveRole),
             (CANCEL, "Cancel", _ROLE.RejectRole),
         ],
-        default=CANCEL,
+        default=OPEN_READ_ONLY,
     )
     try:
         choice = show_choice(box)
@@ -187,14 +190,16 @@ class OtherWriters(QObject):
     def holds_lock_on(self, path: Path) -> bool:
         return self.lock is not None and self.lock.path == design_lock_path(path)
 
-    def may_open(self, path: Path) -> bool:
-        """Whether to open ``path``: asks when another session has it open."""
+    def may_open(self, path: Path) -> str:
+        """How to open ``path``: `OPEN`, `OPEN_READ_ONLY` or `CANCEL` (asks when another
+        session has it open)."""
         if self.holds_lock_on(path):
-            return True  # this window's own file, opened again
+            return OPEN  # this window's own file, opened again
         owner = lock_owner(design_lock_path(path))
         if owner is None:
-            return True
-        return ask_open_locked(self.window, path, owner) == OPEN
+            return OPEN
+        choice = ask_open_locked(self.window, path, owner)
+        return choice if choice in (OPEN, OPEN_READ_ONLY) else CANCEL
 
     def before_save(self, path: Path) -> str | None:
         """Before saving to ``path``: None to go on, else the user's other choice

@@ -188,21 +188,49 @@ def held_elsewhere(design):
         proc.stdout.close()
 
 
-@pytest.mark.parametrize("choice", [other_writers.CANCEL, other_writers.OPEN])
+@pytest.mark.parametrize(
+    "choice", [other_writers.CANCEL, other_writers.OPEN, other_writers.OPEN_READ_ONLY]
+)
 def test_opening_a_design_open_in_another_process_asks(
     monkeypatch, window, design, held_elsewhere, choice
 ):
     answer = Answer(monkeypatch, choice)
     before = window.document.topology.state()
-    assert window.files.open_file(design) == (choice == other_writers.OPEN)
+    assert window.files.open_file(design) == (choice != other_writers.CANCEL)
     assert len(answer.boxes) == 1
     box = answer.boxes[0]
-    assert box["buttons"] == ["&Open Anyway", "Cancel"]
+    assert box["buttons"] == ["&Open Anyway", "Cancel", "Open &Read-Only"]
     assert f"process {held_elsewhere.pid}" in box["text"]
-    if choice == other_writers.OPEN:
-        assert window.document.path == design
-    else:
+    if choice == other_writers.CANCEL:
         assert window.document.topology.state() == before
+    else:
+        assert window.document.path == design
+        assert window.document.read_only == (choice == other_writers.OPEN_READ_ONLY)
+        assert ("[read-only]" in window.windowTitle()) == window.document.read_only
+    # The other session's lock is left as it is.
+    assert lock_owner(design_lock_path(design)).pid == held_elsewhere.pid
+
+
+def test_a_design_opened_read_only_is_saved_under_another_name(
+    monkeypatch, window, design, held_elsewhere, tmp_path
+):
+    Answer(monkeypatch, other_writers.OPEN_READ_ONLY)
+    assert window.files.open_file(design)
+    before = design.read_bytes()
+    move_first_node(window)
+    asked = []
+    monkeypatch.setattr(
+        QFileDialog, "getSaveFileName", lambda *_a, **_k: asked.append(1) or ("", "")
+    )
+    assert not window.files.save()  # Save asks for a name; cancelled: nothing written
+    assert asked == [1] and design.read_bytes() == before
+    other = tmp_path / "designs" / "copy.fabric.json"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a, **_k: (str(other), ""))
+    assert window.files.save()
+    assert design.read_bytes() == before
+    assert load(other).state() == window.document.topology.state()
+    assert window.document.path == other and not window.document.read_only
+    assert "[read-only]" not in window.windowTitle()
 
 
 def test_a_crashed_session_s_lock_is_taken_over_without_asking(

@@ -219,12 +219,12 @@ def test_a_file_given_at_start_opens_once_the_window_shows(qtbot, tmp_path, monk
         seen = {}
         real_open = win.document.open
 
-        def spy(p):
+        def spy(p, **kwargs):
             seen["status"] = win.statusBar().currentMessage()
             cursor = QApplication.overrideCursor()
             seen["cursor"] = cursor.shape() if cursor is not None else None
             seen["visible"] = win.isVisible()
-            real_open(p)
+            real_open(p, **kwargs)
 
         monkeypatch.setattr(win.document, "open", spy)
         open_when_shown(win, path)
