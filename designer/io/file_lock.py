@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import getpass
 import os
 import secrets
@@ -305,8 +306,10 @@ class FileLock:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             try:
-                os.write(fd, content)
-                os.fsync(fd)  # a full disk says so here, not later
+                # (No fsync: after a power cut the lock is stale anyway.  A full disk
+                # refuses the write itself.)
+                if os.write(fd, content) != len(content):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             finally:
                 os.close(fd)
             try:
