@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QMessageB
 
 from designer.gui import other_writers
 from designer.gui.app import application, create_window
+from designer.gui.window_geometry import PREFERRED
 
 LEFT = Qt.MouseButton.LeftButton
 NO_BUTTON = Qt.MouseButton.NoButton
@@ -107,6 +108,10 @@ def open_window(qtbot, file=None):
     application()
     win, error = create_window(file)
     qtbot.addWidget(win, before_close_func=_before_close)
+    # One known size, as on a desktop with room for it: the offscreen screen (800 x 600)
+    # would shrink the first size (`window_geometry`), and positions the tests drop,
+    # drag and click at follow the canvas's size.
+    win.resize(PREFERRED)
     win.show()
     qtbot.waitExposed(win)
     win.view.fit()
