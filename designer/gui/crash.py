@@ -249,11 +249,13 @@ class CrashHandler(QObject):
         Unhandled exceptions seen since `install`.
     suppressed : int
         Of those, how many got no dialog of their own (one was open, or a repeat).
+    pending : int
+        Of those, how many are logged but wait for the GUI thread's next turn.
     dialog : CrashDialog or None
         The dialog on screen, if any.
     """
 
-    _relay = Signal(object)  # an error caught on another thread, for the GUI thread
+    _relay = Signal(object)  # a caught error, for the GUI thread's next turn (queued)
 
     def __init__(self, window, *, show_dialog: Callable[[CrashDialog], str] | None = None,
                  quit_app: Callable[[], None] | None = None, parent: QObject | None = None):
@@ -265,6 +267,7 @@ class CrashHandler(QObject):
         self.suppressed = 0
         self.dialog: CrashDialog | None = None
         self._busy = False  # handling one on the GUI thread (autosave or dialog)
+        self.pending = 0    # caught and logged, to be handled on a later turn
         self._repeats: dict[tuple, int] = {}
         self._previous_hook = None
         self._previous_thread_hook = None
@@ -317,25 +320,30 @@ class CrashHandler(QObject):
         self._caught(args.exc_type, args.exc_value, args.exc_traceback, name)
 
     def _caught(self, exc_type, exc, tb, thread: str) -> None:
+        # Log here and now, and handle on a later turn of the GUI thread's event loop:
+        # the design and the widgets belong to the GUI thread, and on the GUI thread the
+        # error came from inside a slot, a paint or an input event, where a modal
+        # dialog's nested event loop would run more of the same code (a paint that
+        # raises paints again) before the first call has unwound.
         try:
-            if threading.current_thread() is threading.main_thread():
-                self.handle(exc_type, exc, tb, thread)
-            else:
-                # Log here and now; the design and the widgets belong to the GUI thread.
-                self.errors += 1
-                self._log(exc_type, exc, tb, thread)
-                self._relay.emit((exc_type, exc, tb, thread))
+            self.errors += 1
+            repeat = self._log(exc_type, exc, tb, thread)
+            self.pending += 1
+            self._relay.emit((exc_type, exc, tb, thread, repeat))
         except Exception:  # never let the handler itself fail silently or loop
             log.critical("the error handler failed", exc_info=True)
             if self._previous_hook is not None:
                 self._previous_hook(exc_type, exc, tb)
 
     def _on_relay(self, caught) -> None:
-        exc_type, exc, tb, thread = caught
+        exc_type, exc, tb, thread, repeat = caught
+        self.pending -= 1
         try:
-            self.handle(exc_type, exc, tb, thread, logged=True)
-        except Exception:
+            self.handle(exc_type, exc, tb, thread, repeat=repeat)
+        except Exception:  # as in `_caught`: say so, and let the previous hook have it
             log.critical("the error handler failed", exc_info=True)
+            if self._previous_hook is not None:
+                self._previous_hook(exc_type, exc, tb)
 
     # ------------------------------------------------------------ handling
     def _log(self, exc_type, exc, tb, thread: str) -> bool:
@@ -352,17 +360,17 @@ class CrashHandler(QObject):
         return seen > 1
 
     def handle(self, exc_type, exc, tb, thread: str = "MainThread", *,
-               logged: bool = False) -> str | None:
+               repeat: bool | None = None) -> str | None:
         """Deal with one unhandled exception on the GUI thread.
 
-        Returns the user's choice, or None when no dialog was shown (one is open, or the
-        same error was shown before).
+        ``repeat`` says whether it was already logged (True: a repeat of an earlier
+        error, False: the first of its kind); None logs and counts it here.  Returns the
+        user's choice, or None when no dialog was shown (one is open, or the same error
+        was shown before).
         """
-        if not logged:
+        if repeat is None:
             self.errors += 1
             repeat = self._log(exc_type, exc, tb, thread)
-        else:
-            repeat = self._repeats.get(_error_key(exc_type, tb), 0) > 1
         if self._busy or repeat:
             self.suppressed += 1
             if self.dialog is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import traceback
 from pathlib import Path
 
 import pytest
@@ -79,14 +80,16 @@ def edit(win, dx=30.0):
 
 
 def raise_in_a_timer(qtbot, handler, error: Exception, count: int = 1) -> None:
-    """Raise ``error`` from a Qt timer callback and wait until the handler saw it."""
+    """Raise ``error`` from a Qt timer callback and wait until the handler saw it and
+    dealt with it (on a later turn of the event loop)."""
     before = handler.errors
 
     def fail():
         raise error
 
     QTimer.singleShot(0, fail)
-    qtbot.waitUntil(lambda: handler.errors >= before + count, timeout=3000)
+    qtbot.waitUntil(lambda: handler.errors >= before + count and not handler.pending,
+                    timeout=3000)
 
 
 def test_pyside_hands_errors_in_slots_to_excepthook_and_carries_on(qtbot, monkeypatch):
@@ -184,6 +187,7 @@ def test_errors_while_the_dialog_is_open_are_counted_not_shown(win, qtbot, log_f
                 raise ValueError(text)
             except ValueError:
                 sys.excepthook(*sys.exc_info())
+        QApplication.processEvents()  # the modal dialog's own event loop
         answer.more_text = answer.dialogs[-1].more.text()
 
     answer.during = two_more
@@ -206,7 +210,7 @@ def test_the_same_error_again_goes_to_the_status_bar_not_a_new_dialog(win, qtbot
     with CrashHandler(win, show_dialog=answer) as handler:
         for _ in range(5):
             QTimer.singleShot(0, fail)
-        qtbot.waitUntil(lambda: handler.errors == 5, timeout=3000)
+        qtbot.waitUntil(lambda: handler.errors == 5 and not handler.pending, timeout=3000)
         raise_in_a_timer(qtbot, handler, KeyError("a different one"))
     assert [r.summary for r in answer.reports] == [
         "ZeroDivisionError: again and again", "KeyError: 'a different one'"]
@@ -215,6 +219,20 @@ def test_the_same_error_again_goes_to_the_status_bar_not_a_new_dialog(win, qtbot
     assert logged.count("\nZeroDivisionError: again and again\n") == 1  # one traceback
     assert "unhandled exception again (3 times)" in logged
     assert "unhandled exception again (4 times)" not in logged
+
+
+def test_the_dialog_opens_after_the_failing_code_has_unwound(win, qtbot):
+    """The dialog opens on a later turn of the event loop, not from inside the hook
+    that PySide calls while the failing paint, slot or input event is still on the
+    stack: a modal dialog's nested loop there would run the failing code again before
+    the first call unwound."""
+    answer = Answer()
+    stacks = []
+    answer.during = lambda: stacks.append([f.name for f in traceback.extract_stack()])
+    with CrashHandler(win, show_dialog=answer) as handler:
+        raise_in_a_timer(qtbot, handler, KeyError("in a timer"))
+    (stack,) = stacks
+    assert "excepthook" not in stack and "fail" not in stack
 
 
 def test_a_python_thread_error_is_shown_on_the_gui_thread(win, qtbot):
@@ -307,6 +325,7 @@ def test_a_failing_handler_falls_back_to_the_previous_hook(win, log_folder):
             raise ValueError("original")
         except ValueError:
             sys.excepthook(*sys.exc_info())  # must not raise
+        QApplication.processEvents()  # the handling, on the next turn
         handler.uninstall()
     finally:
         sys.excepthook = sys_hook
