@@ -14,8 +14,9 @@ raised it (a `QThreadPool` worker included), then carries on.  Python threads go
 
 A second error while the dialog is open is logged and counted on the open dialog, not
 shown in a second one; an error that keeps coming back (a paint handler failing on every
-repaint) is shown once and then counted in the status bar.  Errors on other threads are
-logged there and handed to the GUI thread, which alone touches the design and widgets.
+repaint) is shown once and then counted in the status bar.  Every error is logged where
+it is caught; steps 2 and 3 run on a later turn of the GUI thread's event loop, which
+alone touches the design and widgets, and where the failing code has unwound.
 """
 
 from __future__ import annotations
