@@ -19,7 +19,7 @@ from template_checks import (
 
 from designer.model.errors import DesignError
 from designer.model.templates import TEMPLATES, Param, build_template, template_names
-from designer.model.templates.clos import plan_clos
+from designer.model.templates.clos_plan import plan_clos
 from designer.model.templates.lookup import mgmt_capable
 from designer.model.templates.parts import spread
 

@@ -9,7 +9,7 @@ from template_checks import CAT, assert_rail_optimised, assert_sound, kinds, lin
 
 from designer.model.errors import DesignError
 from designer.model.templates import build_template
-from designer.model.templates.clos import plan_clos
+from designer.model.templates.clos_plan import plan_clos
 from designer.model.templates.lookup import fabric_choice
 
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from designer.model.errors import DesignError
-from designer.model.templates.clos import CORE_CHOICES, build_fat_tree, build_leaf_spine
+from designer.model.templates.clos import build_fat_tree, build_leaf_spine
+from designer.model.templates.clos_plan import CORE_CHOICES
 from designer.model.templates.example import build_example
 from designer.model.templates.hgx import ALL_GPUS, HGX_GPUS, build_hgx
 from designer.model.templates.lookup import FABRIC_PROTOCOLS

@@ -9,7 +9,7 @@
   plus an aggregation switch when there is more than one.  Zero trust: these switches
   and links carry nothing else, and a compute switch gives only its own 1G port.
 
-Each plane's switches are sized like the compute fabric (`clos.plan_clos`), non-blocking.
+Each plane's switches are sized like the compute fabric (`clos_plan.plan_clos`), non-blocking.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from designer.model.errors import DesignError
+from designer.model.templates.clos_plan import plan_clos, wire_clos
 from designer.model.templates.hgx import HOST_MODEL, Server
 from designer.model.templates.lookup import (
     mgmt_capable,
@@ -95,8 +96,6 @@ def add_data_plane(
 ) -> None:
     """A NIC per server and non-blocking leaves (spines when needed) for ``spec``'s
     plane; each of ``endpoints`` (storage servers) uses all its ports for it."""
-    from designer.model.templates.clos import plan_clos, wire_clos
-
     cat = parts.catalog
     switch = switch_for(cat, spec.tech)
     down = port_capacity(cat, switch, spec.tech) // 2

@@ -3,7 +3,7 @@ SuperPOD reference design (`build_superpod`).
 
 Rail optimisation: NIC ``i`` of every server cables to a leaf of rail ``i``, so GPU ``i``
 of one server reaches GPU ``i`` of another in one switch hop; spines (and cores, for big
-designs) join the rails.  Tiers are sized by `clos.plan_clos`.
+designs) join the rails.  Tiers are sized by `clos_plan.plan_clos`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from designer.model.errors import DesignError
-from designer.model.templates.clos import ClosPlan, plan_clos, wire_clos
+from designer.model.templates.clos_plan import ClosPlan, plan_clos, wire_clos
 from designer.model.templates.hgx import HOST_MODEL, Server, server_block
 from designer.model.templates.lookup import fabric_choice, port_capacity, tech_between
 from designer.model.templates.parts import Parts, pad
@@ -103,7 +103,7 @@ def cores_join_pods(plan: ClosPlan) -> bool:
     fourth tier would be needed.  A partly filled pod reaches fewer cores, each of them
     shared with the full pods.
 
-    >>> from designer.model.templates.clos import plan_clos
+    >>> from designer.model.templates.clos_plan import plan_clos
     >>> cores_join_pods(plan_clos([32] * 2048, radix=64))   # 64 pods of 32 leaves
     True
     >>> cores_join_pods(plan_clos([32] * 4096, radix=64))   # 128 pods: two halves
