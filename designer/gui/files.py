@@ -296,6 +296,9 @@ class FileController(QObject):
     def save_as(self, path: str | Path | None = None) -> bool:
         if path is None:
             start = str(self.document.path or f"{self.document.topology.name}.fabric.json")
+            if self.document.read_only:  # its own name belongs to another session
+                start = start.removesuffix(".fabric.json").removesuffix(".json") + \
+                    " copy.fabric.json"
             path, _ = QFileDialog.getSaveFileName(self.window, "Save design as", start, FILTER)
             if not path:
                 return False

@@ -203,20 +203,23 @@ class OtherWriters(QObject):
 
     def before_save(self, path: Path) -> str | None:
         """Before saving to ``path``: None to go on, else the user's other choice
-        (`SAVE_AS`, `RELOAD` or `CANCEL`)."""
+        (`SAVE_AS`, `RELOAD` or `CANCEL`).
+
+        Another file, or this design's file opened read-only: asks when another session
+        has it open.  This design's file: asks when it changed on disk since it was read
+        or written here.
+        """
         document = self.document
-        if path == document.path:
-            if not changed_on_disk(path, document.disk_state):
-                return None
-            summary = compare_summary(document.topology, path)
-            choice = ask_changed_on_disk(self.window, path, summary)
-        elif self.holds_lock_on(path):
-            return None
-        else:
+        ours = path == document.path
+        if (not ours or document.read_only) and not self.holds_lock_on(path):
             owner = lock_owner(design_lock_path(path))
-            if owner is None:
-                return None
-            choice = ask_save_over_open(self.window, path, owner)
+            if owner is not None:
+                choice = ask_save_over_open(self.window, path, owner)
+                return None if choice == OVERWRITE else choice
+        if not ours or not changed_on_disk(path, document.disk_state):
+            return None
+        summary = compare_summary(document.topology, path)
+        choice = ask_changed_on_disk(self.window, path, summary)
         return None if choice == OVERWRITE else choice
 
     def release_lock(self) -> None:

@@ -292,3 +292,25 @@ def test_autosave_records_the_design_file_as_the_session_last_saw_it(qtbot, desi
     entry = recovery._read_entry(saver.path)
     assert entry.original == design
     assert entry.original_state == win.document.disk_state is not None
+
+
+def test_a_read_only_design_saved_as_its_own_name_asks_first(
+    monkeypatch, window, design, held_elsewhere
+):
+    answer = Answer(monkeypatch, other_writers.OPEN_READ_ONLY)
+    assert window.files.open_file(design)
+    before = design.read_bytes()
+    move_first_node(window)
+    proposed = []
+
+    def same_name(_parent, _title, start, *_a, **_k):
+        proposed.append(start)
+        return str(design), ""
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", same_name)
+    answer.choice = other_writers.CANCEL
+    assert not window.files.save()
+    assert proposed == [str(design.with_name("cluster copy.fabric.json"))]
+    assert answer.boxes[-1]["title"] == "Design open elsewhere"
+    assert f"process {held_elsewhere.pid}" in answer.boxes[-1]["text"]
+    assert design.read_bytes() == before and window.document.read_only
