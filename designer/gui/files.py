@@ -8,11 +8,11 @@ A failing autosave says so in the status bar once, not at every tick.
 
 Two writers, one file: the window holds a lock file beside its design
 (`designer.io.file_lock`), so opening a design another running session has open asks
-first (Open Anyway / Cancel), and the command line refuses to write over it.  Saving
-checks that the file is still what this window opened or last saved
-(`designer.io.disk_state`); when another window or a script changed it, the save asks
-Reload / Save As… / Overwrite / Cancel, with a summary of what differs
-(`designer.gui.other_writers`).
+first (Open Read-Only / Open Anyway / Cancel; read-only, Save asks for another name), and
+the command line refuses to write over it.  Saving checks that the file is still what
+this window opened or last saved (`designer.io.disk_state`); when another window or a
+script changed it, the save asks Reload / Save As… / Overwrite / Cancel, with a summary
+of what differs (`designer.gui.other_writers`).
 
 Recent files and the autosave interval live in `QSettings`: the application's own
 (organisation and name set by `designer.gui.app.application`), or an INI file in

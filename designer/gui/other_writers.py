@@ -3,8 +3,8 @@ while it is open and asks before the window opens or saves over what another wri
 
 * The file changed on disk since it was opened or saved: Reload / Save As… / Overwrite /
   Cancel, with a summary of what differs.
-* Another running session has it open (its lock): Open Anyway / Cancel on opening,
-  Overwrite / Cancel on saving another design over it.
+* Another running session has it open (its lock): Open Read-Only / Open Anyway / Cancel
+  on opening, Overwrite / Cancel on saving another design (or a read-only one) over it.
 
 The boxes are built here and run by `show_choice`, the one function tests patch (a real
 modal box would wait for a click forever).
