@@ -47,7 +47,6 @@ True
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import errno
 import getpass
@@ -72,7 +71,6 @@ _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 #: Lock files (resolved paths) held by `FileLock` objects of this process.
 _HELD: set[str] = set()
-_HOLDERS: weakref.WeakSet[FileLock] = weakref.WeakSet()
 
 
 def design_lock_path(design: str | os.PathLike[str]) -> Path:
@@ -249,12 +247,14 @@ class FileLock:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self.holder: LockOwner | None = None
-        self._content: bytes | None = None  # what we wrote, while we hold it
+        # Gives the lock up: called by `release`, when the object is collected, or at a
+        # clean exit (a crash leaves the lock; the next session takes it over).
+        self._give_up: weakref.finalize | None = None
 
     @property
     def held(self) -> bool:
         """Whether this object holds the lock."""
-        return self._content is not None
+        return self._give_up is not None and self._give_up.alive
 
     def _text(self) -> bytes:
         since = datetime.now().astimezone().isoformat(timespec="microseconds")
@@ -284,9 +284,9 @@ class FileLock:
         for _attempt in range(5):
             content = self._text()
             if self._create(content):
-                self._content = content
-                _HELD.add(_key(self.path))
-                _HOLDERS.add(self)
+                key = _key(self.path)
+                _HELD.add(key)
+                self._give_up = weakref.finalize(self, _give_up, key, self.path, content)
                 return True
             found = _read(self.path)
             if found is None:
@@ -361,22 +361,19 @@ class FileLock:
     def release(self) -> None:
         """Give the lock up (nothing when not held).  The file is removed only while it
         is still the one this object wrote."""
-        if self._content is None:
-            return
-        content, self._content = self._content, None
-        _HELD.discard(_key(self.path))
-        with contextlib.suppress(OSError):
-            with open(self.path, "rb") as f:
-                on_disk = f.read(len(content) + 1)
-            if on_disk == content:
-                os.unlink(self.path)
+        if self._give_up is not None:
+            self._give_up()
+            self._give_up = None
 
     def __repr__(self) -> str:
         return f"FileLock({str(self.path)!r}, held={self.held})"
 
 
-@atexit.register
-def _release_all() -> None:
-    """A clean exit leaves no lock behind (a crash does; the next session takes it)."""
-    for lock in list(_HOLDERS):
-        lock.release()
+def _give_up(key: str, path: Path, content: bytes) -> None:
+    """Forget the lock file ``path`` and remove it if it still holds ``content``."""
+    _HELD.discard(key)
+    with contextlib.suppress(OSError):
+        with open(path, "rb") as f:
+            on_disk = f.read(len(content) + 1)
+        if on_disk == content:
+            os.unlink(path)

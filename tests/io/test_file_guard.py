@@ -7,6 +7,7 @@ The two-process tests run a second Python process that holds a lock through
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
@@ -175,6 +176,25 @@ def test_a_second_lock_object_of_this_process_is_refused_until_released(tmp_path
     first.release()
     assert second.acquire()
     second.release()
+
+
+def test_a_lock_object_collected_or_the_process_exiting_gives_the_lock_up(tmp_path):
+    lock_path = design_lock_path(tmp_path / "d.fabric.json")
+    lock = FileLock(lock_path)
+    assert lock.acquire()
+    del lock
+    gc.collect()
+    assert not lock_path.exists()
+    assert FileLock(lock_path).acquire()  # (and collected at once: given up again)
+    code = f"from designer.io.file_lock import FileLock; FileLock({str(lock_path)!r}).acquire()"
+    keep = (
+        f"import sys; from designer.io.file_lock import FileLock; "
+        f"lock = FileLock({str(lock_path)!r}); sys.exit(0 if lock.acquire() else 3)"
+    )
+    for script in (code, keep):
+        done = subprocess.run([sys.executable, "-c", script], check=False)
+        assert done.returncode == 0
+        assert not lock_path.exists()  # a clean exit removes it
 
 
 def test_a_lock_naming_this_process_but_held_by_no_object_is_stale(tmp_path):
