@@ -54,6 +54,7 @@ from typing import Any
 from designer.collector import collector_paused
 from designer.io import fabric_schema
 from designer.io.atomic import atomic_write_bytes
+from designer.io.fabric_limits import LIMITS, MAX_NAME_CHARS, prescan
 from designer.io.fabric_read import (
     FORMAT,
     MAX_GROUP_DEPTH,
@@ -61,6 +62,7 @@ from designer.io.fabric_read import (
     VERSION,
     Invalid,
     check_header,
+    decode_text,
     item_where,
     order_groups,
     parse_items,
@@ -83,9 +85,11 @@ from designer.model.topology import (
 
 __all__ = [
     "FORMAT",
+    "LIMITS",
     "MAX_FILE_BYTES",
     "MAX_GROUP_DEPTH",
     "MAX_LINK_COUNT",
+    "MAX_NAME_CHARS",
     "VERSION",
     "FileFormatError",
     "LoadCancelled",
@@ -381,6 +385,10 @@ def loads(
 Fabric Designer (format version 9); this version reads up to 1
     """
     try:
+        text = decode_text(text)
+        # Counts, item shapes and name lengths before anything is built: parsing the
+        # whole text costs about 1 KB per item (`designer.io.fabric_limits`).
+        prescan(text)
         with collector_paused():  # a dict per item, in bulk (`designer.collector`)
             data = parse_json(text)
     except Invalid as err:
@@ -426,4 +434,9 @@ def load(path: str | os.PathLike[str], *, catalog: Catalog | None = None,
         raise FileFormatError(f"{source}: cannot read: {err.strerror or err}") from err
     if len(data) > MAX_FILE_BYTES:
         raise FileFormatError(f"{source}: too big (the limit is {MAX_FILE_BYTES:_} bytes)")
-    return loads(data, source=source, catalog=catalog, progress=progress)
+    try:
+        text = decode_text(data)
+    except Invalid as err:
+        raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
+    del data  # the text alone from here: a 256 MiB file is not held twice
+    return loads(text, source=source, catalog=catalog, progress=progress)

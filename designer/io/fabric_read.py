@@ -164,13 +164,19 @@ def _reject_constant(name: str) -> Any:
     raise Invalid("JSON", f"{name} is not a number JSON allows")
 
 
-def parse_json(text: str | bytes) -> Any:
+def decode_text(text: str | bytes) -> str:
+    """The text of a file's bytes (UTF-8); a str is returned as it is."""
     if isinstance(text, bytes | bytearray):
         try:
             # utf-8-sig: a byte-order mark (some Windows editors add one) is harmless.
-            text = bytes(text).decode("utf-8-sig")
+            return bytes(text).decode("utf-8-sig")
         except UnicodeDecodeError as err:
             raise Invalid(f"byte {err.start}", "not UTF-8 text") from None
+    return text
+
+
+def parse_json(text: str | bytes) -> Any:
+    text = decode_text(text)
     try:
         return json.loads(
             text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant

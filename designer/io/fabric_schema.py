@@ -195,6 +195,8 @@ def _phrase(definition: Mapping[str, Any], rule: str) -> str:
     text = _join([_TYPE_PHRASES.get(t, t) for t in types]) if types else "valid"
     if rule == "type":  # a value of the wrong type: its bounds are beside the point
         return text
+    if rule == "maxLength":
+        return f"{text} of at most {definition['maxLength']:,} characters"
     lo, hi = definition.get("minimum"), definition.get("maximum")
     if lo is not None and hi is not None:
         text += f" from {_number(lo)} to {_number(hi)}"
@@ -298,4 +300,6 @@ def _violation(
     # "got a string" says more than a long string; 2.5 more than "a number" where a
     # whole number is wanted.
     got = _type_name(value) if rule == "type" and not isinstance(value, float) else _shown(value)
+    if rule == "maxLength" and isinstance(value, str):
+        got = f"{len(value):,} characters"
     return SchemaViolation(path, where, f"{verb} {_phrase(definition, rule)}, got {got}")

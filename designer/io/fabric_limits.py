@@ -1,0 +1,202 @@
+"""The limits of a ``.fabric.json`` file, checked by a pre-scan before it is parsed.
+
+Parsing a file whole (``json.loads``) costs about 1 KB of memory per item before any
+check can run, so a 200 MiB file of 1.6 million nodes would take gigabytes and a minute
+before being refused.  `prescan` walks the text first, one group, node or link at a
+time, holding only the item in hand: it counts each section against its limit, checks
+that each item is an object with its required keys and no unknown ones, and that its
+name is not too long, and stops at the first item that fails.  Only a file that passes
+is then parsed whole, so what the full parse builds is bounded by the limits.
+
+The limits are set by the largest designs the tool builds: the templates stop at
+131,072 GPUs (`designer.model.templates.MAX_TEMPLATE_GPUS`), which is at most about
+435,000 nodes, 890,000 link bundles and 135,000 groups for the designs whose file fits
+the 256 MiB byte limit (a fat-tree of one-GPU hosts has the most nodes and groups per
+GPU; a rail-optimised cluster with every plane the most links).
+
+Example
+-------
+>>> prescan('{"format": "fabric-designer", "version": 1, "nodes": [{}], "links": []}')
+Traceback (most recent call last):
+...
+designer.io.fabric_read.Invalid: ('nodes[0]', "missing field 'id'")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from functools import cache
+from typing import Any
+
+from designer.io import fabric_schema
+from designer.io.fabric_read import Invalid, check_header
+
+__all__ = ["LIMITS", "MAX_NAME_CHARS", "prescan"]
+
+#: The most items of each section a file may hold.
+LIMITS: dict[str, int] = {"groups": 200_000, "nodes": 500_000, "links": 1_000_000}
+#: The most entries of any other list (a scenario's ranks are GPU ids).
+MAX_LIST_ITEMS = 500_000
+#: The longest name of the design, a group or a node, in characters: a label, not a
+#: document (and drawn on the canvas, printed by the command line).
+MAX_NAME_CHARS = 1_024
+#: Top-level text shorter than this that is not an object is parsed whole, for the
+#: parser's own message; a longer one is named by its first character.
+_SMALL = 1 << 20
+
+_NOUNS = {"groups": "groups", "nodes": "nodes", "links": "link bundles"}
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_KINDS = {"[": "a list", '"': "a string", "t": "a boolean", "f": "a boolean", "n": "null"}
+
+
+class _Unsure(Exception):
+    """The pre-scan met text it does not follow (bad JSON); the full parse says why,
+    having only the part already counted to build before it stops there."""
+
+
+@cache
+def _scan_once() -> Any:
+    return json.JSONDecoder().scan_once
+
+
+@cache
+def _item_keys() -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """Per section, the required and the allowed keys of an item (from the schema)."""
+    definitions = fabric_schema.schema()["definitions"]
+    out = {}
+    for section, name in (("groups", "group"), ("nodes", "node"), ("links", "link")):
+        item = definitions[name]
+        out[section] = (frozenset(item["required"]), frozenset(item["properties"]))
+    return out
+
+
+def _skip(text: str, idx: int) -> int:
+    return _WHITESPACE.match(text, idx).end()  # type: ignore[union-attr]
+
+
+def _value(text: str, idx: int) -> tuple[Any, int]:
+    try:
+        return _scan_once()(text, idx)
+    except (StopIteration, ValueError, RecursionError):
+        raise _Unsure from None
+
+
+def prescan(text: str) -> None:
+    """Check ``text`` (a whole design file) against the limits without building it.
+
+    Raises
+    ------
+    Invalid
+        For a section over its limit (``nodes: more than the limit of 500,000 nodes``),
+        an item of the wrong shape (the schema's message for it, at its index), a name
+        longer than `MAX_NAME_CHARS`, or a top level that is not an object.  Bad JSON is
+        left to the full parse, whose message names the line and column; everything
+        before the bad spot has been counted by then.
+    """
+    with contextlib.suppress(_Unsure):
+        _prescan(text)
+
+
+def _prescan(text: str) -> None:
+    idx = _skip(text, 0)
+    first = text[idx : idx + 1]
+    if first == "{":
+        _object(text, idx, "", {})
+        return
+    kind = _KINDS.get(first) or ("a number" if first and first in "-0123456789" else None)
+    if len(text) >= _SMALL and kind is not None:  # else the full parse names it quickly
+        raise Invalid("top level", f"expected a JSON object, got {kind}")
+
+
+def _object(text: str, idx: int, where: str, header: dict[str, Any]) -> int:
+    """Walk the object at ``text[idx]`` (the top level when ``where`` is empty) key by
+    key, its lists item by item; the index after it."""
+    idx = _skip(text, idx + 1)
+    if text.startswith("}", idx):
+        return idx + 1
+    while True:
+        if not text.startswith('"', idx):
+            raise _Unsure
+        key, idx = _value(text, idx)
+        idx = _skip(text, idx)
+        if not text.startswith(":", idx):
+            raise _Unsure
+        idx = _skip(text, idx + 1)
+        path = f"{where}.{key}" if where else key
+        if text.startswith("[", idx):
+            idx = _array(text, idx, path, header)
+        elif text.startswith("{", idx) and path.count(".") < 2:
+            idx = _object(text, idx, path, header)
+        else:
+            value, idx = _value(text, idx)
+            if path in ("format", "version"):
+                header[path] = value
+            elif path == "name" and isinstance(value, str) and len(value) > MAX_NAME_CHARS:
+                _check_header(header)
+                raise Invalid("name", _too_long(value))
+        idx = _skip(text, idx)
+        if text.startswith(",", idx):
+            idx = _skip(text, idx + 1)
+        elif text.startswith("}", idx):
+            return idx + 1
+        else:
+            raise _Unsure
+
+
+def _array(text: str, idx: int, key: str, header: dict[str, Any]) -> int:
+    """Walk the list at ``text[idx]`` item by item; the index after it."""
+    limit = LIMITS.get(key, MAX_LIST_ITEMS)
+    keys = _item_keys().get(key)
+    count = 0
+    idx = _skip(text, idx + 1)
+    if text.startswith("]", idx):
+        return idx + 1
+    while True:
+        if count == limit:
+            _check_header(header)
+            noun = _NOUNS.get(key, "items")
+            raise Invalid(key, f"more than the limit of {limit:,} {noun}")
+        item, idx = _value(text, idx)
+        if keys is not None and not _fits(item, *keys):
+            _check_header(header)
+            _refuse_item(key, count, item)
+        count += 1
+        del item
+        idx = _skip(text, idx)
+        if text.startswith(",", idx):
+            idx = _skip(text, idx + 1)
+        elif text.startswith("]", idx):
+            return idx + 1
+        else:
+            raise _Unsure
+
+
+def _fits(item: Any, required: frozenset[str], allowed: frozenset[str]) -> bool:
+    if type(item) is not dict or not required <= item.keys() <= allowed:
+        return False
+    name = item.get("name")
+    return not isinstance(name, str) or len(name) <= MAX_NAME_CHARS
+
+
+def _refuse_item(section: str, index: int, item: Any) -> None:
+    """Raise the schema's message for ``item``, placed at ``section[index]``."""
+    probe = {"format": "fabric-designer", "version": 1, "nodes": [], "links": [], section: [item]}
+    try:
+        fabric_schema.validate(probe)
+    except fabric_schema.SchemaViolation as err:
+        where = err.where.replace(f"{section}[0]", f"{section}[{index}]", 1)
+        raise Invalid(where, err.what) from None
+
+
+def _check_header(header: dict[str, Any]) -> None:
+    """A file of another format or a newer version says so before any limit."""
+    if "format" in header:
+        check_header({"version": 1, **header})
+
+
+def _too_long(name: str) -> str:
+    return (
+        f"expected a string of at most {MAX_NAME_CHARS:,} characters, got {len(name):,} characters"
+    )
