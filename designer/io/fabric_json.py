@@ -160,6 +160,30 @@ def _override_value(value: Any, where: str, field: str) -> float:
     return float(value)
 
 
+def _check_limits(topology: Topology) -> None:
+    """Refuse to write a design that `load` would refuse for its size (the limits of
+    `designer.io.fabric_limits`): better a clear error now than a file that cannot be
+    opened again."""
+    counts = {
+        "groups": sum(1 for _ in topology.groups()),
+        "nodes": len(topology),
+        "links": topology.link_count(),
+    }
+    for section, count in counts.items():
+        if count > LIMITS[section]:
+            raise DesignError(
+                f"{count:,} {section}, more than the {LIMITS[section]:,} a file may hold"
+            )
+    if len(topology.name) > MAX_NAME_CHARS:
+        raise DesignError(f"the design's name is longer than {MAX_NAME_CHARS:,} characters")
+    for noun, items in (("group", topology.groups()), ("node", topology.nodes())):
+        for item in items:
+            if len(item.name) > MAX_NAME_CHARS:
+                raise DesignError(
+                    f"{noun} {item.id!r}: name longer than {MAX_NAME_CHARS:,} characters"
+                )
+
+
 def to_dict(topology: Topology) -> dict[str, Any]:
     """The design as plain JSON values, keys and items in file order.
 
@@ -168,6 +192,7 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     >>> list(to_dict(Topology()))
     ['format', 'version', 'name', 'settings', 'overrides', 'groups', 'nodes', 'links']
     """
+    _check_limits(topology)
     nodes = []
     for node in _by_id(topology.nodes()):
         item = {f: getattr(node, f) for f in NODE_FIELDS}
@@ -199,7 +224,7 @@ def dumps(topology: Topology) -> str:
     ------
     DesignError
         The topology holds a value that cannot be written (an override that is not a
-        finite number).
+        finite number), or is larger than a file may hold (`LIMITS`, `MAX_NAME_CHARS`).
     """
     data = to_dict(topology)
     lines = ["{"]

@@ -173,3 +173,26 @@ def test_huge_files_are_refused_in_bounded_time_and_memory(tmp_path, case):
     # The time goal with slack for a machine shared with other tests; memory is exact.
     assert seconds <= 2 * goal_s, f"{seconds:.1f} s"
     assert peak_mb <= goal_mb, f"{peak_mb:.0f} MB"
+
+
+# --------------------------------------------------------------------------- saving
+
+
+def test_save_refuses_what_load_would_refuse(tmp_path, monkeypatch):
+    from designer.model.topology import Node, Topology
+
+    topology = Topology(name="t")
+    for i in range(3):
+        topology.add_node(Node(f"g{i}", "gpu", "H100", f"GPU {i}"))
+    path = tmp_path / "t.fabric.json"
+    topology.update_node("g1", name="n" * (fabric_limits.MAX_NAME_CHARS + 1))
+    with pytest.raises(FileFormatError, match=r"cannot save: node 'g1': name longer than 1,024"):
+        fabric_json.save(topology, path)
+    topology.update_node("g1", name="GPU 1")
+    monkeypatch.setitem(fabric_limits.LIMITS, "nodes", 2)
+    with pytest.raises(FileFormatError, match=r"cannot save: 3 nodes, more than the 2 a file"):
+        fabric_json.save(topology, path)
+    assert not path.exists()
+    monkeypatch.setitem(fabric_limits.LIMITS, "nodes", 3)
+    fabric_json.save(topology, path)
+    assert len(load(path)) == 3
