@@ -9,6 +9,8 @@ from functools import cached_property
 
 import numpy as np
 
+from designer.solver.tuning import current
+
 
 def read_only(a: np.ndarray) -> np.ndarray:
     """``a``, made read-only (shared by the snapshots that reuse it)."""
@@ -44,14 +46,12 @@ class ArcDelays:
         slice of links at a time, so that the temporaries stay in cache and the result
         is the only fresh memory."""
         out = np.empty((len(links), 2))
-        for lo in range(0, len(links), _SLICE):
-            part = links[lo:lo + _SLICE]
+        step = current().arc_slice
+        for lo in range(0, len(links), step):
+            part = links[lo:lo + step]
             tech = self.tech_latency[self.link_tech[part]]
             arcs = 2 * part
             for way in (0, 1):
                 np.add(tech, self.node_latency[self.arc_dst[arcs + way]],
-                       out=out[lo:lo + _SLICE, way])
+                       out=out[lo:lo + step, way])
         return out.reshape(-1)
-
-
-_SLICE = 1 << 15   # links `ArcDelays.link_latencies` reads at a time

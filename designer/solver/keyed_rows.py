@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from designer.solver.route_arrays import RouteBatch, _stack, distinct
+from designer.solver.tuning import current
 
 __all__ = ["KeyedRows"]
 
@@ -60,12 +61,10 @@ class KeyedRows:
     ([2, 0], [3, 7, 5])
     """
 
-    _DENSE = 1 << 22
-
     def __init__(self, space: int):
         self.table = _stack([])
         # Row + 1 per key (0: not built yet), and the keys set in it.
-        self._dense = _lazy_zeros(space) if space <= self._DENSE else None
+        self._dense = _lazy_zeros(space) if space <= current().keyed_dense else None
         self._set: list[np.ndarray] = []
         self._keys = np.zeros(0, dtype=np.int64)      # sorted (sparse lookups)
         self._key_row = np.zeros(0, dtype=np.int64)

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from designer.solver import maxmin_levels, maxmin_steps
 from designer.solver.errors import SolverError
 from designer.solver.maxmin_input import checked_inputs
 from designer.solver.maxmin_levels import LevelFilling
 from designer.solver.maxmin_steps import SATURATED_RTOL, BatchSteps, count_levels, lowest_links
 from designer.solver.shared_routes import RouteState, SharedRoutes, bincount
+from designer.solver.tuning import current
 
 __all__ = ["TIE_RTOL", "MaxMinResult", "max_min_rates"]
 
@@ -102,7 +102,7 @@ def max_min_rates(
         share is a local minimum (few rounds when traffic is symmetric or independent),
         ``"global"`` only the links at the lowest share (one step per distinct level,
         taken in batches), ``"auto"`` chooses step by step from their cost, and fills
-        level by level once at most `designer.solver.maxmin_levels.FEW_FLOWS` flows are
+        level by level once at most `Tuning.few_flows` flows are
         unfrozen.  Rates agree to within ``tie_rtol``; only ``rounds`` and the running
         time differ.
     routes : SharedRoutes, optional
@@ -247,10 +247,10 @@ class _Filling:
         minima there are, and ``auto`` turns to local rounds if they would pay.
         """
         work = self.local_work()
-        if _LOCAL_NS_PER_PAIR * work <= _CHEAP_ROUND_NS:
+        if current().local_ns_per_pair * work <= current().cheap_round_ns:
             return True
         self.share = self._shares_of(slice(None))  # (for whichever comes first)
-        lowest = lowest_links(self.share, maxmin_steps.FIRST_K, self.slack)
+        lowest = lowest_links(self.share, current().first_k, self.slack)
         # The batch would copy the pairs on those links (routes expanded); a local round
         # passes over every pair once (routes once).
         return 4 * int(self.unfrozen_pairs[lowest].sum()) >= work
@@ -397,26 +397,20 @@ class _Filling:
         return self.steps.step(self, minima_from)
 
 
-_LOCAL_NS_PER_PAIR = 35.0  # measured cost of a local round per unfrozen pair
-_LEVEL_NS = 150_000.0  # of a level in a batch of global steps, all told
-_MOST = 0.25  # a local round that freezes this fraction of the flows is worth another
-_CHEAP_ROUND_NS = 7.5e6  # a first local round this cheap goes first: the batches'
-# indexes would cost about as much
-
-
 def _local_next(after_local: bool, levels: int, round_ns: float, frozen: float = 0.0) -> bool:
     """``auto``'s choice: a local round next?
 
     After a local round that froze ``levels`` levels and the fraction ``frozen`` of the
-    flows, yes while rounds pay for themselves (batches would cost `_LEVEL_NS` a level) or
+    flows, yes while rounds pay for themselves (batches would cost `Tuning.level_ns` a level) or
     clear much of the problem (cheaper than building batches for it).  After a batch whose
     links' local minima make ``levels`` levels (a sample of what a round would freeze),
     when they would pay for the round, ``round_ns``, or when it costs less than a few
     levels anyway.
     """
+    t = current()
     if after_local:
-        return levels * _LEVEL_NS >= round_ns or frozen >= _MOST
-    return max(levels, 10) * _LEVEL_NS >= round_ns
+        return levels * t.level_ns >= round_ns or frozen >= t.worth_another
+    return max(levels, 10) * t.level_ns >= round_ns
 
 
 def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless, routes=None):
@@ -430,7 +424,7 @@ def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless, 
     rounds = 0
     while filling.n_active:
         if filling.levels is None and strategy == "auto" and filling.steps is None \
-                and filling.n_active <= maxmin_levels.FEW_FLOWS:
+                and filling.n_active <= current().few_flows:
             filling.levels = LevelFilling(filling, fresh=rounds == 0)
         if filling.levels is not None:
             rounds += filling.levels.step(filling)
@@ -439,7 +433,7 @@ def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless, 
             use_local = strategy == "local" or (strategy == "auto" and filling.local_first())
         if use_local:
             rounds += 1
-            round_ns = _LOCAL_NS_PER_PAIR * filling.local_work()
+            round_ns = current().local_ns_per_pair * filling.local_work()
             active = filling.n_active
             levels = filling.local_round()
             frozen = 1.0 - filling.n_active / active
@@ -448,10 +442,11 @@ def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless, 
             minima_from = np.inf  # the local minima a batch must count, if it can matter
             if strategy == "auto":
                 live = filling.steps.live_pairs() if filling.steps else filling.local_work()
-                round_ns = _LOCAL_NS_PER_PAIR * live
+                round_ns = current().local_ns_per_pair * live
                 if not _local_next(False, 0, round_ns):
-                    minima_from = round_ns / _LEVEL_NS
+                    minima_from = round_ns / current().level_ns
             rounds += filling.global_steps(minima_from)
+            per_pair = current().local_ns_per_pair
             use_local = strategy == "auto" and _local_next(
-                False, filling.steps.minima, _LOCAL_NS_PER_PAIR * filling.steps.live_pairs())
+                False, filling.steps.minima, per_pair * filling.steps.live_pairs())
     return filling.rates, filling.load, filling.bottleneck, rounds

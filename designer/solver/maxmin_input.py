@@ -11,6 +11,7 @@ import numpy as np
 
 from designer.solver.errors import SolverError
 from designer.solver.shared_routes import SharedRoutes, ids_below
+from designer.solver.tuning import current
 
 __all__ = ["checked_inputs"]
 
@@ -76,8 +77,9 @@ def checked_inputs(capacity, pair_flow, pair_link, pair_weight, n_flows, demand,
 def _listed(flow: np.ndarray, n_flows: int) -> np.ndarray:
     """Which flows ``flow`` lists (a mask over the flows)."""
     listed = np.zeros(n_flows, bool)
-    for a in range(0, flow.size, _SLICE):  # slices: small temporaries (see maxmin_levels)
-        ids = flow[a:a + _SLICE]
+    step = current().input_slice
+    for a in range(0, flow.size, step):  # slices: small temporaries (see maxmin_levels)
+        ids = flow[a:a + step]
         # Pairs often come grouped by flow: then one id per run will do.
         change = ids[1:] != ids[:-1]
         if np.count_nonzero(change) < ids.size // 8:
@@ -86,9 +88,6 @@ def _listed(flow: np.ndarray, n_flows: int) -> np.ndarray:
         else:
             listed[ids] = True  # no int64 copy of the ids, unlike np.bincount
     return listed
-
-
-_SLICE = 1 << 16
 
 
 def _all_positive_finite(values: np.ndarray, zero_ok: bool = False) -> bool:

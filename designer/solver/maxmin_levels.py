@@ -22,13 +22,13 @@ level computes the second term anyway; after the last level, every flow left fro
 the whole unfrozen weight counts.  A link whose flows did not change has the same
 terms summed in the same order, so the difference there is exactly zero.
 
-The solver's ``auto`` strategy switches to levels once at most `FEW_FLOWS` flows are
+The solver's ``auto`` strategy switches to levels once at most `Tuning.few_flows` flows are
 unfrozen (from the start for a ring, or after local rounds), unless batches of global
 steps ran: F levels of a few cheap passes each cost about a local round then, whatever
 the traffic.  Once it switches it stays: levels keep none of the per-link totals that
 local rounds and batches update.
 
-Every long array goes in slices of `SLICE` entries.  Fresh memory costs a page fault
+Every long array goes in slices of `Tuning.level_slice` entries.  Fresh memory costs a page fault
 per 4 KiB on first touch, which on a VM costs more than the arithmetic on it: a ring's
 whole-array temporaries (and `numpy.bincount`'s int64 copy of int32 ids) cost as much as
 the passes themselves, while slices' temporaries are small enough for the allocator to
@@ -42,17 +42,9 @@ import itertools
 import numpy as np
 
 from designer.solver.maxmin_steps import SATURATED_RTOL
+from designer.solver.tuning import current
 
-__all__ = ["FEW_FLOWS", "LevelFilling"]
-
-FEW_FLOWS = 32
-"""Unfrozen flows at or below which ``auto`` fills level by level.
-
-With F flows there are at most F levels, each a few passes at a few ns a pair; a local
-round costs some 35 ns a pair.  Even the worst case (one flow a level, the pairs
-shrinking as flows freeze: about F / 2 passes) stays near the price of one or two local
-rounds at 32 flows.
-"""
+__all__ = ["LevelFilling"]
 
 
 class LevelFilling:
@@ -98,11 +90,12 @@ class LevelFilling:
         # which fmin and the comparison below ignore.  The shares go a slice of links
         # at a time, twice (for the level, then for the links at it): a whole array of
         # them would be fresh memory, a page fault per 512 links.
-        cuts = range(0, cap.size, SLICE)
+        step = current().level_slice
+        cuts = range(0, cap.size, step)
         level = np.inf
         with np.errstate(divide="ignore", invalid="ignore"):
             for a in cuts:
-                share = residual[a:a + SLICE] / unfrozen[a:a + SLICE]
+                share = residual[a:a + step] / unfrozen[a:a + step]
                 level = min(level, float(np.fmin.reduce(share, initial=np.inf)))
         active = self.active
         if fl.dem is not None:
@@ -113,8 +106,8 @@ class LevelFilling:
         hit = np.empty(cap.size, dtype=bool)
         with np.errstate(divide="ignore", invalid="ignore"):
             for a in cuts:
-                np.less_equal(residual[a:a + SLICE] / unfrozen[a:a + SLICE], tie,
-                              out=hit[a:a + SLICE])
+                np.less_equal(residual[a:a + step] / unfrozen[a:a + step], tie,
+                              out=hit[a:a + step])
         self._freeze_crossing(fl, hit)
         if fl.dem is not None:  # capped flows keep bottleneck -1 unless a link froze them
             fl.frozen[active[fl.dem[active] <= tie]] = True
@@ -143,15 +136,15 @@ class LevelFilling:
             fl.load += load
 
     def _pair_slices(self, fl):
-        """Slices of the unfrozen flows' pairs, `SLICE` pairs at most, with the flow of
+        """Slices of the unfrozen flows' pairs, `Tuning.level_slice` pairs at most, with the flow of
         each slice (None: several)."""
-        n_pairs = fl.pairs[0].size
+        n_pairs, step = fl.pairs[0].size, current().level_slice
         if self.spans is None:
-            return [(a, min(a + SLICE, n_pairs), None) for a in range(0, n_pairs, SLICE)]
-        return [(a, min(a + SLICE, stop), f)
+            return [(a, min(a + step, n_pairs), None) for a in range(0, n_pairs, step)]
+        return [(a, min(a + step, stop), f)
                 for f, start, stop in zip(self.active.tolist(), *(x.tolist() for x in self.spans),
                                           strict=True)
-                for a in range(start, stop, SLICE)]
+                for a in range(start, stop, step)]
 
     def _unfrozen_weight(self, fl) -> np.ndarray:
         """The unfrozen weight on each link, from the unfrozen pairs and route pairs.
@@ -215,14 +208,10 @@ class LevelFilling:
             bottleneck[flows] = at[on]
 
 
-SLICE = 1 << 15
-"""Entries per slice of the long arrays (pairs, route entries)."""
-
-
 def _route_slices(ptr: np.ndarray) -> list[tuple[int, int]]:
-    """Consecutive route ranges ``(a, b)`` of about `SLICE` entries each (a long route
+    """Consecutive route ranges ``(a, b)`` of about `Tuning.level_slice` entries each (a long route
     goes whole)."""
-    n_routes = ptr.size - 1
-    cuts = np.searchsorted(ptr, np.arange(SLICE, int(ptr[-1]), SLICE)).tolist()
+    n_routes, step = ptr.size - 1, current().level_slice
+    cuts = np.searchsorted(ptr, np.arange(step, int(ptr[-1]), step)).tolist()
     cuts = sorted({0, n_routes, *cuts})
     return list(itertools.pairwise(cuts))

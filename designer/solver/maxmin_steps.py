@@ -35,8 +35,9 @@ import numpy as np
 
 from designer.solver.maxmin_tables import LocalProblem, RoutePairs, count_levels, csr, ranges
 from designer.solver.shared_routes import argsort_ids
+from designer.solver.tuning import current
 
-__all__ = ["FIRST_K", "SATURATED_RTOL", "BatchSteps", "count_levels", "lowest_links", "ranges"]
+__all__ = ["SATURATED_RTOL", "BatchSteps", "count_levels", "lowest_links", "ranges"]
 
 SATURATED_RTOL = 1e-12
 """A link whose residual capacity is below this fraction of its capacity is saturated.
@@ -45,8 +46,6 @@ Without it, ``1 - (1/3 + 1/3 + 1/3)`` leaves a residual of one ulp and the next 
 get a rate of ~1e-16 instead of exactly zero.
 """
 
-
-FIRST_K = 64  # links in the first batch
 
 def lowest_links(share: np.ndarray, k: int, slack: float) -> np.ndarray:
     """The ``k`` links with the lowest finite shares and those tied with them (a mask)."""
@@ -110,7 +109,7 @@ class BatchSteps:
         self.stamp = np.empty(self.n_routes, np.int64)
         self.local_id = np.empty(n_flows, np.int32)
         self.scratch = np.empty(n_flows, np.int32)
-        self.k = FIRST_K
+        self.k = current().first_k
         self.minima = 0  # levels of the local minima of the last batch's links
 
     def private_frozen(self, frozen_pairs):

@@ -19,6 +19,7 @@ import numpy as np
 
 from designer.solver.route_arrays import ragged_arange
 from designer.solver.shared_routes import argsort_ids, bincount
+from designer.solver.tuning import current
 
 __all__ = ["LocalProblem", "RoutePairs", "count_levels", "csr", "ranges"]
 
@@ -60,7 +61,7 @@ def csr(ids: np.ndarray, n: int, counts: np.ndarray | None = None) -> np.ndarray
 class RoutePairs:
     """One kind of route pairs (flows taking shared routes, or private flow-link pairs as
     one-link routes), indexed by route (a CSR) and by flow (a table, or a CSR when some
-    flows take more than `_TABLE_ROWS` routes).  Route ids are local to the source;
+    flows take more than `Tuning.table_rows` routes).  Route ids are local to the source;
     ``offset`` places them among all routes."""
 
     def __init__(self, flow, route, mult, offset, n_routes, n_flows, counts=None):
@@ -85,8 +86,9 @@ class RoutePairs:
         self.fr_table = self.fr_table_mult = None
         self.more = None
         # (Only if few slots would be empty: a gather of them costs as much as of routes.)
-        most = min(_TABLE_ROWS, 3 * flow.size // (2 * max(n_flows, 1)))
-        blocks = _sorted_blocks(flow, _MAX_BLOCKS)
+        t = current()
+        most = min(t.table_rows, 3 * flow.size // (2 * max(n_flows, 1)))
+        blocks = _sorted_blocks(flow, t.max_blocks)
         if blocks is not None and most >= 1 and self._table_from_blocks(
                 flow, route, mult, blocks, n_flows, most):
             return
@@ -109,7 +111,7 @@ class RoutePairs:
     def _table_from_blocks(self, flow, route, mult, blocks, n_flows, most):
         """The flow -> routes table (at most ``most`` rows) from pairs in ``blocks``
         (`_sorted_blocks`) and the overflow CSR of the pairs it has no row for; False
-        (nothing built) if more than `_MOST_OVERFLOW` of the pairs would overflow.
+        (nothing built) if more than `Tuning.most_overflow` of the pairs would overflow.
 
         A block's pairs of rank ``r`` among their flow's (`_ranks`) fill one row; the
         largest blocks take the first rows, so the overflow holds the smallest."""
@@ -124,7 +126,7 @@ class RoutePairs:
         listed = [at for _, ranks, _ in pieces for at in ranks]
         past = sum(map(count, listed[n_rows:])) + sum(
             rest.size for _, _, rest in pieces if rest is not None)
-        if past > _MOST_OVERFLOW * flow.size:
+        if past > current().most_overflow * flow.size:
             return False  # a CSR of them all is about as dear, and smaller
         self._table(n_rows, n_flows, mult)
         row, over = 0, []
@@ -244,13 +246,6 @@ class RoutePairs:
         load[mine] += bincount(route, n, per_pair)
 
 
-_TABLE_ROWS = 4  # most rows of a `RoutePairs` flow -> routes table
-
-
-_MAX_BLOCKS = 64  # most blocks of sorted pairs that `RoutePairs` reads without sorting
-_MOST_OVERFLOW = 0.25  # most of the pairs that may overflow a table built from blocks
-
-
 def _sorted_blocks(ids: np.ndarray, most: int) -> list[tuple[int, int]] | None:
     """``ids`` cut into runs that never fall, as ``(start, stop)``; None if there are
     more than ``most`` (or no ids)."""
@@ -271,7 +266,7 @@ def _ranks(flow: np.ndarray, a: int, b: int, most: int) -> tuple[list, np.ndarra
     Blocks usually list every flow the same number of times in a row (once per link of
     a hop): then each rank is a strided slice, found without a pass per pair."""
     f = flow[a:b]
-    first = np.flatnonzero(f[:_RUN_PROBE] != f[0])
+    first = np.flatnonzero(f[:current().run_probe] != f[0])
     run = int(first[0]) if first.size else 0  # the first flow's pairs
     # Runs of one length: each stride's first and last pairs are one flow (run 1: trivially)
     # and flows rise from stride to stride.
@@ -294,9 +289,6 @@ def _ranks(flow: np.ndarray, a: int, b: int, most: int) -> tuple[list, np.ndarra
             return ranks, None
         at = nxt
     return ranks, np.flatnonzero(~ranked) + a
-
-
-_RUN_PROBE = 64  # pairs `_ranks` reads to find a block's run length
 
 
 class LocalProblem:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from designer.solver.tuning import current
+
 Route = tuple[np.ndarray, np.ndarray]
 _EMPTY: Route = (np.zeros(0, np.int64), np.zeros(0))
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -187,7 +189,8 @@ def first_occurrence_grouped(group: np.ndarray, item: np.ndarray,
     # 1,280 (route, switch) slots), a table of every slot was most of the time: a
     # 2.6 MB fill and its page faults, 1.4 ms, against 0.4 ms in batches of groups.
     # One table serves every batch (each resets the slots it set).
-    size = min(_GROUPED_TABLE, max(_GROUPED_MIN, 8 * n))
+    t = current()
+    size = min(t.grouped_table, max(t.grouped_min, 8 * n))
     per = max(1, size // max(n_items, 1))
     table = np.full(min(per, int(group[-1] - group[0]) + 1) * n_items, _UNSEEN, np.int32)
     # First group of each table, then one past the last group.
@@ -212,8 +215,6 @@ def first_occurrence_grouped(group: np.ndarray, item: np.ndarray,
     return first, at
 
 
-_GROUPED_TABLE = 1 << 20  # most entries of `first_occurrence_grouped`'s table (4 MB)
-_GROUPED_MIN = 1 << 16    # and the fewest it sizes it to (256 kB)
 _UNSEEN = np.iinfo(np.int32).max
 
 
@@ -392,13 +393,14 @@ class PendingRows:
         Long pieces are copied as slices, one memcpy each, where index arrays for them
         would be as large as the copy: for the shared middles of the 131,072-GPU ring's
         fabric DAGs (8,192 entries each, 2.4 million in all) building and following them
-        took 0.25 s, the slices 0.02-0.1 s.  There are at most ``1 / _LONG_BLOCK`` as
+        took 0.25 s, the slices 0.02-0.1 s.  There are at most ``1 / Tuning.long_block`` as
         many long pieces as the entries they hold.  Short ones go through index arrays,
         all at once.
         """
         placed = self.ptr[:-1].copy()
+        long_block = current().long_block
         for starts, length, src_arcs, src_weights in self.parts:
-            long = length >= _LONG_BLOCK
+            long = length >= long_block
             for i in np.flatnonzero(long).tolist():
                 d, s, m = int(placed[i]), int(starts[i]), int(length[i])
                 arcs[d:d + m] = src_arcs[s:s + m]
@@ -408,9 +410,6 @@ class PendingRows:
             put = ragged_arange(placed[short], length[short])
             arcs[put], weights[put] = src_arcs[take], src_weights[take]
             placed += length
-
-
-_LONG_BLOCK = 256   # entries from which `join_rows` copies a piece as a slice
 
 
 def _stack(parts: list[RouteBatch]) -> RouteBatch:

@@ -36,13 +36,11 @@ from designer.solver.route_subgraph import _Subgraph, sorted_ptr
 from designer.solver.route_walk import walk_levels
 from designer.solver.shared_routes import argsort_ids
 from designer.solver.snapshot import NVLINK, Snapshot
+from designer.solver.tuning import current
 
 if TYPE_CHECKING:
     from designer.solver.routing import Router
 
-# Distance table entries (targets x domain size) per breadth-first search: larger batches
-# are cut by target, so a big torus domain never needs a table of every pair at once.
-_MAX_TABLE = 1 << 22
 
 
 class _Domains:
@@ -162,7 +160,6 @@ def _row_hash(rows: np.ndarray) -> np.ndarray:
         return (rows.view(np.uint64) * (mix | np.uint64(1))).sum(axis=1, dtype=np.uint64)
 
 
-_ROW_BLOCK = 1 << 20  # signature entries made at a time by `_distinct_rows`
 
 
 def _distinct_rows(rows_of, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -182,7 +179,7 @@ def _distinct_rows(rows_of, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     probe = rows_of(items[:1])
     if probe.shape[1] == 0:
         return np.zeros(1, np.int64), np.zeros(n, np.int64)
-    step = max(1, _ROW_BLOCK // probe.shape[1])
+    step = max(1, current().row_block // probe.shape[1])
     blocks = [slice(i, min(i + step, n)) for i in range(0, n, step)]
     whole = rows_of(items) if len(blocks) == 1 else None  # one block: made once, kept
 
@@ -286,7 +283,9 @@ class NvlinkTables:
         absolute arcs, found together (``hops``: NVLink hop counts)."""
         a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
         targets, t_of = unique_inverse(b, self.snap.n_nodes)
-        per = max(1, _MAX_TABLE // self.dom.max_nodes)
+        # Larger batches of targets are cut, so a big torus domain never needs a table
+        # of every pair at once.
+        per = max(1, current().nvlink_max_table // self.dom.max_nodes)
         if len(targets) <= per:
             return self._spray(a, targets, t_of)
         # Too many targets for one table: by chunks of targets, then back in order.

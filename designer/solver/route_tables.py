@@ -25,6 +25,7 @@ from designer.solver.route_arrays import (
 )
 from designer.solver.route_subgraph import bitwise_bfs, sorted_ptr
 from designer.solver.route_walk import walk_shared
+from designer.solver.tuning import current
 
 if TYPE_CHECKING:
     from designer.solver.route_middles import SplitDags
@@ -255,7 +256,7 @@ class _FabricGroups:
         # switches).  In slices of states, the temporaries stay in cache instead of
         # being fresh memory the kernel must fault in, and int32 indexes halve them.
         itype = np.int32 if flat.size < 2**31 else np.int64
-        step = max(1, self._SLICE_ENTRIES // max(int(lengths.max(initial=1)), 1))
+        step = max(1, current().downhill_slice // max(int(lengths.max(initial=1)), 1))
         arcs, counts = [], []
         for lo in range(0, len(node), step):
             nd, ln = node[lo:lo + step], lengths[lo:lo + step]
@@ -269,8 +270,6 @@ class _FabricGroups:
             counts.append(np.bincount(owner[keep], minlength=len(nd)))
         return self._split(np.concatenate(arcs) if arcs else self.s_arc[:0],
                            np.concatenate(counts) if counts else np.zeros(0, np.int64))
-
-    _SLICE_ENTRIES = 1 << 17  # (state, arc) entries `downhill` tests at a time
 
     def _downhill_dense(self, grp: np.ndarray, node: np.ndarray, lengths: np.ndarray
                         ) -> RouteBatch | None:

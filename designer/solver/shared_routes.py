@@ -23,6 +23,7 @@ import numpy as np
 
 from designer.solver.errors import SolverError
 from designer.solver.route_arrays import PendingRows, ragged_arange
+from designer.solver.tuning import current
 
 __all__ = ["SharedRoutes", "argsort_ids", "bincount", "ids_below"]
 
@@ -35,9 +36,6 @@ def argsort_ids(ids: np.ndarray, n: int) -> np.ndarray:
     return np.argsort(ids, kind="stable")
 
 
-_SLICE = 1 << 16
-
-
 def bincount(ids: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
     """``np.bincount(ids, weights, minlength=n)`` for ids in ``[0, n)``, in slices when
     there are many ids and few bins.
@@ -46,16 +44,14 @@ def bincount(ids: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.n
     memory, whose page faults cost more than the counting.  A slice's copy is small
     enough to be reused.
     """
-    if ids.size <= 2 * _SLICE or n > _SLICE or ids.dtype == np.intp:
+    step = current().bincount_slice
+    if ids.size <= 2 * step or n > step or ids.dtype == np.intp:
         return np.bincount(ids, weights, minlength=n)
     out = np.zeros(n, np.int64 if weights is None else np.float64)
-    for a in range(0, ids.size, _SLICE):
-        out += np.bincount(ids[a:a + _SLICE], None if weights is None else weights[a:a + _SLICE],
+    for a in range(0, ids.size, step):
+        out += np.bincount(ids[a:a + step], None if weights is None else weights[a:a + step],
                            minlength=n)
     return out
-
-
-_LOAD_SLICE = 1 << 18  # route entries per slice of `SharedRoutes.link_load`
 
 
 def ids_below(ids: np.ndarray, upper: int) -> bool:
@@ -138,7 +134,8 @@ class SharedRoutes:
     def link_load(self, rates: np.ndarray, n_links: int) -> np.ndarray:
         """``sum_f m * w * rates[f]`` on each link: the load the routes put there."""
         n_pairs = len(self.pair_flow)
-        step = _LOAD_SLICE if self.n_routes <= _SLICE else max(n_pairs, 1)
+        t = current()
+        step = t.route_load_slice if self.n_routes <= t.bincount_slice else max(n_pairs, 1)
         # Per route, in slices of pairs when there are few routes: a rate per pair would
         # be a fresh array as long as the pairs (16 MB for an all-to-all among 1,024
         # GPUs); with many routes, a slice's counts would cost more than that.
@@ -150,7 +147,7 @@ class SharedRoutes:
                 per_pair *= self.pair_mult[a:b]
             per_route += np.bincount(self.pair_route[a:b], per_pair, minlength=self.n_routes)
         ptr = self.ptr
-        if len(self.link) <= _LOAD_SLICE:
+        if len(self.link) <= t.route_load_slice:
             per_entry = np.repeat(per_route, np.diff(ptr))
             per_entry *= self.weight
             return bincount(self.link, n_links, per_entry)
@@ -159,7 +156,7 @@ class SharedRoutes:
         # which the GUI thread would wait out.  Slices of whole routes instead.
         out = np.zeros(n_links)
         cuts = np.unique(np.searchsorted(
-            ptr, np.arange(0, int(ptr[-1]), _LOAD_SLICE), side="right") - 1)
+            ptr, np.arange(0, int(ptr[-1]), t.route_load_slice), side="right") - 1)
         cuts = np.append(cuts, self.n_routes)
         for r0, r1 in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
             e0, e1 = int(ptr[r0]), int(ptr[r1])

@@ -29,6 +29,7 @@ from designer.solver.parallel import fork
 from designer.solver.route_reuse import RouteMemo
 from designer.solver.routing import Router
 from designer.solver.snapshot import Snapshot
+from designer.solver.tuning import current
 
 SWEEP = tuple(1 << k for k in range(15, 35))  # 32 KiB .. 16 GiB, as nccl-tests
 
@@ -146,7 +147,6 @@ def _busiest_load(phases: list[PhaseSolution], n_arcs: int) -> np.ndarray:
     return load
 
 
-_LOAD_SLICE = 1 << 16  # pairs per slice of `_pair_load`
 _SAME_PACE = 1e-12  # relative spread of the flows' slowdowns read as one common factor
 
 
@@ -159,8 +159,9 @@ def _pair_load(phase, pace: np.ndarray, n_arcs: int) -> np.ndarray:
     """
     load = np.zeros(n_arcs)
     arc, weight, flow = phase.pair_arc, phase.pair_weight, phase.pair_flow
-    for a in range(0, len(arc), _LOAD_SLICE):
-        b = a + _LOAD_SLICE
+    step = current().pair_load_slice
+    for a in range(0, len(arc), step):
+        b = a + step
         np.add.at(load, arc[a:b], weight[a:b] * pace[flow[a:b]])
     return load
 

@@ -17,8 +17,9 @@ from maxmin_checks import (
 )
 from maxmin_reference import reference_max_min_rates
 
-from designer.solver import maxmin, maxmin_levels, maxmin_steps, maxmin_tables
+from designer.solver import maxmin, maxmin_levels, maxmin_tables
 from designer.solver.maxmin import max_min_rates
+from designer.solver.tuning import Tuning, tuned
 
 # --------------------------------------------------------------------------- properties
 
@@ -95,8 +96,8 @@ def test_strategies_agree_on_a_coupled_all_to_all_with_degraded_links():
 @pytest.mark.parametrize("first_k", [1, 2])
 @given(case=networks())
 def test_batches_that_stop_at_their_horizon_match_exact_filling(first_k, case):
-    with mock.patch.object(maxmin_steps, "FIRST_K", first_k), \
-            mock.patch.object(maxmin_levels, "FEW_FLOWS", 0):
+    with tuned(first_k=first_k), \
+            tuned(few_flows=0):
         assert_matches_reference(*case)
 
 
@@ -115,8 +116,8 @@ def test_levels_over_pairs_grouped_by_flow_match_exact_filling(case):
     assert_matches_reference(capacity, pf, pl, pw, demand, n_flows)
 
 
-@pytest.mark.parametrize(("n_flows", "levels"), [(maxmin_levels.FEW_FLOWS, True),
-                                                 (maxmin_levels.FEW_FLOWS + 1, False)])
+@pytest.mark.parametrize(("n_flows", "levels"), [(Tuning().few_flows, True),
+                                                 (Tuning().few_flows + 1, False)])
 def test_auto_fills_level_by_level_up_to_few_flows(n_flows, levels):
     # Each flow alone on a link of its own capacity: local rounds freeze every link at
     # once (each is a local minimum); levels take one step per distinct capacity.
@@ -140,7 +141,7 @@ def test_levels_finish_what_a_local_round_leaves():
     pf = [*range(5, 5 + n), 0, 0, 1, 2, 3, 4]
     pl = [*range(n), n, n + 1, n, n + 1, n + 1, n + 1]
     capacity = [1.0] * n + [3.0, 10.0]
-    with mock.patch.object(maxmin_levels, "FEW_FLOWS", 4), \
+    with tuned(few_flows=4), \
             mock.patch.object(maxmin_levels.LevelFilling, "step", autospec=True,
                               side_effect=maxmin_levels.LevelFilling.step) as step:
         r = max_min_rates(capacity, pf, pl)
@@ -165,9 +166,9 @@ def test_auto_starts_with_batches_when_few_links_are_lowest(tied, local_first):
     def spy(name, method):
         return lambda self, *args: calls.append(name) or method(self, *args)
 
-    with mock.patch.object(maxmin, "_LOCAL_NS_PER_PAIR", 1e9), \
-            mock.patch.object(maxmin_steps, "FIRST_K", 1), \
-            mock.patch.object(maxmin_levels, "FEW_FLOWS", 0), \
+    with tuned(local_ns_per_pair=1e9), \
+            tuned(first_k=1), \
+            tuned(few_flows=0), \
             mock.patch.object(maxmin._Filling, "local_round", spy("local", local_round)), \
             mock.patch.object(maxmin._Filling, "global_steps", spy("batch", global_steps)):
         r = max_min_rates(capacity, flows, flows)
@@ -181,7 +182,7 @@ def test_a_batch_stops_at_the_lowest_share_outside_it():
     # then rises to 2, past D's 1.65, so the batch must stop: D saturates first and holds
     # flow 2 at 1.65.
     pf, pl = [0, 0, 1, 2, 2, 3], [0, 1, 0, 1, 2, 2]
-    with mock.patch.object(maxmin_steps, "FIRST_K", 2):
+    with tuned(first_k=2):
         r = max_min_rates([2.0, 3.0, 3.3], pf, pl, strategy="global")
     np.testing.assert_allclose(r.rates, [1.0, 1.0, 1.65, 1.65])
     np.testing.assert_array_equal(r.bottleneck, [0, 0, 2, 2])
@@ -194,7 +195,7 @@ def test_a_flow_listed_twice_on_a_link_counts_twice_in_batches():
     # held at 1: flow 0 gets (10 - 3) / 2.
     pf = [0, 0, 1, 1, 2, 2, 3, 3]
     pl = [0, 0, 0, 1, 0, 2, 0, 3]
-    with mock.patch.object(maxmin_steps, "FIRST_K", 1):
+    with tuned(first_k=1):
         r = max_min_rates([10.0, 1.0, 1.0, 1.0], pf, pl, strategy="global")
     np.testing.assert_allclose(r.rates, [3.5, 1.0, 1.0, 1.0])
     np.testing.assert_allclose(r.link_load, [10.0, 1.0, 1.0, 1.0])

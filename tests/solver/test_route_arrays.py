@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from unittest import mock
-
 import numpy as np
 import pytest
+
+from designer.solver.tuning import tuned
 
 
 @pytest.mark.parametrize("space", [50, 1 << 16, 1 << 20, 1 << 30, 1 << 40])
@@ -41,7 +41,6 @@ def test_first_occurrence_by_groups_matches_the_sort(table, least):
     # Keys (group, item) with groups in order, as a DAG walk's level lists them: the
     # table of first positions, one group or a few at a time, gives the sort's answer.
     # (``least``: the smallest table; with 1 the table is sized by the keys alone.)
-    from designer.solver import route_arrays
     from designer.solver.route_arrays import first_occurrence, first_occurrence_grouped
 
     rng = np.random.default_rng(table)
@@ -50,8 +49,8 @@ def test_first_occurrence_by_groups_matches_the_sort(table, least):
         group = np.sort(rng.integers(0, int(rng.integers(1, 60)), int(rng.integers(0, 400))))
         group += int(rng.integers(0, 5))  # need not start at 0
         item = rng.integers(0, n_items, group.size)
-        with (mock.patch.object(route_arrays, "_GROUPED_TABLE", table),
-              mock.patch.object(route_arrays, "_GROUPED_MIN", least)):
+        with (tuned(grouped_table=table),
+              tuned(grouped_min=least)):
             first, at = first_occurrence_grouped(group, item, n_items)
         uniq, ref_at = first_occurrence(group * n_items + item)
         assert (group * n_items + item)[first].tolist() == uniq.tolist()

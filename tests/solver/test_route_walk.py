@@ -87,20 +87,19 @@ def test_hash_collisions_cost_sharing_not_correctness(healthy, monkeypatch):
 
 
 @pytest.mark.parametrize("long_block", [1, 10**9])
-def test_block_copies_as_slices_or_index_arrays(healthy, monkeypatch, long_block):
+def test_block_copies_as_slices_or_index_arrays(healthy, tune, long_block):
     snap, la, lb = healthy
     expect = per_pair(snap, la, lb)
-    monkeypatch.setattr(route_arrays, "_LONG_BLOCK", long_block)
+    tune(long_block=long_block)
     assert_same_routes(Router(snap).fabric_dags(la, lb), expect)
 
 
 @pytest.mark.parametrize("long_block", [1, 10**9])
-def test_pending_dags_write_the_same_rows_where_they_are_put(healthy, monkeypatch,
-                                                            long_block):
+def test_pending_dags_write_the_same_rows_where_they_are_put(healthy, tune, long_block):
     # Unwritten DAGs (for the phase's table) carry the walked table's row pointers, and
     # write its entries, into any arrays (int32 links too) at any offset.
     snap, la, lb = healthy
-    monkeypatch.setattr(route_arrays, "_LONG_BLOCK", long_block)
+    tune(long_block=long_block)
     want = Router(snap).fabric_dags(la, lb)
     got = Router(snap).fabric_dags(la, lb, pending=True)
     assert isinstance(got, route_arrays.PendingBatch) and got.arcs is None

@@ -132,15 +132,13 @@ def test_nvlink_routes_to_oneself_are_empty():
     assert mixed.lengths.tolist() == [8, 8] and mixed.hops.tolist() == [2, 2]
 
 
-def test_nvlink_batches_cut_by_target_give_the_same_routes(monkeypatch):
-    from designer.solver import route_nvlink
-    from designer.solver.keyed_rows import KeyedRows
+def test_nvlink_batches_cut_by_target_give_the_same_routes(tune):
 
     snap = take_snapshot(NVLINK_DESIGNS["degraded hgx"]())
     a, b = domain_pairs(snap)
     whole = Router(snap).nvlink_routes(a, b)
-    monkeypatch.setattr(route_nvlink, "_MAX_TABLE", 25)  # two targets per search
-    monkeypatch.setattr(KeyedRows, "_DENSE", 0)          # templates found by binary search
+    tune(nvlink_max_table=25)  # two targets per search
+    tune(keyed_dense=0)          # templates found by binary search
     cut = Router(snap).nvlink_routes(a, b)
     assert_same_routes(cut, [whole.route(i) for i in range(len(a))])
     assert cut.hops.tolist() == whole.hops.tolist()
@@ -148,7 +146,7 @@ def test_nvlink_batches_cut_by_target_give_the_same_routes(monkeypatch):
 
 @pytest.mark.parametrize("collide", [True, False])
 @pytest.mark.parametrize("block", [None, 1, 50])
-def test_domain_classes_survive_hash_collisions(monkeypatch, collide, block):
+def test_domain_classes_survive_hash_collisions(monkeypatch, tune, collide, block):
     # Domains are grouped by a hash of their arc lists; colliding hashes must not merge
     # domains that differ (every hash equal: the byte-by-byte fallback decides).  Their
     # signatures are made a block of domains at a time: one domain, or a few, per block
@@ -164,7 +162,7 @@ def test_domain_classes_survive_hash_collisions(monkeypatch, collide, block):
         monkeypatch.setattr(route_nvlink, "_row_hash",
                             lambda rows: np.zeros(len(rows), np.uint64))
     if block is not None:
-        monkeypatch.setattr(route_nvlink, "_ROW_BLOCK", block)
+        tune(row_block=block)
     router = Router(snap)
     again = router._nv_tables().dom
     assert len(again.class_rep) == n_classes > 1
@@ -195,16 +193,15 @@ def fat_tree():
 
 
 @pytest.mark.parametrize("dense", [True, False, "sliced"])
-def test_batched_fabric_dags_equal_fabric_dag(fat_tree, monkeypatch, dense):
-    from designer.solver.keyed_rows import KeyedRows
+def test_batched_fabric_dags_equal_fabric_dag(fat_tree, monkeypatch, tune, dense):
     from designer.solver.route_tables import _FabricGroups
 
     if not dense:  # the sorted-key lookup that large fabrics use, one search at a time
-        monkeypatch.setattr(KeyedRows, "_DENSE", 0)
+        tune(keyed_dense=0)
         monkeypatch.setattr(_FabricGroups, "_BFS_BATCH", 3)
     if dense == "sliced":  # next hops found a few states at a time, as at 131k GPUs,
         # each state's own arcs tested (`downhill`'s per-group pass turned off)
-        monkeypatch.setattr(_FabricGroups, "_SLICE_ENTRIES", 5)
+        tune(downhill_slice=5)
         monkeypatch.setattr(_FabricGroups, "_downhill_dense", lambda *args: None)
     per_group = []
     real = _FabricGroups._downhill_dense

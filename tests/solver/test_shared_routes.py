@@ -17,10 +17,11 @@ from maxmin_checks import (
 )
 from maxmin_reference import reference_max_min_rates
 
-from designer.solver import maxmin, maxmin_levels, maxmin_steps, maxmin_tables
+from designer.solver import maxmin, maxmin_tables
 from designer.solver.errors import SolverError
 from designer.solver.maxmin import max_min_rates
 from designer.solver.shared_routes import SharedRoutes
+from designer.solver.tuning import Tuning, tuned
 
 
 @st.composite
@@ -132,13 +133,10 @@ def test_link_load_is_that_of_the_expanded_pairs(case):
 
 
 @pytest.mark.parametrize("slice_entries", [1, 3, 7, 1 << 18])
-def test_link_load_in_slices_of_routes_is_that_of_the_expanded_pairs(monkeypatch,
-                                                                     slice_entries):
+def test_link_load_in_slices_of_routes_is_that_of_the_expanded_pairs(tune, slice_entries):
     """Big route tables are summed in slices of whole routes (empty routes, and routes
     longer than a slice, included)."""
-    from designer.solver import shared_routes as sr
-
-    monkeypatch.setattr(sr, "_LOAD_SLICE", slice_entries)
+    tune(route_load_slice=slice_entries)
     _, _, routes = sprayed_all_to_all(5)
     n_flows = int(routes.pair_flow.max()) + 1
     rates = np.linspace(1.0, 2.0, n_flows)
@@ -227,8 +225,8 @@ def assert_routes_match_reference(capacity, pairs, routes, demand, n_flows, stra
 @pytest.mark.parametrize("first_k", [1, 3])
 @given(case=networks_with_routes())
 def test_batches_over_shared_routes_match_exact_filling(first_k, case):
-    with mock.patch.object(maxmin_steps, "FIRST_K", first_k), \
-            mock.patch.object(maxmin_levels, "FEW_FLOWS", 0):
+    with tuned(first_k=first_k), \
+            tuned(few_flows=0):
         assert_routes_match_reference(*case, strategies=("global", "auto"))
 
 
@@ -237,8 +235,8 @@ def test_local_rounds_and_batches_taking_turns_match_exact_filling(case):
     # "auto" alternates: a local round, a batch, a local round...
     alternate = lambda after_local, *_: not after_local  # noqa: E731
     with mock.patch.object(maxmin, "_local_next", alternate), \
-            mock.patch.object(maxmin_steps, "FIRST_K", 1), \
-            mock.patch.object(maxmin_levels, "FEW_FLOWS", 0):
+            tuned(first_k=1), \
+            tuned(few_flows=0):
         assert_routes_match_reference(*case, strategies=("auto",))
 
 
@@ -256,7 +254,7 @@ def grouped_by_flow(case):
 def test_levels_match_exact_filling(few, grouped, case):
     # Problems of up to 9 flows: levels from the start (few = 9) or after local rounds,
     # over pairs in any order (sifted at each level) or grouped by flow (spans).
-    with mock.patch.object(maxmin_levels, "FEW_FLOWS", few):
+    with tuned(few_flows=few):
         assert_routes_match_reference(*(grouped_by_flow(case) if grouped else case),
                                       strategies=("auto",))
 
@@ -284,14 +282,14 @@ def ring_channels(n_gpus, n_channels, seed=0):
 
 
 @pytest.mark.parametrize("n_channels", [2, 8])
-@pytest.mark.parametrize("slice_size", [7, maxmin_levels.SLICE])
+@pytest.mark.parametrize("slice_size", [7, Tuning().level_slice])
 def test_ring_channels_over_shared_routes_fill_level_by_level(n_channels, slice_size):
     # Slices of 7: each flow's span of pairs, and the route entries, go in many slices.
     capacity, pairs, routes = ring_channels(64, n_channels)
     ef, el, ew = routes.expand()
     flat = tuple(np.concatenate([a, b]) for a, b in zip(pairs, (ef, el, ew), strict=True))
     local = max_min_rates(capacity, *flat, strategy="local")
-    with mock.patch.object(maxmin_levels, "SLICE", slice_size):
+    with tuned(level_slice=slice_size):
         fast = max_min_rates(capacity, *pairs, routes=routes)
     exact, levels = reference_max_min_rates(capacity, *flat)
     np.testing.assert_allclose(fast.rates, [float(x) for x in exact], rtol=RTOL)
@@ -346,7 +344,7 @@ def test_hashed_all_to_all_over_shared_host_routes_needs_many_levels(first_k, bl
     flat = (np.concatenate([pairs[0], ef]), np.concatenate([pairs[1], el]),
             np.concatenate([pairs[2], ew]))
     local = max_min_rates(capacity, *flat, strategy="local")
-    with mock.patch.object(maxmin_steps, "FIRST_K", first_k):
+    with tuned(first_k=first_k):
         for strategy in STRATEGIES:
             fast = max_min_rates(capacity, *pairs, routes=routes, strategy=strategy)
             np.testing.assert_allclose(fast.rates, local.rates, rtol=RTOL, err_msg=strategy)
@@ -446,6 +444,6 @@ def test_a_flow_capped_at_its_demand_in_a_one_link_level_counts_all_its_entries(
              [1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]),
             SharedRoutes.build([[1, 1]], [[0.5, 0.5]], [3, 3], [0, 0], [1.0, 1.0]),
             [math.inf, math.inf, math.inf, 0.0], 4)
-    with mock.patch.object(maxmin_steps, "FIRST_K", 3), \
-            mock.patch.object(maxmin_levels, "FEW_FLOWS", 0):
+    with tuned(first_k=3), \
+            tuned(few_flows=0):
         assert_routes_match_reference(*case, strategies=("global", "auto"))

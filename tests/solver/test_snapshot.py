@@ -105,10 +105,9 @@ def test_per_arc_delays_are_made_on_first_use_and_a_solve_does_without_them():
     assert not snap.arc_latency_s.flags.writeable
 
 
-def test_link_latencies_are_what_the_whole_array_holds(monkeypatch):
-    import designer.solver.arc_delays as arc_delays
+def test_link_latencies_are_what_the_whole_array_holds(tune):
 
-    monkeypatch.setattr(arc_delays, "_SLICE", 7)   # many slices
+    tune(arc_slice=7)   # many slices
     snap = take_snapshot(build_template("rail-cluster", nodes=2))
     links = np.flatnonzero(np.random.default_rng(3).random(snap.n_arcs // 2) < 0.4)
     arcs = np.stack([2 * links, 2 * links + 1], axis=1).reshape(-1)
