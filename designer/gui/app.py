@@ -143,13 +143,13 @@ def run(file: str | None = None, verbose: bool = False) -> int:
 
     ``verbose`` logs DEBUG records to stderr as well as to the log file.
     """
-    tune_process()  # the allocator and numpy, for solving (`designer.memory`)
     setup_logging(verbose=verbose, gui=True)
     problem = missing_display_library()
     if problem:
         log.error("%s", problem, extra=FILE_ONLY)  # the terminal gets the line below
         print(f"fabric-designer: error: {problem}", file=sys.stderr)
         return 1
+    tune_process()  # the allocator and numpy, before the first solve (`designer.memory`)
     app = application()
     previous_qt_handler = qInstallMessageHandler(_on_qt_message)
     window, _ = create_window()
