@@ -75,6 +75,8 @@ def zygote_main(spec: str, *args: str) -> None:
     """
     module, name = spec.split(":")
     job = getattr(importlib.import_module(module), name)(*args)
+    # A job may come with what its child does first, before the moment to kill starts.
+    before, job = job if isinstance(job, tuple) else (None, job)
     say("ready")
     child = None
     for line in sys.stdin:
@@ -84,9 +86,13 @@ def zygote_main(spec: str, *args: str) -> None:
             child = os.fork()
             if child == 0:
                 try:
+                    if before is not None:
+                        before()
                     say(f"start {os.getpid()}")
                     job(rest[0])
                     say("done")
+                except BaseException as exc:  # the test fails with it, not by a timeout
+                    say(f"error {exc!r}".replace("\n", " "))
                 finally:
                     os._exit(0)
         elif command == "reap":
@@ -107,7 +113,8 @@ class KillHarness:
     ----------
     spec, *args
         ``module:function`` and its (string) arguments: the function returns the job,
-        a function of one path, to kill while it runs.
+        a function of one path, to kill while it runs (or ``(before, job)``: ``before()``
+        runs in each child first, not timed).
     """
 
     def __init__(self, spec: str, *args: str):
@@ -133,7 +140,8 @@ class KillHarness:
         )
         self._out, self._buffer = self.proc.stdout.fileno(), b""
         assert self._line(120) == "ready"
-        self.last_duration = 0.0
+        self.last_duration: float | None = 0.0
+        self.last_pid = 0
 
     def _line(self, timeout: float) -> str:
         """The zygote's (or a child's) next line; ``select`` on the raw pipe, with this
@@ -148,7 +156,10 @@ class KillHarness:
                 raise AssertionError(f"the zygote said nothing in {timeout} s")
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
-        return line.decode().strip()
+        text = line.decode().strip()
+        if text.startswith("error "):
+            raise AssertionError(f"the job failed in the child: {text[6:]}")
+        return text
 
     def _poll(self, timeout: float) -> str | None:
         """The next line if one comes within ``timeout`` seconds, else None."""
@@ -172,6 +183,7 @@ class KillHarness:
         self.proc.stdin.write(f"fork {where}\n")
         word, pid = self._line(60).split()
         assert word == "start"
+        self.last_pid = int(pid)
         lines: list[str] = []
         while when is not None and not when():
             line = self._poll(0.0002)
