@@ -164,15 +164,16 @@ def _benchmark():
 @pytest.mark.parametrize("case", ["gpu-nodes", "parallel-links", "empty-nodes", "sparse-300MiB"])
 def test_huge_files_are_refused_in_bounded_time_and_memory(tmp_path, case):
     bench = _benchmark()
-    name, make, size, goal_s, goal_mb, says = next(c for c in bench.CASES if c[0] == case)
-    path = tmp_path / f"{name}.fabric.json"
-    make(path, size)
-    seconds, peak_mb, code, line = bench.measure(path, cap_s=120)
+    spec = next(c for c in bench.CASES if c.name == case)
+    path = tmp_path / f"{spec.name}.fabric.json"
+    spec.make(path, spec.size)
+    seconds, peak_mb, code, line = bench.measure(path, spec.command, cap_s=120)
     assert code == 1, line
-    assert str(path) in line and says in line
-    # The time goal with slack for a machine shared with other tests; memory is exact.
-    assert seconds <= 2 * goal_s, f"{seconds:.1f} s"
-    assert peak_mb <= goal_mb, f"{peak_mb:.0f} MB"
+    assert str(path) in line and spec.says in line
+    # The time goal with slack for a machine shared with other tests (the command's
+    # start alone is about a second); memory is the goal itself.
+    assert seconds <= 2 * spec.goal_s, f"{seconds:.1f} s"
+    assert peak_mb <= spec.goal_mb, f"{peak_mb:.0f} MB"
 
 
 # --------------------------------------------------------------------------- saving
