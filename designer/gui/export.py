@@ -453,12 +453,3 @@ def export_topology(
     scene = FabricScene(document, theme=PRINT_THEME)
     return export_scene(scene, path, scale=scale)
 
-
-def __getattr__(name: str):
-    """``export_dialog`` (File > Export) lives in `designer.gui.export_dialog`; it is
-    reachable here too, imported on first use (that module imports this one)."""
-    if name == "export_dialog":
-        from designer.gui.export_dialog import export_dialog
-
-        return export_dialog
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

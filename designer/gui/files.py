@@ -494,7 +494,7 @@ class FileController(QObject):
     def export(self) -> None:
         """File > Export: the diagram (SVG/PNG/PDF) or the graph (GraphML/JSON)."""
         try:
-            from designer.gui.export import export_dialog
+            from designer.gui.export_dialog import export_dialog
         except ImportError as exc:
             self.message.emit(f"Export is not available: {exc}")
             return

@@ -20,6 +20,7 @@ from designer.gui.app import application
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.canvas.style import DARK, LIGHT
 from designer.gui.document import Document
+from designer.gui.export_dialog import export_dialog
 from designer.model.templates import build_template
 from designer.model.topology import Topology
 
@@ -254,7 +255,7 @@ def answer(monkeypatch):
 
 def test_file_export_writes_png_at_the_chosen_scale(window, answer, tmp_path):
     calls = answer(tmp_path / "cluster", "PNG image (*.png)", scale=(1.0, True))
-    path = ex.export_dialog(window, window.scene, window.document)
+    path = export_dialog(window, window.scene, window.document)
     assert path == tmp_path / "cluster.png"
     assert calls["scale"] is not None and calls["scale"][3] == 2.0  # default offered: 2
     img = QImage(str(path))
@@ -265,23 +266,23 @@ def test_file_export_writes_png_at_the_chosen_scale(window, answer, tmp_path):
 
 def test_file_export_writes_graph_formats(window, answer, tmp_path):
     answer(tmp_path / "g.graphml", "GraphML (*.graphml)")
-    path = ex.export_dialog(window, window.scene, window.document)
+    path = export_dialog(window, window.scene, window.document)
     graph = nx.read_graphml(path)
     assert graph.number_of_nodes() == len(window.document.topology)
     answer(tmp_path / "n", "Node-link JSON (*.json)")
-    assert ex.export_dialog(window, window.scene, window.document) == tmp_path / "n.json"
+    assert export_dialog(window, window.scene, window.document) == tmp_path / "n.json"
     answer(tmp_path / "f", "Fabric design (*.fabric.json)")
-    assert ex.export_dialog(window, window.scene, window.document) == tmp_path / "f.fabric.json"
+    assert export_dialog(window, window.scene, window.document) == tmp_path / "f.fabric.json"
 
 
 def test_file_export_cancel_and_failure(window, answer, tmp_path):
     answer("", "SVG image (*.svg)")
-    assert ex.export_dialog(window, window.scene, window.document) is None
+    assert export_dialog(window, window.scene, window.document) is None
     answer(tmp_path / "x.png", "PNG image (*.png)", scale=(2.0, False))
-    assert ex.export_dialog(window, window.scene, window.document) is None
+    assert export_dialog(window, window.scene, window.document) is None
     assert not (tmp_path / "x.png").exists()
     calls = answer(tmp_path / "missing" / "x.svg", "SVG image (*.svg)")
-    assert ex.export_dialog(window, window.scene, window.document) is None
+    assert export_dialog(window, window.scene, window.document) is None
     assert len(calls["warnings"]) == 1 and "cannot write" in calls["warnings"][0]
     assert "\n" not in calls["warnings"][0]
     assert "cannot write" in window.statusBar().currentMessage()
@@ -291,7 +292,7 @@ def test_file_export_keeps_the_selection(window, answer, tmp_path):
     select_everything(window.scene)
     before = set(window.scene.selectedItems())
     answer(tmp_path / "s.svg", "SVG image (*.svg)")
-    assert ex.export_dialog(window, window.scene, window.document) == Path(tmp_path / "s.svg")
+    assert export_dialog(window, window.scene, window.document) == Path(tmp_path / "s.svg")
     assert set(window.scene.selectedItems()) == before
 
 
@@ -341,7 +342,7 @@ def test_the_default_png_scale_shrinks_to_fit(scene, tmp_path, monkeypatch):
 
 def test_file_export_offers_a_png_scale_that_fits(window, answer, tmp_path, superpod_scene):
     calls = answer(tmp_path / "big.png", "PNG image (*.png)", scale=(1.0, False))
-    assert ex.export_dialog(window, superpod_scene, superpod_scene.document) is None
+    assert export_dialog(window, superpod_scene, superpod_scene.document) is None
     _, _, label, value, low, high, _ = calls["scale"]
     fit = ex.max_png_scale(superpod_scene)
     assert value == high == fit and low <= fit
@@ -364,7 +365,7 @@ def test_file_export_proposes_a_portable_file_name(window, monkeypatch, name):
     )
     window.document.topology.name = name
     window.document.path = None
-    assert ex.export_dialog(window, window.scene, window.document) is None
+    assert export_dialog(window, window.scene, window.document) is None
     file_name = Path(offered[0]).name
     stem = file_name.removesuffix(".svg")
     assert file_name.endswith(".svg") and stem
