@@ -164,10 +164,12 @@ def _check_limits(topology: Topology) -> None:
     """Refuse to write a design that `load` would refuse for its size (the limits of
     `designer.io.fabric_limits`): better a clear error now than a file that cannot be
     opened again."""
+    # Counted through the iterators alone: `save` also writes designs that are not a
+    # `Topology` (the autosaver's frozen copy).
     counts = {
         "groups": sum(1 for _ in topology.groups()),
-        "nodes": len(topology),
-        "links": topology.link_count(),
+        "nodes": sum(1 for _ in topology.nodes()),
+        "links": sum(1 for _ in topology.links()),
     }
     for section, count in counts.items():
         if count > LIMITS[section]:
