@@ -139,6 +139,14 @@ def test_bad_json_after_counted_items_still_names_line_and_column():
         loads(text)
 
 
+@pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="needs Linux's /proc")
+def test_a_file_larger_than_its_size_says_is_read_no_further(monkeypatch):
+    # /proc files say they hold 0 bytes: the reader reads limit + 1 bytes, not all.
+    monkeypatch.setattr(fabric_json, "MAX_FILE_BYTES", 1000)
+    with pytest.raises(FileFormatError, match=r"maps: too big \(the limit is 1_000 bytes\)$"):
+        load("/proc/self/maps")
+
+
 def test_the_limits_hold_the_largest_template_designs():
     # 131,072 GPUs (the templates' cap) at the most items per GPU of the templates whose
     # file fits the byte limit: fat-tree (nodes, groups), rail cluster with planes (links).
