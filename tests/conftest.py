@@ -69,6 +69,10 @@ def pytest_addoption(parser):
         "--soak-steps", type=int, default=None, metavar="N",
         help="steps of the GUI soak (tests/gui/test_soak.py::test_soak); the default run "
              "takes a short one, CI the long one (FABRIC_SOAK_OPS also sets it)")
+    parser.addoption(
+        "--x11-gestures", type=int, default=None, metavar="N",
+        help="gestures of the X11 soak (tests/gui/test_x11_soak.py, marked soak: run it "
+             "with -m soak)")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,0 +1,289 @@
+"""Soak under a real X server: thousands of random gestures by xdotool on a 1,024-GPU
+design, in a separate application process, checked after every batch.
+
+The test starts its own Xvfb on a free display, writes a 1,024-GPU SuperPOD design
+(and a copy, for Open with a selection active), starts the application on it
+(``tests.gui.x11_app``: the real window under ``QT_QPA_PLATFORM=xcb``, its crash dialog
+replaced by a count, plus a probe) and sends batches of seeded random gestures
+(`tests.gui.x11_gestures`) as real X11 input events.  After each batch it saves
+(Ctrl+S) and checks:
+
+- model == canvas: `tests.gui.soak_checks.scene_problems` inside the application, once
+  the live analysis is idle;
+- model == saved file: the file on disk, loaded here, has the model's digest;
+- no exception: the crash handler counted none and the log file holds no error;
+- no thread left: the application's Python threads are those after the warm-up, and
+  its kernel threads (``/proc/PID/status``) no more than after the warm-up plus
+  `THREAD_SLACK`;
+- memory: resident memory after the warm-up grows less than `RSS_GROWTH_PER_1000` of
+  itself per 1,000 gestures (at least that much allowed).
+
+Marked ``soak`` (deselected by default).  CI runs ``pytest -m soak tests/gui/test_x11_soak.py
+--x11-gestures 1500``; ``FABRIC_X11_SOAK_SEED`` replays another seed.  Figures are printed
+as ``[x11-soak]`` lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.gui.x11_gestures import Gestures
+
+pytestmark = [pytest.mark.soak, pytest.mark.timeout(3600)]
+
+SEED = 20261128
+#: Gestures when ``--x11-gestures`` is not given.
+DEFAULT_GESTURES = 1500
+#: Gestures per xdotool chain (a batch ends early at save, reopen and replace).
+BATCH = 25
+#: Gestures before the memory and thread baselines (caches, fonts, the first solves).
+WARMUP = 200
+#: Allowed resident-memory growth after the warm-up, as a fraction of the warm-up's,
+#: per 1,000 gestures (the issue's bound).
+RSS_GROWTH_PER_1000 = 0.10
+#: Kernel threads allowed above the warm-up count (Qt's thread pool parks idle workers
+#: for 30 s before ending them).
+THREAD_SLACK = 2
+#: Seconds to wait for the application to answer the probe, idle.
+PROBE_TIMEOUT_S = 120
+SCREEN = "1600x1000x24"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _report(capsys, text: str) -> None:
+    with capsys.disabled():
+        print(f"\n[x11-soak] {text}", flush=True)
+
+
+def _free_display() -> int:
+    for n in range(60, 200):
+        if not Path(f"/tmp/.X{n}-lock").exists() and not Path(f"/tmp/.X11-unix/X{n}").exists():
+            return n
+    pytest.skip("no free X display number between :60 and :199")
+
+
+@pytest.fixture
+def xserver():
+    """A fresh Xvfb; its DISPLAY string.  Skips without Xvfb or xdotool."""
+    for tool in ("Xvfb", "xdotool"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"the X11 soak needs {tool} on PATH (Debian: apt-get install xvfb "
+                        "xdotool)")
+    n = _free_display()
+    proc = subprocess.Popen(["Xvfb", f":{n}", "-screen", "0", SCREEN, "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not Path(f"/tmp/.X11-unix/X{n}").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.skip(f"Xvfb did not start on :{n}")
+        time.sleep(0.05)
+    yield f":{n}"
+    proc.terminate()
+    proc.wait(10)
+
+
+class App:
+    """The application process and its probe."""
+
+    def __init__(self, display: str, design: Path, folder: Path):
+        self.display, self.folder = display, folder
+        self.probe = folder / "probe"
+        self.probe.mkdir()
+        self.logs = folder / "logs"
+        env = dict(os.environ, DISPLAY=display, QT_QPA_PLATFORM="xcb", HOME=str(folder),
+                   XDG_CONFIG_HOME=str(folder / "config"), XDG_CACHE_HOME=str(folder / "cache"),
+                   XDG_DATA_HOME=str(folder / "data"), XDG_STATE_HOME=str(folder / "state"),
+                   XDG_RUNTIME_DIR=str(folder / "run"), FABRIC_DESIGNER_LOG_DIR=str(self.logs))
+        (folder / "run").mkdir(mode=0o700)
+        self.env = env
+        self.stderr = open(folder / "app-stderr.txt", "wb")  # noqa: SIM115 (closed in stop)
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.gui.x11_app", str(design),
+                                      str(self.probe)], cwd=ROOT, env=env,
+                                     stdout=self.stderr, stderr=subprocess.STDOUT)
+        self.seq = 0
+
+    def xdotool(self, args: list[str]) -> None:
+        subprocess.run(["xdotool", *args], env=self.env, check=True, timeout=600,
+                       stdout=subprocess.DEVNULL)
+
+    def ask(self, deadline: float) -> dict:
+        """The probe's answer now."""
+        assert self.proc.poll() is None, f"the application exited ({self.proc.returncode})"
+        self.seq += 1
+        (self.probe / "request").write_text(str(self.seq))
+        answer = self.probe / "state.json"
+        while True:
+            try:
+                data = json.loads(answer.read_text())
+                if data["seq"] == str(self.seq):
+                    return data
+            except (OSError, ValueError, KeyError):
+                pass
+            assert time.monotonic() < deadline, "the application did not answer the probe"
+            time.sleep(0.05)
+
+    def answer_dialog(self, title: str, keys: list[str], wid: int) -> bool:
+        """Type ``keys`` into the dialog ``title`` once it is open (False if it does not
+        open within a few seconds), then give the main window (``wid``) the keyboard
+        back: with no window manager, X gives the focus to no one when a window closes."""
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            data = self.ask(time.monotonic() + PROBE_TIMEOUT_S)
+            if (data["modal"] or "").endswith(":" + title):
+                self.xdotool(["windowfocus", "--sync", str(data["modal_wid"]), *keys])
+                time.sleep(0.3)
+                self.xdotool(["windowfocus", str(wid)])
+                return True
+            time.sleep(0.1)
+        return False
+
+    def state(self, dismiss: bool = True) -> dict:
+        """The probe's answer once the application is idle with no dialog or menu open
+        (Escape closes one that stays open: a gesture left it there)."""
+        deadline = time.monotonic() + PROBE_TIMEOUT_S
+        escaped: list[str] = []
+        while True:
+            data = self.ask(deadline)
+            busy = (data["modal"] or "").startswith(("OpenProgress", "QProgressDialog"))
+            if (data["modal"] or data["popup"]) and not busy:
+                if dismiss:
+                    escaped.append(data["modal"] or data["popup"])
+                    focus = ["windowfocus", str(data["modal_wid"])] if data["modal_wid"] else []
+                    self.xdotool([*focus, "key", "Escape", "windowfocus", str(data["wid"])])
+                    time.sleep(0.2)
+            elif data["idle"] and data["path"]:
+                data["escaped"] = escaped
+                return data
+            assert time.monotonic() < deadline, f"never idle: {data['modal']} {data['popup']}"
+            time.sleep(0.1)
+
+    def proc_status(self) -> dict[str, int]:
+        text = Path(f"/proc/{self.proc.pid}/status").read_text()
+        rss = int(re.search(r"VmRSS:\s+(\d+)", text).group(1)) / 1024
+        threads = int(re.search(r"Threads:\s+(\d+)", text).group(1))
+        return {"rss_mb": rss, "threads": threads}
+
+    def log_errors(self) -> list[str]:
+        lines = []
+        for f in self.logs.glob("*.log*"):
+            lines += [ln for ln in f.read_text(errors="replace").splitlines()
+                      if "Traceback" in ln or " ERROR " in ln or " CRITICAL " in ln]
+        return lines
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.stderr.close()
+
+
+def _design(folder: Path) -> tuple[Path, Path]:
+    a = folder / "pod-a.fabric.json"
+    subprocess.run([sys.executable, "-m", "designer", "new", "superpod", "--set", "sus=4",
+                    "-o", str(a)], check=True, cwd=ROOT, capture_output=True)
+    b = folder / "pod-b.fabric.json"
+    shutil.copyfile(a, b)
+    return a, b
+
+
+def _saved_digest(path: str) -> str:
+    from designer.io.fabric_json import load
+    from tests.gui.x11_app import state_digest
+
+    return state_digest(load(Path(path)).state())
+
+
+def test_x11_soak(xserver, tmp_path, capsys, request):
+    gestures_wanted = request.config.getoption("x11_gestures") or DEFAULT_GESTURES
+    seed = int(os.environ.get("FABRIC_X11_SOAK_SEED", SEED))
+    a, b = _design(tmp_path)
+    app = App(xserver, a, tmp_path)
+    gestures = Gestures(seed, (str(a), str(b)))
+    shots = os.environ.get("FABRIC_X11_SOAK_SHOTS")  # a folder: a screenshot per batch
+    t0 = time.perf_counter()
+    try:
+        state = app.state()
+        assert state["model"]["nodes"] > 1024, state["model"]
+        start = app.proc_status()
+        _report(capsys, f"seed {seed}; opened {state['model']} in "
+                        f"{time.perf_counter() - t0:.1f} s; RSS {start['rss_mb']:.0f} MiB, "
+                        f"{start['threads']} threads")
+        done, batches, escapes, answered = 0, 0, 0, 0
+        t_gestures = 0.0
+        warm = warm_threads = None
+        t_warm = time.perf_counter()
+        while done < gestures_wanted:
+            t = time.perf_counter()
+            args, names, then = gestures.batch(state, min(BATCH, gestures_wanted - done))
+            app.xdotool(args)
+            if then is not None:
+                answered += app.answer_dialog(*then, state["wid"])
+            t_gestures += time.perf_counter() - t
+            done += len(names)
+            batches += 1
+            app.xdotool(["windowfocus", str(state["wid"]), "key", "--clearmodifiers", "ctrl+s"])
+            state = app.state()
+            escaped = state["escaped"]
+            escapes += len(escaped)
+            if state["modified"]:  # a dialog took Ctrl+S (closed above): save again
+                app.xdotool(["windowfocus", str(state["wid"]), "key", "--clearmodifiers", "ctrl+s"])
+                state = app.state()
+                escaped += state["escaped"]
+            where = (f"batch {batches} (gestures {done - len(names)}-{done}: {names}; "
+                     f"closed with Escape: {escaped})")
+            if shots:
+                subprocess.run(["import", "-window", "root", "-display", xserver,
+                                f"{shots}/batch-{batches:04d}.png"], check=False)
+            # ---- model == canvas == saved file, nothing logged
+            assert not state["scene_problems"], (where, state["scene_problems"])
+            assert not state["modified"], (where, "Ctrl+S left the design unsaved")
+            assert _saved_digest(state["path"]) == state["model_digest"], \
+                (where, "the saved file differs from the model")
+            assert state["crash_errors"] == 0, (where, app.log_errors()[-5:])
+            assert not app.log_errors(), (where, app.log_errors()[-5:])
+            status = app.proc_status()
+            if batches % 10 == 0:
+                _report(capsys, f"{done} gestures, {time.perf_counter() - t0:.0f} s "
+                                f"({t_gestures:.0f} s sending): RSS {status['rss_mb']:.0f} MiB, "
+                                f"{status['threads']} threads, model {state['model']}")
+            if warm is None and done >= min(WARMUP, gestures_wanted // 4):
+                warm, warm_threads, warm_at = status, state["python_threads"], done
+                t_warm = time.perf_counter()
+                _report(capsys, f"after warm-up ({done} gestures, "
+                                f"{time.perf_counter() - t0:.0f} s): RSS "
+                                f"{warm['rss_mb']:.0f} MiB, {warm['threads']} threads, "
+                                f"model {state['model']}")
+            elif warm is not None:
+                # ---- no thread left, memory bounded
+                assert state["python_threads"] == warm_threads, (where, state["python_threads"])
+                assert status["threads"] <= warm["threads"] + THREAD_SLACK, (where, status)
+                allowed = RSS_GROWTH_PER_1000 * max(1.0, (done - warm_at) / 1000)
+                assert status["rss_mb"] < warm["rss_mb"] * (1 + allowed), (where, status, warm)
+        end = app.proc_status()
+        elapsed = time.perf_counter() - t0
+        _report(capsys, f"{done} gestures in {batches} batches, {elapsed:.0f} s "
+                        f"({done / elapsed:.1f} gestures/s; steady part "
+                        f"{time.perf_counter() - t_warm:.0f} s); {answered} dialogs answered, "
+                        f"{escapes} Escapes for dialogs or menus left open; {t_gestures:.0f} s "
+                        "sending gestures, the rest saving and checking")
+        _report(capsys, f"gestures: {dict(sorted(gestures.counts.items()))}")
+        _report(capsys, f"end: RSS {end['rss_mb']:.0f} MiB ({end['rss_mb'] - warm['rss_mb']:+.1f} "
+                        f"since warm-up), {end['threads']} threads; model {state['model']}, "
+                        f"canvas {state['scene']}, undo {state['undo_index']}/"
+                        f"{state['undo_count']}")
+    finally:
+        app.stop()

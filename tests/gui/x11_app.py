@@ -1,0 +1,177 @@
+"""The application under the X11 soak: the real window on a real X display, plus a probe.
+
+Run as ``python -m tests.gui.x11_app DESIGN PROBE_DIR`` with ``DISPLAY`` set and
+``QT_QPA_PLATFORM=xcb``.  It starts the window as ``fabric-designer DESIGN`` does
+(`designer.gui.app`: tuned process, log file, crash handler, the file opened once
+shown), with two differences a test needs:
+
+- the crash handler's dialog is not shown (an unhandled error is logged and counted, as
+  always, and the soak fails on the count and the log instead of blocking on a modal
+  dialog nobody answers);
+- a probe (`Probe`) answers the test: when ``PROBE_DIR/request`` holds a number, it
+  writes ``PROBE_DIR/state.json`` with that number and what the test cannot read from
+  outside the process: the model's digest, how the canvas agrees with the model
+  (`tests.gui.soak_checks.scene_problems`), whether the live analysis is idle, any
+  dialog or menu open, and where nodes, links, groups and scenario fields are on screen.
+
+The probe lives in the test tree, not in the application: nothing in ``designer``
+changes for the soak.  The file, the log and ``/proc/PID`` are read by the test itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import QPoint, QTimer
+from PySide6.QtWidgets import QApplication, QTabBar
+
+#: How often the probe looks for a request (ms).
+POLL_MS = 50
+#: Screen positions reported per kind (a sample of what is visible).
+MAX_POSITIONS = 300
+
+
+def state_digest(state: dict) -> str:
+    """A digest of a `Topology.state()` snapshot: equal designs, equal digests."""
+    return hashlib.sha256(repr(state).encode("utf-8")).hexdigest()[:16]
+
+
+class Probe:
+    """Answers the soak test's requests from inside the application (see the module)."""
+
+    def __init__(self, window, crash, folder: Path):
+        self.window, self.crash, self.folder = window, crash, folder
+        self.request = folder / "request"
+        self.answered = None
+        self.timer = QTimer(window)
+        self.timer.timeout.connect(self._on_timer_timeout)
+        self.timer.start(POLL_MS)
+
+    def _on_timer_timeout(self) -> None:
+        try:
+            seq = self.request.read_text().strip()
+        except OSError:
+            return
+        if not seq or seq == self.answered:
+            return
+        data = self.state()
+        data["seq"] = seq
+        tmp = self.folder / "state.json.tmp"
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, self.folder / "state.json")
+        self.answered = seq
+
+    def _global(self, view, scene_pos) -> tuple[int, int] | None:
+        p = view.mapFromScene(scene_pos)
+        if not view.viewport().rect().adjusted(8, 8, -8, -8).contains(p):
+            return None
+        g = view.viewport().mapToGlobal(p)
+        return g.x(), g.y()
+
+    def state(self) -> dict:
+        from tests.gui.soak_checks import dock_problems, scene_problems
+
+        window = self.window
+        topo, scene, view = window.document.topology, window.scene, window.view
+        runner = window.analysis.runner
+        app = QApplication.instance()
+        modal = app.activeModalWidget()
+        popup = app.activePopupWidget()
+        idle = not runner.busy and not runner._timer.isActive()
+        problems = scene_problems(window) if idle and modal is None and popup is None else []
+        nodes, links, groups = [], [], []
+        for nid, item in scene.nodes.items():
+            if item.isVisible() and len(nodes) < MAX_POSITIONS * 4:
+                g = self._global(view, item.sceneBoundingRect().center())
+                if g is not None:
+                    nodes.append([nid, *g])
+        for lid, item in scene.links.items():
+            if item.isVisible() and len(links) < MAX_POSITIONS * 4:
+                g = self._global(view, item.path().pointAtPercent(0.5)
+                                 if hasattr(item, "path") else item.sceneBoundingRect().center())
+                if g is not None:
+                    links.append([lid, *g])
+        for gid, item in scene.groups.items():
+            if item.isVisible():
+                r = item.sceneBoundingRect()
+                g = self._global(view, r.topLeft() + (r.center() - r.topLeft()) * 0.1)
+                if g is not None:
+                    groups.append([gid, *g])
+        vp = view.viewport()
+        top_left = vp.mapToGlobal(QPoint(0, 0))
+        dock = window.analysis.scenario
+        fields = {}
+        screen = window.screen().geometry()
+        for name in ("collective", "size", "algorithm", "routing", "dtype", "params", "dp",
+                     "compute", "overlap"):
+            w = getattr(dock, name)
+            if w.isVisible() and w.isEnabled() and not w.visibleRegion().isEmpty():
+                c = w.mapToGlobal(w.rect().center())
+                if screen.contains(c):
+                    fields[name] = [type(w).__name__, c.x(), c.y()]
+        tabs = {}
+        for bar in window.findChildren(QTabBar):
+            for i in range(bar.count()):
+                if bar.isVisible() and bar.tabText(i) == "Scenario":
+                    c = bar.mapToGlobal(bar.tabRect(i).center())
+                    tabs["Scenario"] = [c.x(), c.y()]
+        stack = window.document.undo_stack
+        return {
+            "pid": os.getpid(),
+            "path": str(window.document.path) if window.document.path else None,
+            "modified": window.isWindowModified(),
+            "undo_index": stack.index(), "undo_count": stack.count(),
+            "model_digest": state_digest(topo.state()),
+            "model": {"nodes": len(topo), "links": topo.graph.number_of_edges(),
+                      "groups": sum(1 for _ in topo.groups()),
+                      "failed": sum(1 for n in topo.nodes() if n.failed)
+                      + sum(1 for lk in topo.links() if lk.failed)},
+            "scene": {"nodes": len(scene.nodes), "links": len(scene.links),
+                      "groups": len(scene.groups), "bundles": len(scene.bundles),
+                      "collapsed": len(scene.collapsed)},
+            "scene_problems": problems[:5] + dock_problems(window)[:1] if problems or idle
+            else [],
+            "idle": idle,
+            "modal": type(modal).__name__ + ":" + modal.windowTitle() if modal else None,
+            "modal_wid": int(modal.winId()) if modal else None,
+            "popup": type(popup).__name__ if popup else None,
+            "crash_errors": self.crash.errors,
+            "python_threads": sorted(t.name for t in threading.enumerate()),
+            "viewport": [top_left.x(), top_left.y(), vp.width(), vp.height()],
+            "nodes_on_screen": nodes, "links_on_screen": links, "groups_on_screen": groups,
+            "scenario_fields": fields, "tabs": tabs, "wid": int(window.winId()),
+            "selected": len(scene.selectedItems()),
+        }
+
+
+def main(argv: list[str]) -> int:
+    design, folder = argv[0], Path(argv[1])
+    from designer.gui import app as gui_app
+    from designer.gui.crash import CONTINUE, install_crash_handler
+    from designer.logs import setup_logging
+    from designer.memory import tune_process
+
+    tune_process()
+    setup_logging(gui=True)
+    qapp = gui_app.application()
+    window, _ = gui_app.create_window()
+    crash = install_crash_handler(window, show_dialog=lambda dialog: CONTINUE)
+    window.show()
+    QTimer.singleShot(0, window.view.fit)
+    gui_app.open_when_shown(window, design)
+    probe = Probe(window, crash, folder)
+    try:
+        code = qapp.exec()
+    finally:
+        probe.timer.stop()
+        crash.uninstall()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
