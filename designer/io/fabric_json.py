@@ -102,8 +102,8 @@ __all__ = [
     "to_dict",
 ]
 
-#: Files larger than this are refused before being read (a design of 100k GPUs and
-#: their links is a few tens of MiB).
+#: Files larger than this are refused before being read (a 131,072-GPU rail cluster,
+#: the largest design a template builds, is about 180 MB).
 MAX_FILE_BYTES = 256 * 1024 * 1024
 #: Price and power overrides above this are surely typos (and keep floats exact).
 MAX_OVERRIDE = 1e15
