@@ -37,7 +37,7 @@ __all__ = ["LIMITS", "MAX_NAME_CHARS", "prescan"]
 
 #: The most items of each section a file may hold.
 LIMITS: dict[str, int] = {"groups": 200_000, "nodes": 500_000, "links": 1_000_000}
-#: The most entries of any other list (a scenario's ranks are GPU ids).
+#: The most entries of any other list (a scenario's ranks are GPU ids) or object.
 MAX_LIST_ITEMS = 500_000
 #: The longest name of the design, a group or a node, in characters: a label, not a
 #: document (and drawn on the canvas, printed by the command line).
@@ -117,7 +117,12 @@ def _object(text: str, idx: int, where: str, header: dict[str, Any]) -> int:
     idx = _skip(text, idx + 1)
     if text.startswith("}", idx):
         return idx + 1
+    entries = 0
     while True:
+        if entries == MAX_LIST_ITEMS:  # overrides hold one entry per catalog model
+            _check_header(header)
+            raise Invalid(where or "top level", f"more than the limit of {entries:,} entries")
+        entries += 1
         if not text.startswith('"', idx):
             raise _Unsure
         key, idx = _value(text, idx)

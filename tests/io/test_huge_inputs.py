@@ -132,6 +132,13 @@ def test_a_long_ranks_list_is_refused(monkeypatch, no_full_parse):
         loads(json.dumps({**HEADER, "settings": settings, "nodes": [], "links": []}))
 
 
+def test_an_object_of_too_many_entries_is_refused(monkeypatch, no_full_parse):
+    monkeypatch.setattr(fabric_limits, "MAX_LIST_ITEMS", 10)
+    overrides = {f"model-{i}": {"price_usd": 1.0} for i in range(11)}
+    with pytest.raises(FileFormatError, match=r"overrides: more than the limit of 10 entries$"):
+        loads(json.dumps({**HEADER, "overrides": overrides, "nodes": [], "links": []}))
+
+
 def test_bad_json_after_counted_items_still_names_line_and_column():
     text = json.dumps({**HEADER, "nodes": [gpu(0), gpu(1)], "links": []}, indent=1)
     text = text.replace('"GPU 1"', '"GPU 1",')
