@@ -105,6 +105,10 @@ class PointerMixin:
         return views[0].transform() if views else None
 
     def mousePressEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        if self._drag is not None:
+            # Another button pressed during a drag (a right-click opens a menu that takes
+            # the mouse, so the left release may never come): cancel the drag.
+            self._cancel_drag()
         self._drag = None
         transform = self._view_transform(event)
         hit = self.itemAt(event.scenePos(), transform) if transform is not None else None
@@ -129,6 +133,21 @@ class PointerMixin:
         grabbed = self.mouseGrabberItem()
         if selected and isinstance(grabbed, NodeItem):
             self._drag = NodeDrag(selected, anchor=grabbed)
+
+    def _cancel_drag(self) -> None:
+        """End the drag in progress without a move: its nodes go back to where the
+        model has them, and the item Qt was moving lets go of the mouse."""
+        drag, self._drag = self._drag, None
+        grabber = self.mouseGrabberItem()
+        if grabber is not None:
+            grabber.ungrabMouse()
+        for nid, p in drag.start.items():
+            if drag.items[nid].pos() != p:
+                drag.items[nid].move_to(p.x(), p.y())
+        drag.end()
+        if drag.by_group:  # frames and boxes refit from the model
+            self._dirty_groups = True
+            self.refresh()
 
     def _is_inside(self, gid: str, ancestor: str) -> bool:
         seen = set()

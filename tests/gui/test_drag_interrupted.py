@@ -1,0 +1,69 @@
+"""A node drag that another mouse button interrupts ends with the canvas on the model.
+
+Found by the X11 soak (tests/gui/test_x11_soak.py): a right-click during a left drag
+(the what-if menu opens and takes the mouse, so the left release never reaches the
+canvas) left the dragged nodes where the mouse had them while the model kept them where
+they were; the next save wrote positions the canvas did not show.  The interrupted drag
+is cancelled: its nodes go back to where the model has them, nothing to undo.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QApplication
+
+from designer.gui.canvas.scene import GRID
+
+LEFT = Qt.MouseButton.LeftButton
+RIGHT = Qt.MouseButton.RightButton
+NO_MOD = Qt.KeyboardModifier.NoModifier
+
+
+def _send(view, kind, scene_pos, button, buttons) -> None:
+    vp = view.viewport()
+    local = QPointF(view.mapFromScene(scene_pos))
+    QApplication.sendEvent(vp, QMouseEvent(kind, local, QPointF(vp.mapToGlobal(local)),
+                                           button, buttons, NO_MOD))
+
+
+def _interrupted_drag(window, release_left: bool):
+    scene, topo, view = window.scene, window.document.topology, window.view
+    nodes = [n for n in topo.nodes("gpu") if n.x % GRID == 0 and n.y % GRID == 0]
+    node = nodes[len(nodes) // 2]
+    start = scene.nodes[node.id].pos()
+    _send(view, QEvent.Type.MouseButtonPress, start, LEFT, LEFT)
+    for i in range(1, 4):
+        _send(view, QEvent.Type.MouseMove, start + QPointF(0, 20 * i), Qt.MouseButton.NoButton,
+              LEFT)
+    moved = scene.nodes[node.id].pos()
+    assert moved != start, "the drag did not move the node on the canvas"
+    end = start + QPointF(0, 60)
+    _send(view, QEvent.Type.MouseButtonPress, end, RIGHT, LEFT | RIGHT)
+    _send(view, QEvent.Type.MouseButtonRelease, end, RIGHT, LEFT)
+    if release_left:
+        _send(view, QEvent.Type.MouseMove, end + QPointF(0, 40), Qt.MouseButton.NoButton, LEFT)
+        _send(view, QEvent.Type.MouseButtonRelease, end + QPointF(0, 40), LEFT,
+              Qt.MouseButton.NoButton)
+    for popup in (QApplication.activePopupWidget(),):
+        if popup is not None:
+            popup.close()
+    model = topo.node(node.id)
+    item = scene.nodes[node.id].pos()
+    return node, model, item
+
+
+def test_a_right_click_during_a_drag_leaves_the_node_where_the_model_has_it(window):
+    node, model, item = _interrupted_drag(window, release_left=True)
+    assert (item.x(), item.y()) == (model.x, model.y), \
+        f"{node.id}: canvas at {item}, model at ({model.x}, {model.y})"
+    assert (model.x, model.y) == (node.x, node.y)
+    assert window.document.undo_stack.count() == 0
+
+
+def test_a_drag_whose_release_never_comes_is_cancelled_at_the_right_click(window):
+    """The menu took the mouse: no left release at all."""
+    node, model, item = _interrupted_drag(window, release_left=False)
+    assert (item.x(), item.y()) == (model.x, model.y) == (node.x, node.y), \
+        f"{node.id}: canvas at {item}, model at ({model.x}, {model.y})"
+    assert window.document.undo_stack.count() == 0
