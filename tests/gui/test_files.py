@@ -320,16 +320,16 @@ def test_export_calls_the_export_dialog(window, monkeypatch, tmp_path):
         calls.append((win, scene, document))
         return tmp_path / "out.svg"
 
-    fake = types.ModuleType("designer.gui.export")
+    fake = types.ModuleType("designer.gui.export_dialog")
     fake.export_dialog = export_dialog
-    monkeypatch.setitem(sys.modules, "designer.gui.export", fake)
+    monkeypatch.setitem(sys.modules, "designer.gui.export_dialog", fake)
     window.files.export()
     assert calls == [(window, window.scene, window.document)]
     assert "out.svg" in window.statusBar().currentMessage()
 
 
 def test_export_without_the_export_module_says_so(window, monkeypatch):
-    monkeypatch.setitem(sys.modules, "designer.gui.export", None)  # import fails
+    monkeypatch.setitem(sys.modules, "designer.gui.export_dialog", None)  # import fails
     window.files.export()
     assert "Export is not available" in window.statusBar().currentMessage()
 
