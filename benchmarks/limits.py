@@ -149,7 +149,7 @@ CASES = (
         "nodes[0]: missing field 'id'",
         "validate",
     ),
-    Case("sparse-300MiB", sparse, 300 * MIB, 1.0, 100, "the limit is 268_435_456", "validate"),
+    Case("sparse-300MiB", sparse, 300 * MIB, 1.0, 100, "the limit is 268,435,456", "validate"),
     Case("at-limits", at_limits, 0, 20.0, 2000, "loaded 500000 nodes", "load"),
 )
 

@@ -44,11 +44,11 @@ from designer.cli_solver import (  # noqa: F401 - parse_size re-exported
     parse_size,
 )
 from designer.io.atomic import save_error_message
+from designer.io.design_file import check_design_file
 from designer.logs import FILE_ONLY, setup_logging
 from designer.memory import tune_process
 from designer.model.errors import DesignError
-from designer.model.scenario import ALGORITHMS, COLLECTIVES, DTYPES, LAUNCH_MODES
-from designer.model.topology import ROUTING_MODES
+from designer.model.scenario import ALGORITHMS, COLLECTIVES, DTYPES, LAUNCH_MODES, ROUTING_MODES
 
 PROG = "fabric-designer"
 log = logging.getLogger(__name__)
@@ -423,6 +423,10 @@ def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, ve
 def _run_guarded(func: Callable[[argparse.Namespace], int], args: argparse.Namespace,
                  verbose: bool, log_path: Path | None) -> int:
     try:
+        if isinstance(getattr(args, "file", None), str):
+            # The design file's size and kind, before the command imports what it needs:
+            # a file over the limit is refused at once (`designer.io.design_file`).
+            check_design_file(args.file)
         return func(args)
     except UsageError as exc:
         log.info("usage error: %s", exc)

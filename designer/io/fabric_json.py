@@ -47,13 +47,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from designer.collector import collector_paused
-from designer.io import fabric_schema
+from designer.io import design_file, fabric_schema
 from designer.io.atomic import atomic_write_bytes
+from designer.io.design_file import MAX_FILE_BYTES, FileFormatError, check_design_file
 from designer.io.fabric_limits import LIMITS, MAX_NAME_CHARS, prescan
 from designer.io.fabric_read import (
     FORMAT,
@@ -102,18 +102,9 @@ __all__ = [
     "to_dict",
 ]
 
-#: Files larger than this are refused before being read (a 131,072-GPU rail cluster,
-#: the largest design a template builds, is about 180 MB).
-MAX_FILE_BYTES = 256 * 1024 * 1024
 #: Price and power overrides above this are surely typos (and keep floats exact).
 MAX_OVERRIDE = 1e15
 OVERRIDE_FIELDS: tuple[str, ...] = ("price_usd", "power_w")
-
-
-class FileFormatError(DesignError):
-    """A design file cannot be read or written; the message is
-    ``"<file>: <where>: <what>"``, e.g.
-    ``"x.fabric.json: nodes[3] (id 'n0-gpu1'): unknown device model 'H900'"``."""
 
 
 class LoadCancelled(Exception):
@@ -444,23 +435,17 @@ def load(path: str | os.PathLike[str], *, catalog: Catalog | None = None,
         and the node or link at fault.
     """
     source = os.fspath(path)
+    check_design_file(path)
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):  # a folder, or a pipe that would block forever
-            raise FileFormatError(f"{source}: cannot read: not a regular file")
         remove_stale_temps(path)  # a crashed save's leftovers, when the writer is gone
-        size = info.st_size
-        if size > MAX_FILE_BYTES:
-            raise FileFormatError(
-                f"{source}: too big ({size:_} bytes; the limit is {MAX_FILE_BYTES:_})"
-            )
         with open(path, "rb") as f:
             # Read one byte past the limit: the file may have grown since the stat.
-            data = f.read(MAX_FILE_BYTES + 1)
+            data = f.read(design_file.MAX_FILE_BYTES + 1)
     except OSError as err:
         raise FileFormatError(f"{source}: cannot read: {err.strerror or err}") from err
-    if len(data) > MAX_FILE_BYTES:
-        raise FileFormatError(f"{source}: too big (the limit is {MAX_FILE_BYTES:_} bytes)")
+    if len(data) > design_file.MAX_FILE_BYTES:
+        raise FileFormatError(
+            f"{source}: too big (the limit is {design_file.MAX_FILE_BYTES:,} bytes)")
     try:
         text = decode_text(data)
     except Invalid as err:

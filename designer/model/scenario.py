@@ -21,6 +21,7 @@ COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce",
                "sendrecv")
 ALGORITHMS = ("auto", "ring", "tree", "nvls", "hierarchical", "collnet")
 LAUNCH_MODES = ("eager", "graph")
+ROUTING_MODES = ("ecmp", "adaptive", "static")
 DTYPES = ("fp32", "bf16", "fp16", "fp8")
 
 

@@ -43,7 +43,7 @@ from designer.model.elements import (
     Node,
 )
 from designer.model.errors import DesignError
-from designer.model.scenario import Scenario, TrainingSpec
+from designer.model.scenario import ROUTING_MODES, Scenario, TrainingSpec
 
 GROUP_KINDS: tuple[str, ...] = ("node", "tray", "rack", "pod", "su", "plane", "cluster")
 
@@ -54,7 +54,6 @@ DEFAULT_SETTINGS: Mapping[str, Any] = {
     "scenario": Scenario().to_dict(),
     "training": TrainingSpec().to_dict(),
 }
-ROUTING_MODES: tuple[str, ...] = ("ecmp", "adaptive", "static")
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:/\-]{1,128}$")
 

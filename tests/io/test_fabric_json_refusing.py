@@ -10,7 +10,7 @@ import os
 import pytest
 from test_fabric_json import sample_topology, valid_dict, write_json
 
-from designer.io import fabric_json, fabric_schema
+from designer.io import design_file, fabric_json, fabric_schema
 from designer.io.fabric_json import FileFormatError, dumps, from_dict, load, loads, save
 from designer.model.errors import DesignError
 from designer.model.topology import (
@@ -267,9 +267,9 @@ def test_missing_file_and_folder(tmp_path):
 def test_too_big_is_refused_before_reading(tmp_path, monkeypatch):
     path = tmp_path / "big.fabric.json"
     save(sample_topology(servers=1), path)
-    monkeypatch.setattr(fabric_json, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(design_file, "MAX_FILE_BYTES", 1000)
     monkeypatch.setattr(fabric_json, "loads", lambda *a, **k: pytest.fail("file was read"))
-    with pytest.raises(FileFormatError, match=r"too big \(\d[\d_]* bytes; the limit is 1_000\)"):
+    with pytest.raises(FileFormatError, match=r"too big \(\d[\d,]* bytes; the limit is 1,000\)"):
         load(path)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from designer.io import fabric_json, fabric_limits
+from designer.io import design_file, fabric_json, fabric_limits
 from designer.io.fabric_json import FileFormatError, load, loads
 
 HEADER = {"format": "fabric-designer", "version": 1, "name": "huge"}
@@ -149,8 +149,8 @@ def test_bad_json_after_counted_items_still_names_line_and_column():
 @pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="needs Linux's /proc")
 def test_a_file_larger_than_its_size_says_is_read_no_further(monkeypatch):
     # /proc files say they hold 0 bytes: the reader reads limit + 1 bytes, not all.
-    monkeypatch.setattr(fabric_json, "MAX_FILE_BYTES", 1000)
-    with pytest.raises(FileFormatError, match=r"maps: too big \(the limit is 1_000 bytes\)$"):
+    monkeypatch.setattr(design_file, "MAX_FILE_BYTES", 1000)
+    with pytest.raises(FileFormatError, match=r"maps: too big \(the limit is 1,000 bytes\)$"):
         load("/proc/self/maps")
 
 

@@ -34,8 +34,7 @@ from designer.gui.document import Document
 from designer.gui.wheel import guard_wheel
 from designer.model.commands import SetSetting
 from designer.model.errors import DesignError
-from designer.model.scenario import ALGORITHMS, COLLECTIVES, DTYPES
-from designer.model.topology import ROUTING_MODES
+from designer.model.scenario import ALGORITHMS, COLLECTIVES, DTYPES, ROUTING_MODES
 
 SIZES = [1 << k for k in range(10, 35)]  # 1 KiB .. 16 GiB
 
