@@ -11,7 +11,8 @@ replaced by a count, plus a probe) and sends batches of seeded random gestures
 - model == canvas: `tests.gui.soak_checks.scene_problems` inside the application, once
   the live analysis is idle;
 - model == saved file: the file on disk, loaded here, has the model's digest;
-- no exception: the crash handler counted none and the log file holds no error;
+- no exception: the crash handler counted none and the log file holds no warning or
+  error (a failed autosave is logged as a warning);
 - no thread left: the application's Python threads are those after the warm-up, and
   its kernel threads (``/proc/PID/status``) no more than after the warm-up plus
   `THREAD_SLACK`;
@@ -19,8 +20,14 @@ replaced by a count, plus a probe) and sends batches of seeded random gestures
   itself per 1,000 gestures (at least that much allowed).
 
 Marked ``soak`` (deselected by default).  CI runs ``pytest -m soak tests/gui/test_x11_soak.py
---x11-gestures 1500``; ``FABRIC_X11_SOAK_SEED`` replays another seed.  Figures are printed
-as ``[x11-soak]`` lines.
+--x11-gestures 1000`` (about 9 minutes on 2 cores); ``FABRIC_X11_SOAK_SEED`` runs another
+seed, ``FABRIC_X11_SOAK_SHOTS=<folder>`` keeps a screenshot per batch.  Every batch's
+xdotool command is written to ``gestures.txt`` in the test's folder, and the screen at
+the end to ``last-screen.png``.  Figures are printed as ``[x11-soak]`` lines.
+
+The same seed sends the same gestures from the same reported state, but the
+application's timing (a solve still running, a menu slower to open) can change where a
+gesture lands, so two runs of one seed may differ after the first batches.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ pytestmark = [pytest.mark.soak, pytest.mark.timeout(3600)]
 
 SEED = 20261128
 #: Gestures when ``--x11-gestures`` is not given.
-DEFAULT_GESTURES = 1500
+DEFAULT_GESTURES = 1000
 #: Gestures per xdotool chain (a batch ends early at save, reopen and replace).
 BATCH = 25
 #: Gestures before the memory and thread baselines (caches, fonts, the first solves).
@@ -55,6 +62,10 @@ RSS_GROWTH_PER_1000 = 0.10
 THREAD_SLACK = 2
 #: Seconds to wait for the application to answer the probe, idle.
 PROBE_TIMEOUT_S = 120
+#: Seconds to wait for a dialog a gesture opens (saving 1,024 GPUs comes first).
+DIALOG_TIMEOUT_S = 20
+#: The autosave writer's thread: the checks wait for it to end (it writes for a moment).
+AUTOSAVE_THREAD = "fabric-designer-autosave"
 SCREEN = "1600x1000x24"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,14 +140,17 @@ class App:
                     return data
             except (OSError, ValueError, KeyError):
                 pass
+            if self.proc.poll() is not None:
+                tail = (self.folder / "app-stderr.txt").read_text(errors="replace")[-2000:]
+                raise AssertionError(f"the application exited ({self.proc.returncode}):\n{tail}")
             assert time.monotonic() < deadline, "the application did not answer the probe"
             time.sleep(0.05)
 
     def answer_dialog(self, title: str, keys: list[str], wid: int) -> bool:
         """Type ``keys`` into the dialog ``title`` once it is open (False if it does not
-        open within a few seconds), then give the main window (``wid``) the keyboard
+        open within `DIALOG_TIMEOUT_S`), then give the main window (``wid``) the keyboard
         back: with no window manager, X gives the focus to no one when a window closes."""
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + DIALOG_TIMEOUT_S
         while time.monotonic() < deadline:
             data = self.ask(time.monotonic() + PROBE_TIMEOUT_S)
             if (data["modal"] or "").endswith(":" + title):
@@ -161,7 +175,7 @@ class App:
                     focus = ["windowfocus", str(data["modal_wid"])] if data["modal_wid"] else []
                     self.xdotool([*focus, "key", "Escape", "windowfocus", str(data["wid"])])
                     time.sleep(0.2)
-            elif data["idle"] and data["path"]:
+            elif data["idle"] and data["path"] and AUTOSAVE_THREAD not in data["python_threads"]:
                 data["escaped"] = escaped
                 return data
             assert time.monotonic() < deadline, f"never idle: {data['modal']} {data['popup']}"
@@ -174,10 +188,12 @@ class App:
         return {"rss_mb": rss, "threads": threads}
 
     def log_errors(self) -> list[str]:
+        """Warnings and errors in the application's log: a traceback, an error, and a
+        warning too (a failed autosave is one, and a user sees it in the status bar)."""
         lines = []
         for f in self.logs.glob("*.log*"):
             lines += [ln for ln in f.read_text(errors="replace").splitlines()
-                      if "Traceback" in ln or " ERROR " in ln or " CRITICAL " in ln]
+                      if "Traceback" in ln or re.search(r" (WARNING|ERROR|CRITICAL) ", ln)]
         return lines
 
     def stop(self) -> None:
@@ -229,9 +245,14 @@ def test_x11_soak(xserver, tmp_path, capsys, request):
         while done < gestures_wanted:
             t = time.perf_counter()
             args, names, then = gestures.batch(state, min(BATCH, gestures_wanted - done))
+            with open(tmp_path / "gestures.txt", "a", encoding="utf-8") as f:  # to replay
+                f.write(f"{batches + 1} {names} then {then}\nxdotool {' '.join(args)}\n")
             app.xdotool(args)
             if then is not None:
-                answered += app.answer_dialog(*then, state["wid"])
+                ok = app.answer_dialog(*then, state["wid"])
+                answered += ok
+                with open(tmp_path / "gestures.txt", "a", encoding="utf-8") as f:
+                    f.write(f"dialog {then[0]!r} {'answered' if ok else 'did not open'}\n")
             t_gestures += time.perf_counter() - t
             done += len(names)
             batches += 1
@@ -285,5 +306,8 @@ def test_x11_soak(xserver, tmp_path, capsys, request):
                         f"since warm-up), {end['threads']} threads; model {state['model']}, "
                         f"canvas {state['scene']}, undo {state['undo_index']}/"
                         f"{state['undo_count']}")
-    finally:
+    finally:  # the screen as the soak left it, beside gestures.txt and probe/state.json
+        subprocess.run(["import", "-window", "root", "-display", xserver,
+                        str(tmp_path / "last-screen.png")], check=False, timeout=60,
+                       capture_output=True)
         app.stop()
