@@ -41,14 +41,16 @@ def show_choice(box: QMessageBox) -> str:
     return clicked.objectName() if clicked is not None and clicked.objectName() else CANCEL
 
 
-def _box(
+def _ask(
     parent: QWidget | None,
     title: str,
     text: str,
     details: str,
     buttons: list[tuple[str, str, QMessageBox.ButtonRole]],
     default: str,
-) -> QMessageBox:
+) -> str:
+    """A warning box with ``buttons`` (name, label, role), shown modally (`show_choice`)
+    and disposed of; the chosen button's name."""
     box = QMessageBox(
         QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.NoButton, parent
     )
@@ -60,7 +62,10 @@ def _box(
             box.setDefaultButton(button)
         if role == _ROLE.RejectRole:
             box.setEscapeButton(button)
-    return box
+    try:
+        return show_choice(box)
+    finally:
+        box.deleteLater()
 
 
 def compare_summary(mine, path: Path) -> str:
@@ -93,7 +98,7 @@ def ask_changed_on_disk(parent: QWidget | None, path: Path, summary: str) -> str
         f"{summary}\n\nReload opens the file as it is on disk (your unsaved changes "
         "here are lost); Save As keeps both."
     )
-    box = _box(
+    choice = _ask(
         parent,
         "File changed on disk",
         text,
@@ -106,10 +111,6 @@ def ask_changed_on_disk(parent: QWidget | None, path: Path, summary: str) -> str
         ],
         default=SAVE_AS,
     )
-    try:
-        choice = show_choice(box)
-    finally:
-        box.deleteLater()
     log.info("%s changed on disk; the user chose %s", path, choice)
     return choice
 
@@ -124,7 +125,7 @@ def ask_open_locked(parent: QWidget | None, path: Path, owner: LockOwner) -> str
         "If that program is no longer running (another computer, a crash there), "
         f"its lock file {design_lock_path(path)} is left over: open anyway."
     )
-    box = _box(
+    choice = _ask(
         parent,
         "Design open elsewhere",
         text,
@@ -136,10 +137,6 @@ def ask_open_locked(parent: QWidget | None, path: Path, owner: LockOwner) -> str
         ],
         default=OPEN_READ_ONLY,
     )
-    try:
-        choice = show_choice(box)
-    finally:
-        box.deleteLater()
     log.info("%s is locked by %s; the user chose %s", path, owner.describe(), choice)
     return choice
 
@@ -151,7 +148,7 @@ def ask_save_over_open(parent: QWidget | None, path: Path, owner: LockOwner) -> 
         "Saving over it replaces the file under that window; it will warn before "
         "it saves its own version."
     )
-    box = _box(
+    return _ask(
         parent,
         "Design open elsewhere",
         text,
@@ -162,10 +159,6 @@ def ask_save_over_open(parent: QWidget | None, path: Path, owner: LockOwner) -> 
         ],
         default=CANCEL,
     )
-    try:
-        return show_choice(box)
-    finally:
-        box.deleteLater()
 
 
 class OtherWriters(QObject):
