@@ -67,3 +67,28 @@ def test_a_drag_whose_release_never_comes_is_cancelled_at_the_right_click(window
     assert (item.x(), item.y()) == (model.x, model.y) == (node.x, node.y), \
         f"{node.id}: canvas at {item}, model at ({model.x}, {model.y})"
     assert window.document.undo_stack.count() == 0
+
+
+def test_a_drag_found_interrupted_after_the_model_moved_follows_the_model(window):
+    """The lost release is noticed only at the next press, after an edit (an undo, here
+    a move) changed the model: the nodes go where the model has them now, not back to
+    where the drag started."""
+    scene, topo, view = window.scene, window.document.topology, window.view
+    nodes = [n for n in topo.nodes("gpu") if n.x % GRID == 0 and n.y % GRID == 0]
+    node = nodes[len(nodes) // 3]
+    start = scene.nodes[node.id].pos()
+    _send(view, QEvent.Type.MouseButtonPress, start, LEFT, LEFT)
+    for i in range(1, 4):
+        _send(view, QEvent.Type.MouseMove, start + QPointF(20 * i, 0), Qt.MouseButton.NoButton,
+              LEFT)
+    scene.push_move({node.id: (node.x + 10 * GRID, node.y + 4 * GRID)}, "Move")
+    end = start + QPointF(0, 60)
+    _send(view, QEvent.Type.MouseButtonPress, end, RIGHT, RIGHT)
+    _send(view, QEvent.Type.MouseButtonRelease, end, RIGHT, Qt.MouseButton.NoButton)
+    popup = QApplication.activePopupWidget()
+    if popup is not None:
+        popup.close()
+    model, item = topo.node(node.id), scene.nodes[node.id].pos()
+    assert (model.x, model.y) == (node.x + 10 * GRID, node.y + 4 * GRID)
+    assert (item.x(), item.y()) == (model.x, model.y), \
+        f"{node.id}: canvas at {item}, model at ({model.x}, {model.y})"

@@ -136,14 +136,20 @@ class PointerMixin:
 
     def _cancel_drag(self) -> None:
         """End the drag in progress without a move: its nodes go back to where the
-        model has them, and the item Qt was moving lets go of the mouse."""
+        model has them now (not where the drag started: a drag whose release went to a
+        menu may be found only later, after undo moved them), and the item Qt was
+        moving lets go of the mouse."""
         drag, self._drag = self._drag, None
         grabber = self.mouseGrabberItem()
         if grabber is not None:
             grabber.ungrabMouse()
-        for nid, p in drag.start.items():
-            if drag.items[nid].pos() != p:
-                drag.items[nid].move_to(p.x(), p.y())
+        topo = self.document.topology
+        for nid, item in drag.items.items():
+            if topo.has_node(nid) and nid in self.nodes and self.nodes[nid] is item:
+                node = topo.node(nid)
+                if (item.pos().x(), item.pos().y()) != (node.x, node.y):
+                    item.move_to(node.x, node.y)
+        drag.frames = [f for f in drag.frames if shiboken6.isValid(f)]  # may be gone since
         drag.end()
         if drag.by_group:  # frames and boxes refit from the model
             self._dirty_groups = True
