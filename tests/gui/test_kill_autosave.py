@@ -32,7 +32,15 @@ from designer.gui.recovery import Autosaver, RecoveryEntry, find_recoveries, wri
 from designer.io.fabric_json import save
 from designer.io.stale_temps import is_temp_of
 from designer.model.commands import MoveNodes
-from tests.io.test_kill_save import SEED, TRIALS, KillHarness, design, kill_trials, put
+from tests.io.test_kill_save import (
+    SEED,
+    TRIALS,
+    KillHarness,
+    assert_kills_covered,
+    design,
+    kill_trials,
+    put,
+)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork and SIGKILL")
 
@@ -137,8 +145,4 @@ def test_kill_during_autosave(tmp_path, copies):
         f"autosave ({length:.3f} s): {dict(whole)}; {TRIALS // 2} over its disk part "
         f"({disk_length:.3f} s): {dict(on_disk)}"
     )
-    for outcomes, trials in ((whole, TRIALS), (on_disk, TRIALS // 2)):
-        killed = sum(n for (how, _), n in outcomes.items() if how == "killed")
-        assert killed >= trials // 2, f"too few kills landed inside an autosave: {outcomes}"
-        assert outcomes["killed", "old"], outcomes
-        assert outcomes["killed", "new"] + outcomes["finished", "new"], outcomes
+    assert_kills_covered([(whole, TRIALS), (on_disk, TRIALS // 2)], "old", "new", "an autosave")

@@ -316,6 +316,16 @@ def kill_trials(
     return outcomes, duration
 
 
+def assert_kills_covered(runs: list[tuple[Counter, int]], old: str, new: str, job: str):
+    """The kills of each run of ``trials`` covered the job: most landed inside it, and
+    both outcomes occurred (killed leaving the ``old`` file; the ``new`` one)."""
+    for outcomes, trials in runs:
+        killed = sum(n for (how, _), n in outcomes.items() if how == "killed")
+        assert killed >= trials // 2, f"too few kills landed inside {job}: {outcomes}"
+        assert outcomes["killed", old], outcomes
+        assert outcomes["killed", new] + outcomes["finished", new], outcomes
+
+
 @pytest.mark.slow
 def test_kill_during_save(tmp_path, versions):
     """Kills over the whole save (mostly while the JSON is being made), then kills
@@ -363,12 +373,7 @@ def test_kill_during_save(tmp_path, versions):
         f"({length:.3f} s): {dict(whole)}; {TRIALS // 2} over its disk part "
         f"({disk_length:.3f} s): {dict(on_disk)}; temporary files left {len(leftovers)}"
     )
-    for outcomes, trials in ((whole, TRIALS), (on_disk, TRIALS // 2)):
-        # The kills covered the save: most landed inside it, and both outcomes occurred.
-        killed = sum(n for (how, _), n in outcomes.items() if how == "killed")
-        assert killed >= trials // 2, f"too few kills landed inside a save: {outcomes}"
-        assert outcomes["killed", "before"], outcomes
-        assert outcomes["killed", "after"] + outcomes["finished", "after"], outcomes
+    assert_kills_covered([(whole, TRIALS), (on_disk, TRIALS // 2)], "before", "after", "a save")
 
     # The killed saves' leftovers, once a minute old, go with the next save.
     assert leftovers, "no kill left a temporary file: the kills missed the write"
