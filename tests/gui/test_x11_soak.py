@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gui.x11_gestures import Gestures
+from tests.gui.x11_gestures import CLOSE_POPUP, Gestures
 
 pytestmark = [pytest.mark.soak, pytest.mark.timeout(3600)]
 
@@ -154,7 +154,14 @@ class App:
         while time.monotonic() < deadline:
             data = self.ask(time.monotonic() + PROBE_TIMEOUT_S)
             if (data["modal"] or "").endswith(":" + title):
-                self.xdotool(["windowfocus", "--sync", str(data["modal_wid"]), *keys])
+                focus = ["windowfocus", "--sync", str(data["modal_wid"])]
+                for part in _split(keys, CLOSE_POPUP):
+                    if part is CLOSE_POPUP:  # a completer's list takes Return: close it
+                        time.sleep(0.3)
+                        if self.ask(time.monotonic() + PROBE_TIMEOUT_S)["popup"]:
+                            self.xdotool([*focus, "key", "Escape"])
+                    else:
+                        self.xdotool([*focus, *part])
                 time.sleep(0.3)
                 self.xdotool(["windowfocus", str(wid)])
                 return True
@@ -205,6 +212,18 @@ class App:
                 self.proc.kill()
                 self.proc.wait()
         self.stderr.close()
+
+
+def _split(keys: list[str], mark: str) -> list:
+    """``keys`` cut at each ``mark``: [part, mark, part, ...]."""
+    out, part = [], []
+    for k in keys:
+        if k is mark:
+            out += [part, mark]
+            part = []
+        else:
+            part.append(k)
+    return [*out, part]
 
 
 def _design(folder: Path) -> tuple[Path, Path]:

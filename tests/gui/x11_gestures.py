@@ -28,7 +28,9 @@ WEIGHTS: dict[str, float] = {
 ENDS_BATCH = ("group", "reopen", "replace")
 #: Pause after events the application answers with a new window or a menu (ms).
 MENU_WAIT_MS = 250
-DIALOG_WAIT_MS = 700
+#: In a dialog's answer: close the completer list a typed path opened, if any (the
+#: test asks the application whether a popup is open).
+CLOSE_POPUP = "<close popup>"
 
 
 def _ms(ms: int) -> list[str]:
@@ -172,7 +174,7 @@ class Gestures:
         # Save first so Open does not ask about unsaved changes; the test types the path
         # into the file dialog's name field.
         self.then = ("Open design", ["key", "ctrl+a", "type", "--delay", "2", path,
-                                     "key", "Return"])
+                                     CLOSE_POPUP, "key", "Return"])
         return self._key("ctrl+s") + _ms(300) + self._key("ctrl+o")
 
     def g_reopen(self, s):
