@@ -85,10 +85,10 @@ def _free_display() -> int:
 @pytest.fixture
 def xserver():
     """A fresh Xvfb; its DISPLAY string.  Skips without Xvfb or xdotool."""
-    for tool in ("Xvfb", "xdotool"):
+    for tool in ("Xvfb", "xdotool", "xwininfo"):
         if shutil.which(tool) is None:
             pytest.skip(f"the X11 soak needs {tool} on PATH (Debian: apt-get install xvfb "
-                        "xdotool)")
+                        "x11-utils xdotool)")
     n = _free_display()
     proc = subprocess.Popen(["Xvfb", f":{n}", "-screen", "0", SCREEN, "-nolisten", "tcp"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -122,6 +122,15 @@ class App:
                                       str(self.probe)], cwd=ROOT, env=env,
                                      stdout=self.stderr, stderr=subprocess.STDOUT)
         self.seq = 0
+        info = subprocess.run(["xwininfo", "-root", "-display", display], capture_output=True,
+                              text=True, check=True).stdout
+        self.root = int(re.search(r"Window id: (0x[0-9a-f]+)", info).group(1), 16)
+
+    def focus(self, wid: int) -> list[str]:
+        """xdotool arguments giving ``wid`` the keyboard: away to the root and back, as
+        focusing the window X already focuses sends Qt no FocusIn (and no window
+        manager under Xvfb activates a window when a dialog closes)."""
+        return ["windowfocus", str(self.root), "windowfocus", str(wid)]
 
     def xdotool(self, args: list[str]) -> None:
         subprocess.run(["xdotool", *args], env=self.env, check=True, timeout=600,
@@ -163,7 +172,7 @@ class App:
                     else:
                         self.xdotool([*focus, *part])
                 time.sleep(0.3)
-                self.xdotool(["windowfocus", str(wid)])
+                self.xdotool(self.focus(wid))
                 return True
             time.sleep(0.1)
         return False
@@ -180,7 +189,7 @@ class App:
                 if dismiss:
                     escaped.append(data["modal"] or data["popup"])
                     focus = ["windowfocus", str(data["modal_wid"])] if data["modal_wid"] else []
-                    self.xdotool([*focus, "key", "Escape", "windowfocus", str(data["wid"])])
+                    self.xdotool([*focus, "key", "Escape", *self.focus(data["wid"])])
                     time.sleep(0.2)
             elif data["idle"] and data["path"] and AUTOSAVE_THREAD not in data["python_threads"]:
                 data["escaped"] = escaped
@@ -248,6 +257,7 @@ def test_x11_soak(xserver, tmp_path, capsys, request):
     a, b = _design(tmp_path)
     app = App(xserver, a, tmp_path)
     gestures = Gestures(seed, (str(a), str(b)))
+    gestures.root = app.root
     shots = os.environ.get("FABRIC_X11_SOAK_SHOTS")  # a folder: a screenshot per batch
     t0 = time.perf_counter()
     try:
@@ -275,12 +285,12 @@ def test_x11_soak(xserver, tmp_path, capsys, request):
             t_gestures += time.perf_counter() - t
             done += len(names)
             batches += 1
-            app.xdotool(["windowfocus", str(state["wid"]), "key", "--clearmodifiers", "ctrl+s"])
+            app.xdotool([*app.focus(state["wid"]), "key", "--clearmodifiers", "ctrl+s"])
             state = app.state()
             escaped = state["escaped"]
             escapes += len(escaped)
             if state["modified"]:  # a dialog took Ctrl+S (closed above): save again
-                app.xdotool(["windowfocus", str(state["wid"]), "key", "--clearmodifiers", "ctrl+s"])
+                app.xdotool([*app.focus(state["wid"]), "key", "--clearmodifiers", "ctrl+s"])
                 state = app.state()
                 escaped += state["escaped"]
             where = (f"batch {batches} (gestures {done - len(names)}-{done}: {names}; "

@@ -8,6 +8,8 @@ shown), with two differences a test needs:
 - the crash handler's dialog is not shown (an unhandled error is logged and counted, as
   always, and the soak fails on the count and the log instead of blocking on a modal
   dialog nobody answers);
+- with no window manager under Xvfb, nothing activates the window again when a dialog
+  closes: the probe does, when asked and no window is active;
 - a probe (`Probe`) answers the test: when ``PROBE_DIR/request`` holds a number, it
   writes ``PROBE_DIR/state.json`` with that number and what the test cannot read from
   outside the process: the model's digest, how the canvas agrees with the model
@@ -59,6 +61,12 @@ class Probe:
             return
         if not seq or seq == self.answered:
             return
+        app = QApplication.instance()
+        if app.activeModalWidget() is None and app.activePopupWidget() is None \
+                and app.activeWindow() is None:
+            # What a desktop's window manager does when a dialog closes: activate the
+            # window below.  Xvfb has none, and X then gives the keyboard to no one.
+            self.window.activateWindow()
         data = self.state()
         data["seq"] = seq
         tmp = self.folder / "state.json.tmp"
@@ -146,6 +154,8 @@ class Probe:
             "nodes_on_screen": nodes, "links_on_screen": links, "groups_on_screen": groups,
             "scenario_fields": fields, "tabs": tabs, "wid": int(window.winId()),
             "selected": len(scene.selectedItems()),
+            "focus": type(app.focusWidget()).__name__ if app.focusWidget() else None,
+            "active_window": type(app.activeWindow()).__name__ if app.activeWindow() else None,
         }
 
 

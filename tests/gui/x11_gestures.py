@@ -49,6 +49,7 @@ class Gestures:
         self.files = files
         self.counts: Counter = Counter()
         self.wid = 0
+        self.root = 0  # the X root window, set by the test
         self.then: tuple[str, list[str]] | None = None
 
     # ------------------------------------------------------------ primitives
@@ -77,7 +78,10 @@ class Gestures:
     def _focus(self) -> list[str]:
         """Give the main window the keyboard again: with no window manager, a closed
         dialog leaves the X input focus nowhere."""
-        return ["windowfocus", str(self.wid)] if self.wid else []
+        if not self.wid:
+            return []
+        # Away and back: focusing the window X already focuses sends Qt no FocusIn.
+        return ["windowfocus", str(self.root), "windowfocus", str(self.wid)]
 
     def _empty_point(self, state) -> tuple[int, int]:
         x, y, w, h = state["viewport"]
