@@ -399,7 +399,7 @@ def loads(
     >>> loads('{"format": "fabric-designer", "version": 9, "nodes": [], "links": []}')
     Traceback (most recent call last):
     ...
-    designer.io.fabric_json.FileFormatError: <memory>: version: written by a newer \
+    designer.io.design_file.FileFormatError: <memory>: version: written by a newer \
 Fabric Designer (format version 9); this version reads up to 1
     """
     try:
