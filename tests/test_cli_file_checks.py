@@ -26,7 +26,8 @@ def test_an_oversized_file_is_refused_before_the_command_imports_its_tools(
     assert cli.main([*command, str(big)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert err.startswith(f"fabric-designer: error: {big}: too big (2,000 bytes; the limit is 1,000)")
+    assert err.startswith(
+        f"fabric-designer: error: {big}: too big (2,000 bytes; the limit is 1,000)")
 
 
 def test_a_folder_is_not_a_design(tmp_path, capsys):
