@@ -36,6 +36,7 @@ from designer.cli_base import (
 )
 from designer.cli_base import load_design as _load
 from designer.cli_solver import (  # noqa: F401 - parse_size re-exported
+    MAX_MEMORY_HELP,
     PARAMS_RANGE,
     SOLVE_RANGES,
     TRAIN_RANGES,
@@ -322,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="kernel launches: eager or CUDA graphs (default: the file's scenario)")
     s.add_argument("--gpus-per-thread", type=int, default=1, metavar="G",
                    help="GPUs per process thread, like nccl-tests -g (eager launch cost)")
+    s.add_argument("--max-memory", metavar="SIZE", help=MAX_MEMORY_HELP)
     s.add_argument("--json", action="store_true")
     document_ranges(s, SOLVE_RANGES)
     s.set_defaults(func=cmd_solve)

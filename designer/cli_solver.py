@@ -7,7 +7,9 @@ Both start from what the design file saves, the scenario and the training worklo
 GUI evaluates (`designer.model.scenario`), so the command and the window give the same
 figures for the same file; every option overrides one field of it.  A mistake in an
 option is a usage error (exit 2); a saved scenario the design cannot satisfy is a bad
-file (exit 1), and its message says it came from the file.
+file (exit 1), and its message says it came from the file.  A solve estimated to need
+more memory than ``--max-memory`` (or the memory available) is refused before it starts
+(exit 1), naming the estimate and what would fit (`designer.solver.memory_estimate`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,12 @@ TRAIN_RANGES = {
 }
 #: ``--params``: up to a quadrillion parameters (the largest models are ~2e12).
 PARAMS_RANGE = Range(0, 1e15, low_open=True)
+#: ``solve --max-memory``: 16 MiB (the smallest solve takes ~10 MB) to 64 TiB (beyond the
+#: largest servers' memory).
+MAX_MEMORY_RANGE = (16 << 20, 64 << 40)
+MAX_MEMORY_HELP = ("refuse a solve estimated to need more memory than SIZE, e.g. 8GiB "
+                   "(default: $FABRIC_DESIGNER_MAX_MEMORY, else the memory available; "
+                   "range: 16MiB..64TiB)")
 
 
 def parse_size(text: str) -> int:
@@ -98,6 +106,21 @@ def parse_count(text: str, option: str = "--params") -> float:
     if not math.isfinite(value):
         raise UsageError(f"{option}: not a count: {text!r} (use e.g. 70B, 405e9, 1.2T)")
     return check_count(value, option, PARAMS_RANGE, text) if option == "--params" else value
+
+
+def parse_max_memory(text: str | None) -> int | None:
+    """``--max-memory`` in bytes (None when not given), within `MAX_MEMORY_RANGE`."""
+    if text is None:
+        return None
+    from designer.solver.machine_memory import parse_memory
+
+    value = parse_memory(text)
+    if value is None:
+        raise UsageError(f"--max-memory: not a size: {text[:24]!r} (use e.g. 512MiB, 8GiB)")
+    low, high = MAX_MEMORY_RANGE
+    if not low <= value <= high:
+        raise UsageError(f"--max-memory must be in the range 16MiB..64TiB, got {text[:24]!r}")
+    return value
 
 
 def _algorithm_mismatch(collective: str, algorithm: str) -> str | None:
@@ -196,10 +219,12 @@ def _sizes(args: argparse.Namespace, saved: Scenario) -> list[int]:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    from designer.solver import check_solve_memory, memory_limit
     from designer.solver.snapshot import take_snapshot
     from designer.solver.timing import solve_collective
 
     check_ranges(args, SOLVE_RANGES)
+    max_memory = parse_max_memory(args.max_memory)
     t0 = time.perf_counter()
     topo = _load(args.file)
     saved = Scenario.from_dict(topo.settings["scenario"])
@@ -214,6 +239,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
         ranks = _ranks(_rank_spec(args.ranks), snap, topo, from_file=False)
     else:
         ranks = _ranks(saved.ranks, snap, topo, from_file=True)
+    # A solve that would not fit is refused before it starts (exit 1), with what fits.
+    check_solve_memory(snap, collective, ranks, algorithm, limit=memory_limit(max_memory),
+                       hints=("--routing adaptive", "--ranks {} or fewer"))
     res = solve_collective(snap, collective, sizes=sizes, algorithm=algorithm,
                            ranks=ranks, launch=args.launch or saved.launch,
                            gpus_per_thread=args.gpus_per_thread)
