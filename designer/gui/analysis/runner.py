@@ -26,6 +26,7 @@ from designer.model.columns import FrozenColumns
 from designer.model.errors import DesignError
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.topology import Topology
+from designer.solver import check_solve_memory
 from designer.solver.errors import SolverError
 from designer.solver.ring_layout import first_ranks
 from designer.solver.route_reuse import RouteMemo
@@ -300,6 +301,8 @@ class SolveRunner(QObject):
                 ranks = resolve_ranks(snap, spec, selection)
                 if snap.n_gpus < 2:
                     raise SolverError("add at least two GPUs to analyse the design")
+                # One that would not fit in memory is refused, saying what would fit.
+                check_solve_memory(snap, scenario.collective, ranks, scenario.algorithm)
                 self.progress.emit(
                     f"Solving {scenario.collective} on {len(ranks or snap.gpus)} GPUs…")
                 result = analyse(snap, scenario, ranks, training, cancel.is_set,
