@@ -28,6 +28,12 @@ def _no_limit_from_the_environment(monkeypatch, capsys):
     capsys.readouterr()
 
 
+def ecmp_alltoall_16mib(capsys, cluster, *more: str):
+    """``solve`` of an ECMP all-to-all on ``cluster`` under a 16 MiB limit."""
+    return run(capsys, "solve", cluster, "--collective", "alltoall", "--routing", "ecmp",
+               "--max-memory", "16MiB", *more)
+
+
 def _estimate(path, routing: str, ranks=None) -> int:
     topo = load(path)
     topo.set_setting("routing", routing)
@@ -36,17 +42,7 @@ def _estimate(path, routing: str, ranks=None) -> int:
 
 def test_a_solve_over_max_memory_is_refused_with_the_estimate_and_what_fits(capsys, cluster):
     t0 = time.perf_counter()
-    code, out, err = run(
-        capsys,
-        "solve",
-        cluster,
-        "--collective",
-        "alltoall",
-        "--routing",
-        "ecmp",
-        "--max-memory",
-        "16MiB",
-    )
+    code, out, err = ecmp_alltoall_16mib(capsys, cluster)
     assert code == 1 and out == "" and one_line(err), err
     estimate = _estimate(cluster, "ecmp")
     assert f"would need about {format_bytes(estimate)} of memory" in err
@@ -58,31 +54,9 @@ def test_a_solve_over_max_memory_is_refused_with_the_estimate_and_what_fits(caps
 
 
 def test_the_suggested_ranks_solve_within_the_limit(capsys, cluster):
-    code, _, err = run(
-        capsys,
-        "solve",
-        cluster,
-        "--collective",
-        "alltoall",
-        "--routing",
-        "ecmp",
-        "--max-memory",
-        "16MiB",
-    )
+    code, _, err = ecmp_alltoall_16mib(capsys, cluster)
     most = int(re.search(r"--ranks (\d+) or fewer", err)[1])
-    code, out, err = run(
-        capsys,
-        "solve",
-        cluster,
-        "--collective",
-        "alltoall",
-        "--routing",
-        "ecmp",
-        "--max-memory",
-        "16MiB",
-        "--ranks",
-        str(most),
-    )
+    code, out, err = ecmp_alltoall_16mib(capsys, cluster, "--ranks", str(most))
     assert code == 0, err
     assert f"alltoall on {most} GPUs" in out
 
