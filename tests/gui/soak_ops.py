@@ -170,6 +170,11 @@ class Soak(EditOps):
         self.history.append(self.log[-1])
         self.counts[op] += 1
         QApplication.processEvents()
+        # The scene re-bundles and refits on the event loop's next turn; a loaded machine
+        # may not have reached it inside one processEvents call.
+        deadline = time.perf_counter() + 5.0
+        while self.window.scene.refresh_pending and time.perf_counter() < deadline:
+            QApplication.processEvents()
         full = index % FULL_CHECK_EVERY == 0 or op in ("save", "fold")
         problems = scene_problems(self.window) if full else quick_scene_problems(self.window)
         assert not problems, "canvas and model disagree:\n  " + "\n  ".join(problems)

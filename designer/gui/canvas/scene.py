@@ -306,6 +306,11 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         self._changed(collapse_too=old.parent != new.parent)
 
     # ------------------------------------------------------------ deferred refresh
+    @property
+    def refresh_pending(self) -> bool:
+        """Whether deferred work (frames, bundles, scene rect) waits for the event loop."""
+        return self._refresh_timer.isActive()
+
     def refresh(self) -> None:
         """Do the deferred work now: fit group frames, re-bundle collapsed links, update
         the scene rect.  Runs by itself after model events; tests may call it directly."""
