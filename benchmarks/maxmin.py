@@ -1,4 +1,4 @@
-"""Benchmark of designer.solver.maxmin.max_min_rates on fabric-sized problems.
+"""Benchmark of designer.solver.rates.maxmin.max_min_rates on fabric-sized problems.
 
 Run ``python benchmarks/maxmin.py`` (well under a minute).  Each case runs in its own
 process so the peak RSS it prints belongs to that case alone:
@@ -32,8 +32,8 @@ import time
 import numpy as np
 
 from designer.memory import tune_process
-from designer.solver.maxmin import max_min_rates
-from designer.solver.shared_routes import SharedRoutes
+from designer.solver.arrays.shared_routes import SharedRoutes
+from designer.solver.rates.maxmin import max_min_rates
 
 GBPS_400 = 50.0  # 400 Gb/s in GB/s
 

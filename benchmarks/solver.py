@@ -71,10 +71,10 @@ import numpy as np
 
 from designer.memory import tune_process
 from designer.model.templates import build_template
-from designer.solver import timing
-from designer.solver.route_reuse import RouteMemo
-from designer.solver.snapshot import take_snapshot
-from designer.solver.timing import SWEEP, solve_collective
+from designer.solver import pipeline as timing
+from designer.solver.pipeline import SWEEP, solve_collective
+from designer.solver.reuse import RouteMemo
+from designer.solver.snapshot.build import take_snapshot
 
 
 # ----------------------------------------------------------------- machine

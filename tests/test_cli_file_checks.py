@@ -21,7 +21,7 @@ def test_an_oversized_file_is_refused_before_the_command_imports_its_tools(
     monkeypatch.setattr(design_file, "MAX_FILE_BYTES", 1000)
     # The commands' own modules cannot be imported: the refusal must come first.
     for name in ("designer.model.rules", "designer.model.report", "designer.model.bom",
-                 "designer.io.fabric_json", "designer.solver.snapshot"):
+                 "designer.io.fabric_json", "designer.solver.snapshot.build"):
         monkeypatch.setitem(sys.modules, name, None)
     assert cli.main([*command, str(big)]) == 1
     err = capsys.readouterr().err

@@ -12,7 +12,7 @@ import pytest
 from designer.io.fabric_json import load
 from designer.solver import estimate_solve
 from designer.solver.machine_memory import ENV_MAX_MEMORY, format_bytes
-from designer.solver.snapshot import take_snapshot
+from designer.solver.snapshot.build import take_snapshot
 from tests.cli_support import new_design, one_line, run
 
 

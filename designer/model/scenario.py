@@ -50,7 +50,7 @@ class Scenario:
     """The collective the canvas colours and the panels plot.
 
     ``ranks`` is ``"all"``, a number N (the first N GPUs in the design's structural
-    order, whole NVLink domains first: `designer.solver.ring_layout.first_ranks`), a
+    order, whole NVLink domains first: `designer.solver.flows.ring_layout.first_ranks`), a
     list of GPU ids, or ``"group:<id>"`` (the GPUs of a group).
     """
 

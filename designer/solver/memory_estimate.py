@@ -36,7 +36,7 @@ five candidates (131,072 GPUs: 0.13 and 1.0 GB).
 Example
 -------
 >>> from designer.model.templates import build_template
->>> from designer.solver.snapshot import take_snapshot
+>>> from designer.solver.snapshot.build import take_snapshot
 >>> snap = take_snapshot(build_template("rail-cluster", nodes=4))
 >>> est = estimate_solve(snap, "alltoall")
 >>> est.n_ranks, est.pairs, est.fabric_arcs
@@ -59,7 +59,7 @@ import numpy as np
 
 from designer.solver.errors import SolverError
 from designer.solver.machine_memory import MemoryLimit, format_bytes, memory_limit
-from designer.solver.snapshot import DEAD, NVLINK, PCIE, Snapshot
+from designer.solver.snapshot.build import DEAD, NVLINK, PCIE, Snapshot
 
 __all__ = [
     "MemoryEstimate",

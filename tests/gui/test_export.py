@@ -380,7 +380,7 @@ def test_panel_csv_columns_spell_utilization_as_the_cli_json_does(qtbot):
     from designer.gui.analysis.panels import LinkLoadPanel
     from designer.gui.analysis.runner import analyse
     from designer.model.scenario import Scenario
-    from designer.solver.snapshot import take_snapshot
+    from designer.solver.snapshot.build import take_snapshot
 
     application()
     panel = LinkLoadPanel()

@@ -22,13 +22,13 @@ from designer.gui.canvas.items import LinkItem, NodeItem
 from designer.model.commands import MoveNodes, SetLinkProps, SetSetting
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.templates import build_template
-from designer.solver import nccl_model
-from designer.solver.collectives import ring_order
 from designer.solver.errors import SolverError
-from designer.solver.route_reuse import RouteMemo
-from designer.solver.routing import Router
-from designer.solver.snapshot import take_snapshot
-from designer.solver.timing import SWEEP, solve_collective
+from designer.solver.flows.collectives import ring_order
+from designer.solver.pipeline import SWEEP, solve_collective
+from designer.solver.reuse import RouteMemo
+from designer.solver.routing.router import Router
+from designer.solver.snapshot.build import take_snapshot
+from designer.solver.timing import nccl_model
 from tests.gui.test_live import SOLVE_TIMEOUT_MS, solved
 
 GPU = "n02-gpu0"

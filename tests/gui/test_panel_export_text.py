@@ -20,7 +20,7 @@ from designer.gui.app import application
 from designer.io.fabric_json import dumps, loads
 from designer.model.scenario import Scenario
 from designer.model.templates import build_template
-from designer.solver.snapshot import take_snapshot
+from designer.solver.snapshot.build import take_snapshot
 
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
 

@@ -19,7 +19,7 @@ from designer.gui.idle import IdleWork
 from designer.model.commands import SetLinkProps
 from designer.model.scenario import Scenario
 from designer.model.templates import build_template
-from designer.solver.snapshot import take_snapshot
+from designer.solver.snapshot.build import take_snapshot
 from tests.gui.test_live import SOLVE_TIMEOUT_MS, quiet, solved
 
 #: An NVLink bundle of the example that the ring all-reduce loads.

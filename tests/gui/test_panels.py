@@ -26,7 +26,7 @@ from designer.gui.idle import IdleWork
 from designer.model.commands import SetSetting
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.templates import build_template
-from designer.solver.snapshot import take_snapshot
+from designer.solver.snapshot.build import take_snapshot
 
 PANELS = (TimelinePanel, BusBwPanel, LinkLoadPanel, JitterPanel)
 

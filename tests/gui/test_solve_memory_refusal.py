@@ -10,7 +10,7 @@ from designer.io.fabric_json import save
 from designer.model.templates import build_template
 from designer.solver import estimate_solve
 from designer.solver.machine_memory import ENV_MAX_MEMORY, format_bytes
-from designer.solver.snapshot import take_snapshot
+from designer.solver.snapshot.build import take_snapshot
 from tests.gui.conftest import close_window, open_window
 
 SOLVE_TIMEOUT_MS = 30_000

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import strategies as st
 from maxmin_reference import reference_max_min_rates
 
-from designer.solver.maxmin import max_min_rates
+from designer.solver.rates.maxmin import max_min_rates
 
 RTOL = 1e-9
 STRATEGIES = ("auto", "local", "global")

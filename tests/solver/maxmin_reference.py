@@ -15,7 +15,7 @@ def reference_max_min_rates(
 ):
     """Return ``(rates, levels)``: exact rates (list of Fraction) and the filling levels.
 
-    Inputs mean what they mean for :func:`designer.solver.maxmin.max_min_rates`; floats are
+    Inputs mean what they mean for :func:`designer.solver.rates.maxmin.max_min_rates`; floats are
     converted to Fractions exactly, ``math.inf`` demand means unlimited.
     """
     pair_flow = [int(f) for f in pair_flow]

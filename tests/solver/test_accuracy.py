@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from designer.solver import nccl_model, nccl_params
+from designer.solver.timing import nccl_model, nccl_params
 
 REPO = Path(__file__).resolve().parents[2]
 GiB = 1 << 30

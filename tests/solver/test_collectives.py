@@ -15,7 +15,8 @@ from fabrics import host_nic_fabric, small_fabric
 from designer.model.catalog import default_catalog
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node, Topology
-from designer.solver.collectives import (
+from designer.solver.errors import SolverError
+from designer.solver.flows.collectives import (
     btree,
     candidate_plans,
     plan_alltoall,
@@ -24,10 +25,9 @@ from designer.solver.collectives import (
     plan_tree,
     ring_order,
 )
-from designer.solver.errors import SolverError
-from designer.solver.routing import Router
-from designer.solver.snapshot import take_snapshot
-from designer.solver.timing import _shape, solve_collective, solve_phase
+from designer.solver.pipeline import _shape, solve_collective, solve_phase
+from designer.solver.routing.router import Router
+from designer.solver.snapshot.build import take_snapshot
 
 CAT = default_catalog()
 NDR = 50 * CAT.tech("ib-ndr").efficiency  # 47 GB/s

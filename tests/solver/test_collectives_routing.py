@@ -10,9 +10,9 @@ from test_collectives import ceiling, plan_ceiling
 
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node, Topology
-from designer.solver.collectives import plan_alltoall
-from designer.solver.routing import Router
-from designer.solver.snapshot import take_snapshot
+from designer.solver.flows.collectives import plan_alltoall
+from designer.solver.routing.router import Router
+from designer.solver.snapshot.build import take_snapshot
 
 
 # ----------------------------------------------------------------- ECMP versus adaptive
@@ -155,7 +155,7 @@ def _expected_pairs(snap, router, flow, a, b, key) -> list[tuple[int, int, float
 @pytest.mark.parametrize("routing", ["adaptive", "ecmp", "static"])
 @pytest.mark.parametrize("design", ["degraded rail", "back to back"])
 def test_a_batch_of_transfers_equals_the_per_pair_routes(design, routing):
-    from designer.solver.phases import FlowBuilder
+    from designer.solver.flows.phases import FlowBuilder
 
     snap = (_degraded_rail if design == "degraded rail" else _back_to_back)(routing)
     rng = np.random.default_rng(4)

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from designer.model.templates import build_template
-from designer.solver.collectives import candidate_plans
 from designer.solver.errors import SolverError
-from designer.solver.routing import Router
-from designer.solver.snapshot import take_snapshot
-from designer.solver.timing import solve_collective
+from designer.solver.flows.collectives import candidate_plans
+from designer.solver.pipeline import solve_collective
+from designer.solver.routing.router import Router
+from designer.solver.snapshot.build import take_snapshot
 
 BIG = [1 << 30]
 

@@ -12,8 +12,8 @@ import pytest
 
 from designer.model.templates import build_template
 from designer.model.topology import Topology
-from designer.solver.design_columns import ColumnCache, cache_of
-from designer.solver.snapshot import DesignCapture, build_snapshot, capture_design
+from designer.solver.snapshot.build import DesignCapture, build_snapshot, capture_design
+from designer.solver.snapshot.columns import ColumnCache, cache_of
 from tests.model.random_edits import random_edit
 
 
@@ -99,7 +99,7 @@ def test_a_snapshot_makes_its_names_only_when_asked():
     """Node kinds and models and arc planes are object arrays a solve rarely reads: a
     snapshot and a ring solve make none of them; asked, they are the design's, shared by
     the snapshots of one design."""
-    from designer.solver.timing import solve_collective
+    from designer.solver.pipeline import solve_collective
 
     topo = build_template("rail-cluster", nodes=2)
     snap = build_snapshot(capture_design(topo))

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from designer.solver.domain_walk import domain_walks
+from designer.solver.snapshot.domain_walk import domain_walks
 
 
 def grid(dims, *, wrap: bool, seed: int):

@@ -25,9 +25,9 @@ import pytest
 
 from designer.io.fabric_json import from_dict, to_dict
 from designer.model.templates import build_template
-from designer.solver.ring_layout import first_ranks
-from designer.solver.snapshot import take_snapshot
-from designer.solver.timing import solve_collective
+from designer.solver.flows.ring_layout import first_ranks
+from designer.solver.pipeline import solve_collective
+from designer.solver.snapshot.build import take_snapshot
 
 SIZES = [1 << 20, 1 << 30]
 ECMP_BAND = 0.02

@@ -22,8 +22,8 @@ import pytest
 from designer.io.fabric_json import from_dict, to_dict
 from designer.model.templates import build_template
 from designer.solver.errors import SolverError
-from designer.solver.snapshot import take_snapshot
-from designer.solver.timing import solve_collective
+from designer.solver.pipeline import solve_collective
+from designer.solver.snapshot.build import take_snapshot
 
 #: New names for the cut-off GPU: before, among and after the template's own names.
 NAMES = ["0-lonely", "n01-gpu3x", "zz-lonely"]

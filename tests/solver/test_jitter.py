@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from designer.solver.errors import SolverError
-from designer.solver.jitter import (
+from designer.solver.training.jitter import (
     EXACT_COMM_STEPS,
     JitterModel,
     exponential_max_moments,

@@ -1,4 +1,4 @@
-"""Tests of designer.solver.maxmin: exact weighted max-min fair rates (properties,
+"""Tests of designer.solver.rates.maxmin: exact weighted max-min fair rates (properties,
 batches and levels; the cases worked by hand and input checks are in
 `test_maxmin_cases.py`)."""
 
@@ -17,8 +17,10 @@ from maxmin_checks import (
 )
 from maxmin_reference import reference_max_min_rates
 
-from designer.solver import maxmin, maxmin_levels, maxmin_tables
-from designer.solver.maxmin import max_min_rates
+from designer.solver.rates import levels as maxmin_levels
+from designer.solver.rates import maxmin
+from designer.solver.rates import tables as maxmin_tables
+from designer.solver.rates.maxmin import max_min_rates
 from designer.solver.tuning import Tuning, tuned
 
 # --------------------------------------------------------------------------- properties
@@ -87,7 +89,7 @@ def test_strategies_agree_on_a_coupled_all_to_all_with_degraded_links():
 
 
 # --------------------------------------------------------------------------- batches
-# Global steps run in batches on the k lowest links (designer.solver.maxmin_steps); the
+# Global steps run in batches on the k lowest links (designer.solver.rates.steps); the
 # problems above mostly fit in one batch.  Starting from one or two links makes every
 # batch stop at its horizon, and a strategy that gives up on local rounds after each one
 # makes local rounds and batches take turns on one state.
@@ -102,7 +104,7 @@ def test_batches_that_stop_at_their_horizon_match_exact_filling(first_k, case):
 
 
 # --------------------------------------------------------------------------- levels
-# With few unfrozen flows, "auto" fills level by level (designer.solver.maxmin_levels):
+# With few unfrozen flows, "auto" fills level by level (designer.solver.rates.levels):
 # from the start when the problem has few flows, after local rounds when they leave few.
 # The property tests above take that path for "auto" (up to 9 flows, pairs in any order).
 

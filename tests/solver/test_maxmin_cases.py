@@ -1,4 +1,4 @@
-"""Tests of designer.solver.maxmin on cases worked by hand (every strategy), and its
+"""Tests of designer.solver.rates.maxmin on cases worked by hand (every strategy), and its
 refusal of bad input."""
 
 import numpy as np
@@ -6,9 +6,9 @@ import pytest
 from maxmin_checks import STRATEGIES, assert_max_min_certificate, leaf_spine_all_to_all
 
 from designer.model.errors import DesignError
+from designer.solver.arrays.shared_routes import SharedRoutes
 from designer.solver.errors import SolverError
-from designer.solver.maxmin import MaxMinResult, max_min_rates
-from designer.solver.shared_routes import SharedRoutes
+from designer.solver.rates.maxmin import MaxMinResult, max_min_rates
 
 # --------------------------------------------------------------------------- hand cases
 # Every strategy takes as many steps as the hand cases have distinct levels.

@@ -30,8 +30,8 @@ from designer.solver.machine_memory import (
     format_bytes,
     parse_memory,
 )
-from designer.solver.snapshot import take_snapshot
-from designer.solver.timing import solve_collective
+from designer.solver.pipeline import solve_collective
+from designer.solver.snapshot.build import take_snapshot
 
 
 def _snapshot(template: str, routing: str | None = None, **params):

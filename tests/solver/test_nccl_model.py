@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from designer.model.errors import DesignError
-from designer.solver.nccl_model import (
+from designer.solver.timing.nccl_model import (
     COLLECTIVES,
     VALID_ALGORITHMS,
     CollectiveShape,
@@ -25,7 +25,7 @@ from designer.solver.nccl_model import (
     protocol_times,
     steps,
 )
-from designer.solver.nccl_params import DEFAULT_PARAMS_PATH, FITTED, load_params
+from designer.solver.timing.nccl_params import DEFAULT_PARAMS_PATH, FITTED, load_params
 
 REPO = Path(__file__).resolve().parents[2]
 GiB = 1 << 30

@@ -9,8 +9,8 @@ import pytest
 from designer.model.templates import build_template
 from designer.solver import parallel
 from designer.solver.errors import SolverError
-from designer.solver.snapshot import take_snapshot
-from designer.solver.timing import solve_collective
+from designer.solver.pipeline import solve_collective
+from designer.solver.snapshot.build import take_snapshot
 
 
 @pytest.fixture(params=["1", "2"])

@@ -8,7 +8,7 @@ from fabrics import host_nic_fabric, small_fabric
 
 from designer.model.templates import build_template
 from designer.model.topology import Link
-from designer.solver.snapshot import PCIE, take_snapshot
+from designer.solver.snapshot.build import PCIE, take_snapshot
 
 
 def test_failed_nic_link_leaves_the_gpu_without_a_nic():

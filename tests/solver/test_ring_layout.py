@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from designer.model.templates import build_template
-from designer.solver.collectives import ring_order
-from designer.solver.routing import Router
-from designer.solver.snapshot import take_snapshot
+from designer.solver.flows.collectives import ring_order
+from designer.solver.routing.router import Router
+from designer.solver.snapshot.build import take_snapshot
 
 
 def test_ring_order_is_rail_aligned_across_servers():
@@ -51,7 +51,7 @@ def test_ring_orders_of_identical_boards_take_the_short_way(nodes):
     # An even number of domains of one size is laid out by two patterns of positions
     # (`_even_orders`); the general way must give the same rows, for every channel and
     # for rank subsets that keep or break the pattern.
-    from designer.solver.ring_layout import _any_orders, _even_orders, ring_layout
+    from designer.solver.flows.ring_layout import _any_orders, _even_orders, ring_layout
 
     snap = take_snapshot(build_template("rail-cluster", nodes=nodes))
     for ranks in (np.arange(snap.n_gpus), np.arange(0, snap.n_gpus, 2)):

@@ -10,7 +10,7 @@ from designer.solver.tuning import tuned
 
 @pytest.mark.parametrize("space", [50, 1 << 16, 1 << 20, 1 << 30, 1 << 40])
 def test_sorting_helpers_match_numpy(space):
-    from designer.solver.route_arrays import (
+    from designer.solver.arrays.ragged import (
         distinct,
         first_occurrence,
         stable_argsort,
@@ -41,7 +41,7 @@ def test_first_occurrence_by_groups_matches_the_sort(table, least):
     # Keys (group, item) with groups in order, as a DAG walk's level lists them: the
     # table of first positions, one group or a few at a time, gives the sort's answer.
     # (``least``: the smallest table; with 1 the table is sized by the keys alone.)
-    from designer.solver.route_arrays import first_occurrence, first_occurrence_grouped
+    from designer.solver.arrays.ragged import first_occurrence, first_occurrence_grouped
 
     rng = np.random.default_rng(table)
     for _ in range(200):
@@ -65,7 +65,7 @@ def test_sorted_ptr_is_where_each_key_would_be_inserted(seed):
     n = int(rng.integers(1, 40))
     keys = np.sort(rng.integers(0, n, int(rng.integers(0, 60)))).astype(
         np.int32 if seed % 2 else np.int64)
-    from designer.solver.route_subgraph import sorted_ptr
+    from designer.solver.routing.subgraph import sorted_ptr
 
     expect = np.searchsorted(keys, np.arange(n + 1))
     assert sorted_ptr(keys, n).tolist() == expect.tolist()
@@ -76,7 +76,7 @@ def test_a_dense_key_map_is_a_mapping_of_its_own():
     # one), not np.zeros, which zeroes a block that malloc reuses from its heap whole.
     import mmap
 
-    from designer.solver.keyed_rows import KeyedRows, _lazy_zeros
+    from designer.solver.arrays.keyed_rows import KeyedRows, _lazy_zeros
 
     big = _lazy_zeros(4 << 20)
     assert big.dtype == np.int32 and big.size == 4 << 20 and big.flags.writeable
@@ -96,9 +96,9 @@ def test_access_legs_are_each_ranks_way_to_and_from_the_fabric(pxn):
     # the short way (two arcs each); a failed GPU-NIC link sends one GPU through a
     # sibling (PXN) and all ranks the general way: the same routes rank by rank.
     from designer.model.templates import build_template
-    from designer.solver.route_ranks import access_legs
-    from designer.solver.routing import Router
-    from designer.solver.snapshot import take_snapshot
+    from designer.solver.routing.access import access_legs
+    from designer.solver.routing.router import Router
+    from designer.solver.snapshot.build import take_snapshot
 
     topo = build_template("rail-cluster", nodes=2)
     if pxn:
@@ -125,7 +125,7 @@ def test_access_legs_are_each_ranks_way_to_and_from_the_fabric(pxn):
 def test_capacity_splits_are_the_per_row_arithmetic(lengths):
     # Each row of next hops is split as one route would be, ``cap[row] / cap[row].sum()``,
     # bit for bit, whether its rows share one length (a matrix's row sums) or not.
-    from designer.solver.route_arrays import split_by_capacity
+    from designer.solver.arrays.ragged import split_by_capacity
 
     rng = np.random.default_rng(len(lengths))
     cap = rng.random(200) * 400.0

@@ -11,13 +11,14 @@ import pytest
 from test_route_walk import leaf_pairs
 
 from designer.model.templates import build_template
-from designer.solver import route_middles, routing
-from designer.solver.route_arrays import RouteBatch, _ptr
-from designer.solver.route_middles import canonical_middles
-from designer.solver.route_recipe import phase_transfers
-from designer.solver.routing import Router
-from designer.solver.snapshot import take_snapshot
-from designer.solver.timing import solve_collective
+from designer.solver.arrays.ragged import RouteBatch, _ptr
+from designer.solver.flows.recipe import phase_transfers
+from designer.solver.pipeline import solve_collective
+from designer.solver.routing import middles as route_middles
+from designer.solver.routing import router as routing
+from designer.solver.routing.middles import canonical_middles
+from designer.solver.routing.router import Router
+from designer.solver.snapshot.build import take_snapshot
 
 
 def _same_batch(got: RouteBatch, want: RouteBatch) -> None:

@@ -9,12 +9,12 @@ import pytest
 
 from designer.model.commands import SetSetting
 from designer.model.templates import build_template
-from designer.solver.collectives import plan_ring, ring_order
-from designer.solver.maxmin import max_min_rates
-from designer.solver.route_recipe import phase_transfers
-from designer.solver.routing import Router
-from designer.solver.snapshot import take_snapshot
-from designer.solver.timing import solve_collective
+from designer.solver.flows.collectives import plan_ring, ring_order
+from designer.solver.flows.recipe import phase_transfers
+from designer.solver.pipeline import solve_collective
+from designer.solver.rates.maxmin import max_min_rates
+from designer.solver.routing.router import Router
+from designer.solver.snapshot.build import take_snapshot
 
 
 @pytest.mark.parametrize("routing", ["adaptive", "ecmp", "static"])

@@ -18,15 +18,15 @@ from fabrics import small_fabric
 
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node, Topology
-from designer.solver.collectives import candidate_plans
 from designer.solver.errors import SolverError
-from designer.solver.phases import Phase
-from designer.solver.route_rebase import diff_snapshots
-from designer.solver.route_recipe import materialize
-from designer.solver.route_reuse import RouteMemo
-from designer.solver.routing import Router
-from designer.solver.snapshot import take_snapshot
-from designer.solver.timing import solve_collective
+from designer.solver.flows.collectives import candidate_plans
+from designer.solver.flows.phases import Phase
+from designer.solver.flows.recipe import materialize
+from designer.solver.pipeline import solve_collective
+from designer.solver.reuse import RouteMemo
+from designer.solver.routing.change import diff_snapshots
+from designer.solver.routing.router import Router
+from designer.solver.snapshot.build import take_snapshot
 
 DESIGNS = {
     "superpod": lambda: build_template("superpod", gpu="H100", sus=1),

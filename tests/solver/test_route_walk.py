@@ -9,10 +9,11 @@ import pytest
 from test_routing_batched import assert_same_routes
 
 from designer.model.templates import build_template
-from designer.solver import route_arrays, route_walk
-from designer.solver.route_arrays import RouteBatch, _ptr
-from designer.solver.routing import Router
-from designer.solver.snapshot import take_snapshot
+from designer.solver.arrays import ragged as route_arrays
+from designer.solver.arrays.ragged import RouteBatch, _ptr
+from designer.solver.routing import walks as route_walk
+from designer.solver.routing.router import Router
+from designer.solver.snapshot.build import take_snapshot
 
 
 def leaf_pairs(snap) -> tuple[np.ndarray, np.ndarray]:

@@ -9,8 +9,8 @@ from fabrics import host_nic_fabric, idx, named, small_fabric
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node, Topology
 from designer.solver.errors import SolverError
-from designer.solver.routing import Router
-from designer.solver.snapshot import take_snapshot
+from designer.solver.routing.router import Router
+from designer.solver.snapshot.build import take_snapshot
 
 
 # ----------------------------------------------------------------- NVLink
@@ -356,7 +356,7 @@ def test_the_way_down_is_the_reverse_of_the_way_up_with_parallel_pcie_links():
     # Two PCIe links between each GPU and the host, and between host and NIC, drawn in
     # either direction: the first arc down (lowest id) is the reverse of the first arc
     # up, which `route_ranks` uses instead of a second search; a search gives the same.
-    from designer.solver.route_ranks import make_rank_links
+    from designer.solver.routing.access import make_rank_links
 
     topo = host_nic_fabric()
     for i in range(2):

@@ -10,9 +10,9 @@ from fabrics import named
 
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node, Topology
-from designer.solver.route_rebase import diff_snapshots, rebase_router
-from designer.solver.routing import Router
-from designer.solver.snapshot import NVLINK, take_snapshot
+from designer.solver.routing.change import diff_snapshots, rebase_router
+from designer.solver.routing.router import Router
+from designer.solver.snapshot.build import NVLINK, take_snapshot
 
 
 def degraded(topo: Topology, seed: int, fail: float = 0.0) -> Topology:
@@ -151,7 +151,7 @@ def test_domain_classes_survive_hash_collisions(monkeypatch, tune, collide, bloc
     # domains that differ (every hash equal: the byte-by-byte fallback decides).  Their
     # signatures are made a block of domains at a time: one domain, or a few, per block
     # must give the same classes as all at once.
-    from designer.solver import route_nvlink
+    from designer.solver.routing import nvlink as route_nvlink
 
     snap = take_snapshot(NVLINK_DESIGNS["degraded hgx"]())
     a, b = domain_pairs(snap)
@@ -194,7 +194,7 @@ def fat_tree():
 
 @pytest.mark.parametrize("dense", [True, False, "sliced"])
 def test_batched_fabric_dags_equal_fabric_dag(fat_tree, monkeypatch, tune, dense):
-    from designer.solver.route_tables import _FabricGroups
+    from designer.solver.routing.fabric import _FabricGroups
 
     if not dense:  # the sorted-key lookup that large fabrics use, one search at a time
         tune(keyed_dense=0)
@@ -250,7 +250,7 @@ def test_last_hops_by_search_or_sort(fat_tree, monkeypatch, design, search):
     # designs), with or without parallel arcs, and by a sort otherwise; the targets'
     # switch neighbours (their groups) are read off those arcs where no pair has
     # parallel ones, and sorted out of the fabric's arcs otherwise: the same DAGs.
-    from designer.solver.route_tables import _FabricGroups
+    from designer.solver.routing.fabric import _FabricGroups
 
     if design == "fat tree":
         snap, la, lb = fat_tree
@@ -294,7 +294,7 @@ def test_batched_fabric_walks_equal_fabric_paths(fat_tree, mode):
 
 
 def test_walks_longer_than_one_chunk(fat_tree, monkeypatch):
-    from designer.solver.route_tables import _FabricGroups
+    from designer.solver.routing.fabric import _FabricGroups
 
     snap, la, lb = fat_tree
     keys = np.arange(len(la)) * 7919

@@ -17,10 +17,11 @@ from maxmin_checks import (
 )
 from maxmin_reference import reference_max_min_rates
 
-from designer.solver import maxmin, maxmin_tables
+from designer.solver.arrays.shared_routes import SharedRoutes
 from designer.solver.errors import SolverError
-from designer.solver.maxmin import max_min_rates
-from designer.solver.shared_routes import SharedRoutes
+from designer.solver.rates import maxmin
+from designer.solver.rates import tables as maxmin_tables
+from designer.solver.rates.maxmin import max_min_rates
 from designer.solver.tuning import Tuning, tuned
 
 
@@ -177,8 +178,8 @@ def test_bad_routes_name_the_field():
 
 
 # --------------------------------------------------------------------------- batches and levels
-# Batches of global steps (designer.solver.maxmin_steps) and filling by levels
-# (designer.solver.maxmin_levels) over shared routes.
+# Batches of global steps (designer.solver.rates.steps) and filling by levels
+# (designer.solver.rates.levels) over shared routes.
 
 
 @st.composite
@@ -218,7 +219,7 @@ def assert_routes_match_reference(capacity, pairs, routes, demand, n_flows, stra
         assert_max_min_certificate(capacity, pf, pl, pw, demand, fast)
 
 
-# "auto" fills problems this small level by level (designer.solver.maxmin_levels);
+# "auto" fills problems this small level by level (designer.solver.rates.levels);
 # FEW_FLOWS = 0 makes it choose between local rounds and batches as on big ones.
 
 

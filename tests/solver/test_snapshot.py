@@ -11,7 +11,7 @@ from designer.model.catalog import FAMILIES, default_catalog
 from designer.model.naming import natural_key
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node, Topology
-from designer.solver.snapshot import DEAD, NVLINK, take_snapshot
+from designer.solver.snapshot.build import DEAD, NVLINK, take_snapshot
 
 CAT = default_catalog()
 
@@ -91,7 +91,7 @@ def test_per_arc_delays_are_made_on_first_use_and_a_solve_does_without_them():
     """A ring solve reads the latency of some links' arcs (`ArcDelays.link_latencies`)
     and never makes the whole per-arc latency, jitter or line-rate arrays (memory every
     cold snapshot of a large design would pay); asked for, they agree with those few."""
-    from designer.solver.timing import solve_collective
+    from designer.solver.pipeline import solve_collective
 
     snap = take_snapshot(build_template("rail-cluster", nodes=2))
     solve_collective(snap, "allreduce", sizes=[1 << 30], algorithm="ring")
@@ -219,7 +219,7 @@ def test_gpu_order_is_natural_whether_or_not_rows_were_added_in_it(seed):
 def test_natural_order_of_gpu_ids_matches_natural_key(seed):
     # Same-shaped ASCII ids (read as one block of bytes), in order or shuffled, and
     # ids of other shapes, lengths or alphabets: the order natural_key gives.
-    from designer.solver.design_columns import _sorted_by_natural_key
+    from designer.solver.snapshot.columns import _sorted_by_natural_key
 
     rng = np.random.default_rng(seed)
     padded = [f"n{i:03d}-gpu{j}" for i in range(1, 40) for j in range(8)]
@@ -239,7 +239,7 @@ def test_natural_order_of_gpu_ids_matches_natural_key(seed):
 def test_components_match_networkx(seed):
     import networkx as nx
 
-    from designer.solver.structure import components as _components
+    from designer.solver.snapshot.structure import components as _components
 
     rng = np.random.default_rng(seed)
     for _ in range(100):
@@ -264,8 +264,8 @@ def test_node_domains_are_those_a_walk_over_nvlink_from_the_gpus_finds(fail):
     # The snapshot labels every node with its component's domain; the router's own
     # breadth-first search from every GPU must agree, with failed GPUs and switches
     # (a server whose switches all failed: each GPU its own domain, switches none).
-    from designer.solver.route_nvlink import _node_domains
-    from designer.solver.routing import Router
+    from designer.solver.routing.nvlink import _node_domains
+    from designer.solver.routing.router import Router
 
     topo = build_template("rail-cluster", nodes=3)
     for node in fail:

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from designer.solver.structure import structural_order
+from designer.solver.snapshot.structure import structural_order
 
 
 def random_tree(n: int, rng: random.Random) -> tuple[np.ndarray, np.ndarray]:

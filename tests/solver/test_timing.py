@@ -12,9 +12,9 @@ from fabrics import small_fabric
 from designer.model.errors import DesignError
 from designer.model.templates import build_template
 from designer.solver.errors import SolverError
-from designer.solver.nccl_model import bus_factor
-from designer.solver.snapshot import NVLINK, take_snapshot
-from designer.solver.timing import SWEEP, solve_collective
+from designer.solver.pipeline import SWEEP, solve_collective
+from designer.solver.snapshot.build import NVLINK, take_snapshot
+from designer.solver.timing.nccl_model import bus_factor
 
 GiB = 1 << 30
 H100_NV = 18 * 25 * 0.824  # 370.8 GB/s
@@ -286,7 +286,7 @@ def test_timing_breakdown(hgx_ring):
 def test_phase_loads_are_the_pairs_at_the_phase_pace(collective, degrade):
     """Whichever way `solve_phase` gets a phase's arc loads, they are the sum of weight x
     pace over every pair (shared routes expanded)."""
-    from designer.solver.timing import solve_phase
+    from designer.solver.pipeline import solve_phase
 
     topo = build_template("superpod", gpu="B200", sus=1)
     if degrade:
@@ -315,7 +315,8 @@ def test_a_solve_lets_go_of_its_router_before_the_rates(monkeypatch):
     import gc
     import weakref
 
-    from designer.solver import routing, timing
+    from designer.solver import pipeline as timing
+    from designer.solver.routing import router as routing
 
     made = []
     real_init = routing.Router.__init__

@@ -3,7 +3,7 @@
 import pytest
 
 from designer.solver.errors import SolverError
-from designer.solver.training import (
+from designer.solver.training.step import (
     DTYPE_BYTES,
     TrainingWorkload,
     compute_time,

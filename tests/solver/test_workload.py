@@ -7,9 +7,9 @@ import pytest
 from designer.cli import main
 from designer.model.templates import build_template
 from designer.solver.errors import SolverError
-from designer.solver.snapshot import take_snapshot
-from designer.solver.training import TrainingWorkload, gradient_bytes
-from designer.solver.workload import training_report
+from designer.solver.snapshot.build import take_snapshot
+from designer.solver.training.step import TrainingWorkload, gradient_bytes
+from designer.solver.training.workload import training_report
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ itself, and each transfer across domains from end to end: the sender's way to it
 (a host relay or a sibling GPU included), its NIC's cable, the fabric route between the
 two edge switches (the class DAG under adaptive routing, the transfer's own path under
 ECMP or static routing) and the receiver's way in.  The transfers' ends and fabric
-routes come from the phase's recipe (`designer.solver.route_recipe.phase_transfers`).
+routes come from the phase's recipe (`designer.solver.flows.recipe.phase_transfers`).
 Where a recipe does not name them (NICs cabled back to back), the outline falls back to
 the GPU's access to the fabric and its edge switch's hops into it, as the flows through
 the GPU use them.
@@ -31,8 +31,8 @@ hover, a selection) and answers one link or one GPU with array searches, fast on
 Example
 -------
 >>> from designer.model.templates import build_template
->>> from designer.solver.snapshot import take_snapshot
->>> from designer.solver.timing import solve_collective
+>>> from designer.solver.snapshot.build import take_snapshot
+>>> from designer.solver.pipeline import solve_collective
 >>> snap = take_snapshot(build_template("hgx", gpu="H100"))
 >>> res = solve_collective(snap, sizes=[1 << 30], algorithm="ring")
 >>> index = FlowIndex(snap, res.plan)
@@ -49,10 +49,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from designer.solver.collectives import Phase, Plan
-from designer.solver.route_arrays import ragged_arange
-from designer.solver.route_recipe import phase_transfers
-from designer.solver.snapshot import DEAD, NVLINK, PCIE, Snapshot
+from designer.solver.arrays.ragged import ragged_arange
+from designer.solver.flows.collectives import Phase, Plan
+from designer.solver.flows.recipe import phase_transfers
+from designer.solver.snapshot.build import DEAD, NVLINK, PCIE, Snapshot
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,12 @@ from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.topology import Topology
 from designer.solver import check_solve_memory
 from designer.solver.errors import SolverError
-from designer.solver.ring_layout import first_ranks
-from designer.solver.route_reuse import RouteMemo
-from designer.solver.snapshot import Snapshot, build_snapshot, capture_design
-from designer.solver.timing import SWEEP, CollectiveResult, solve_collective
-from designer.solver.training import TrainingWorkload
-from designer.solver.workload import TrainingReport, training_report
+from designer.solver.flows.ring_layout import first_ranks
+from designer.solver.pipeline import SWEEP, CollectiveResult, solve_collective
+from designer.solver.reuse import RouteMemo
+from designer.solver.snapshot.build import Snapshot, build_snapshot, capture_design
+from designer.solver.training.step import TrainingWorkload
+from designer.solver.training.workload import TrainingReport, training_report
 
 DEBOUNCE_MS = 200
 RETRY_MS = 20
@@ -129,7 +129,7 @@ def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
     the snapshot is routed and rated once per collective, algorithm and rank set, and
     the sweep and a training all-reduce on the same ranks only re-time the plans.  A
     ``memo`` carried from the previous snapshot of the same design lets the routing
-    reuse what the edit did not touch (`designer.solver.route_reuse`).  ``failed``
+    reuse what the edit did not touch (`designer.solver.reuse`).  ``failed``
     (`failed_elements`) is recorded in the result for the labels that describe it.
     """
     t0 = time.perf_counter()

@@ -1,0 +1,410 @@
+"""Collectives as phases of flows: what each algorithm sends over which arcs.
+
+A *flow* is one pipelined stream: a ring channel, a tree, one all-to-all pair.  Every arc
+it crosses carries the stream at the same rate, so a ring channel is ONE flow whose
+incidence covers all its ring edges, and exact max-min fairness over flows then gives
+each channel's rate directly.  ``flow_bytes`` is what each flow must carry per byte of
+message (the nccl-tests "size"), so a phase's bandwidth time is
+``max(flow_bytes / rate)`` for a message of one byte.
+
+Algorithms (NCCL's names): ``ring`` (rail-aware ring order, one channel per rail),
+``tree`` (double binary tree across NVLink domains, chains inside), ``nvls`` (in-switch
+reduction inside one NVLink domain), ``hierarchical`` (intra-domain reduce-scatter,
+per-rail inter-domain ring, intra-domain all-gather), ``collnet`` (IB SHARP: in-network
+reduction at the edge switch).
+
+Plans are built with array code through `phases.FlowBuilder`, which routes whole
+batches of transfers at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from designer.model.scenario import ALGORITHMS as SCENARIO_ALGORITHMS
+from designer.model.scenario import COLLECTIVES
+from designer.solver.errors import SolverError
+from designer.solver.flows.labels import Labels
+from designer.solver.flows.phases import FlowBuilder, Phase, Plan
+from designer.solver.flows.ring_layout import (
+    by_domain,
+    grouped,
+    ring_layout,
+    ring_order,
+    ring_orders,
+)
+from designer.solver.routing.router import (
+    Router,
+    ragged_arange,
+)
+from designer.solver.snapshot.build import NVLINK
+
+# The scenario's enumerations are the one source; ``auto`` is no plan of its own.
+ALGORITHMS = tuple(a for a in SCENARIO_ALGORITHMS if a != "auto")
+__all__ = ["ALGORITHMS", "COLLECTIVES", "PLANNERS", "Phase", "Plan", "candidate_plans",
+           "ring_order"]
+
+
+# ----------------------------------------------------------------- algorithms
+_RING_FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "allgather": lambda n: (n - 1) / n,
+                "reducescatter": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0,
+                "reduce": lambda n: 1.0}
+_RING_STEPS = {"allreduce": lambda n: 2 * (n - 1), "allgather": lambda n: n - 1,
+               "reducescatter": lambda n: n - 1, "broadcast": lambda n: n - 1,
+               "reduce": lambda n: n - 1}
+
+
+def _ring_transfers(fb: FlowBuilder, flows: np.ndarray, orders: np.ndarray, chain: bool,
+                    channel: np.ndarray) -> None:
+    """Ring ``f`` follows ``orders[f]``: transfer ``i`` goes ``orders[f, i] -> orders[f,
+    i + 1]`` (wrapping unless ``chain``) with ECMP key ``channel[f] * n + i``."""
+    n = orders.shape[1]
+    m = n - 1 if chain else n
+    # Ids as `FlowBuilder.transfers` keeps them, and each array made once: at 131,072
+    # GPUs every whole-ring copy is 1M entries of fresh memory.
+    idx = np.int32 if max(fb.n_flows, fb.snap.n_gpus) < 2**31 else np.int64
+    orders = orders.astype(idx, copy=False)
+    if chain:
+        a, b = orders[:, :-1], orders[:, 1:]
+    else:
+        a, b = orders, np.roll(orders, -1, axis=1)
+    keys = None
+    if fb.snap.routing == "ecmp":   # read under ECMP alone
+        keys = channel[:, None] * n + np.arange(m)
+    fb.transfers(np.repeat(flows.astype(idx, copy=False), m), a, b, keys)
+
+
+def _ring_phase(router: Router, ranks: np.ndarray, collective: str, name: str,
+                scale: float = 1.0, channels: int | None = None) -> Phase:
+    snap, n = router.snap, len(ranks)
+    layout = ring_layout(snap, ranks)
+    c_count = channels or max(1, len(layout.heads))
+    fb = FlowBuilder(router)
+    chain = collective in ("broadcast", "reduce")  # pipelined chain: no wrap-around edge
+    flows = fb.new_flows(np.full(c_count, _RING_FACTOR[collective](n) * scale / c_count),
+                         [f"{name} ch{c}" for c in range(c_count)])
+    orders = ring_orders(layout, range(c_count))
+    if chain:
+        # Every channel's chain starts at the root (the first rank in structural order,
+        # not the smallest GPU id): rotating the ring per channel would give each
+        # channel a different root, i.e. more sources of data than a broadcast has.
+        root = layout.srt[0]
+        start = np.argmax(orders == root, axis=1)
+        orders = np.stack([np.roll(o, -s) for o, s in zip(orders, start, strict=True)])
+    _ring_transfers(fb, flows, orders, chain, np.arange(c_count))
+    return fb.phase(name, _RING_STEPS[collective](n))
+
+
+def plan_ring(router: Router, ranks: np.ndarray, collective: str) -> Plan:
+    phase = _ring_phase(router, ranks, collective, f"ring {collective}")
+    return Plan(collective, "ring", ranks, len(grouped(router.snap, ranks)[1]), (phase,), True)
+
+
+def btree(n: int, mirror: bool) -> list[int]:
+    """Parent of each of ``n`` positions in NCCL-style double binary trees (-1 = root).
+
+    Tree 0 is the in-order binary tree given by each position's lowest set bit; tree 1
+    is its mirror (``n`` even) or its shift by one (``n`` odd), so a node that is
+    interior in one tree is a leaf in the other and every node sends about ``2S``
+    across both trees.
+    """
+    parent = np.full(n, -1, dtype=np.int64)
+    r = np.arange(1, n, dtype=np.int64)
+    bit = r & -r
+    up = (r ^ bit) | (bit << 1)
+    parent[1:] = np.where(up < n, up, r ^ bit)
+    if not mirror:
+        return parent.tolist()
+    pos = np.arange(n, dtype=np.int64)
+    m = n - 1 - pos if n % 2 == 0 else (pos + 1) % n
+    out = np.full(n, -1, dtype=np.int64)
+    has = parent >= 0
+    out[m[has]] = m[parent[has]]
+    return out.tolist()
+
+
+def _chains(grouped: tuple[np.ndarray, np.ndarray, np.ndarray], c: int,
+            extra: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Transfers of channel ``c``'s chains, group by group: each group rotated by ``c``,
+    then up (``local[i + 1] -> local[i]``) and down (``local[i] -> local[i + 1]``) for each
+    link of the chain, followed by ``extra[j]`` free slots after group ``j``.
+
+    Returns ``(src, dst, slot_start)``: the transfers with the free slots still unset
+    (-1), and where each group's free slots start.
+    """
+    srt, starts, sizes = grouped
+    links = sizes - 1
+    block = 2 * links + extra
+    ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(block, out=ptr[1:])
+    src, dst = np.full(ptr[-1], -1, dtype=np.int64), np.full(ptr[-1], -1, dtype=np.int64)
+    i = ragged_arange(np.zeros(len(sizes), np.int64), links)
+    grp = np.repeat(np.arange(len(sizes)), links)
+    size = sizes[grp]
+    lo = srt[starts[grp] + (i + c) % size]
+    hi = srt[starts[grp] + (i + 1 + c) % size]
+    at = ptr[grp] + 2 * i
+    src[at], dst[at] = hi, lo
+    src[at + 1], dst[at + 1] = lo, hi
+    return src, dst, ptr[:-1] + 2 * links
+
+
+def plan_tree(router: Router, ranks: np.ndarray, collective: str) -> Plan:
+    """Double binary tree over domains (a pair of trees per rail channel), chains inside;
+    a single chain when all ranks share one domain."""
+    if collective != "allreduce":
+        raise SolverError("tree is an all-reduce algorithm")
+    snap = router.snap
+    by_dom = grouped(snap, ranks)
+    srt, starts, sizes = by_dom
+    nodes = len(starts)
+    c_count = max(1, int(sizes.min()))
+    fb = FlowBuilder(router)
+    if nodes == 1:
+        # Inside one domain NCCL's tree is a chain: up (reduce) and down (broadcast), so
+        # each GPU sends about 2S per direction.
+        flows = fb.new_flows(np.full(c_count, 1.0 / c_count),
+                             [f"chain ch{c}" for c in range(c_count)])
+        # Not rotated per channel: the middle GPUs of a chain send 2S each way and
+        # the ends less, which is what caps NCCL's chain at B (n-1)/n.
+        src, dst, _ = _chains(by_dom, 0, np.zeros(1, np.int64))
+        for c in range(c_count):
+            fb.transfers(np.full(len(src), flows[c]), src, dst, np.zeros(len(src), np.int64))
+        phase = fb.phase("chain all-reduce", 2 * (len(ranks) - 1))
+        return Plan(collective, "tree", ranks, 1, (phase,), True)
+    parents = [np.array(btree(nodes, mirror=t == 1), dtype=np.int64) for t in range(2)]
+    j = np.arange(nodes, dtype=np.int64)
+    for c in range(c_count):
+        heads = srt[starts + c % sizes]
+        for t in range(2):  # the two complementary trees each carry half the data
+            flow = fb.new_flow(0.5 / c_count, f"tree{t} ch{c}")
+            pj = parents[t]
+            has = pj >= 0
+            src, dst, slot = _chains(by_dom, c, np.where(has, 2, 0))
+            keys = np.zeros(len(src), dtype=np.int64)
+            # Chains up and down inside each domain, then the domain's tree edge both ways.
+            key = (c * 2 + t) * nodes + j[has]
+            at = slot[has]
+            src[at], dst[at], keys[at] = heads[has], heads[pj[has]], key
+            src[at + 1], dst[at + 1], keys[at + 1] = heads[pj[has]], heads[has], key + 7919
+            fb.transfers(np.full(len(src), flow), src, dst, keys)
+    depth = int(np.ceil(np.log2(nodes + 1)))
+    phase = fb.phase("double binary tree all-reduce", 2 * depth)
+    return Plan(collective, "tree", ranks, nodes, (phase,), True)
+
+
+def plan_nvls(router: Router, ranks: np.ndarray, collective: str) -> Plan:
+    """In-switch reduction: each GPU sends its data into the NVSwitches once and receives
+    the reduced result once, sprayed over all its NVLinks."""
+    snap = router.snap
+    if collective != "allreduce":
+        raise SolverError("nvls is an all-reduce algorithm")
+    groups = by_domain(snap, ranks)
+    if len(groups) != 1:
+        raise SolverError("nvls runs inside one NVLink domain (use hierarchical across domains)")
+    if not snap.domain_nvls[snap.gpu_domain[ranks[0]]]:
+        raise SolverError("this NVLink domain's switches or GPUs cannot reduce in-switch (NVLS)")
+    fb = FlowBuilder(router)
+    nv = snap.arc_family == NVLINK
+    for r in ranks.tolist():
+        g = int(snap.gpus[r])
+        ends = (("send", snap.arc_src), ("recv", snap.arc_dst))
+        for direction, end in ends:
+            sel = nv & (end == g)
+            arcs = np.flatnonzero(sel)
+            # S to the switch plus the reduced shard back for multicast (S/n), and the
+            # mirror image downstream: S (1 + 1/n) each way.
+            flow = fb.new_flow(1.0 + 1.0 / len(ranks), f"nvls {direction} {snap.node_ids[g]}")
+            fb.add(flow, arcs, snap.arc_cap[arcs] / snap.arc_cap[arcs].sum())
+    fb.nv_fixed = 2
+    phase = fb.phase("NVLS in-switch all-reduce", 2)
+    return Plan(collective, "nvls", ranks, 1, (phase,), True)
+
+
+def _domain_rings(router: Router, table: np.ndarray, collective: str, label: str,
+                  name: str) -> Phase:
+    """Every domain's ring at once (row ``d`` of ``table``: domain ``d``'s ranks in local
+    order), one channel per GPU: `_merge` of `_ring_phase` per domain."""
+    d, g = table.shape
+    fb = FlowBuilder(router)
+    flows = fb.new_flows(np.full(d * g, _RING_FACTOR[collective](g) * 1.0 / g),
+                         [f"{label} ch{c}" for _ in range(d) for c in range(g)])
+    # Channel c of a domain's ring starts at local position c (one group: no reversal).
+    col = (np.arange(g)[:, None] + np.arange(g)[None, :]) % g      # [c, k] -> position
+    orders = table[:, col].reshape(d * g, g)
+    _ring_transfers(fb, flows, orders, collective in ("broadcast", "reduce"),
+                    np.tile(np.arange(g), d))
+    return fb.phase(name, _RING_STEPS[collective](g))
+
+
+def plan_hierarchical(router: Router, ranks: np.ndarray, collective: str,
+                      inter: str = "ring") -> Plan:
+    """Reduce-scatter inside each domain, all-reduce of a 1/g shard per rail across domains
+    (``ring`` or ``collnet`` in-network reduction), all-gather inside each domain."""
+    if collective != "allreduce":
+        raise SolverError("hierarchical is an all-reduce algorithm")
+    snap = router.snap
+    srt, starts, sizes = grouped(snap, ranks)
+    if len(starts) < 2:
+        raise SolverError("hierarchical needs ranks in more than one NVLink domain")
+    g = int(sizes.min())
+    if np.any(sizes != g):
+        raise SolverError("hierarchical needs the same number of ranks in every domain")
+    if g < 2:
+        raise SolverError("hierarchical needs at least 2 ranks per domain (use ring)")
+    table = srt.reshape(len(starts), g)   # equal groups: row d = domain d in local order
+    rs = _domain_rings(router, table, "reducescatter", "intra reduce-scatter",
+                       "intra-domain reduce-scatter")
+    if inter == "collnet":
+        if not snap.net_sharp:
+            raise SolverError("collnet needs in-network reduction (SHARP) on every fabric switch")
+        mid = _sharp_phase(router, srt, g)
+    else:
+        # Rail i: the i-th GPU of every domain, domains in order, one channel each.
+        n = len(starts)
+        fb = FlowBuilder(router)
+        flows = fb.new_flows(np.full(g, _RING_FACTOR["allreduce"](n) * (1.0 / g) / 1),
+                             [f"rail {i} ring ch0" for i in range(g)])
+        _ring_transfers(fb, flows, table.T, False, np.zeros(g, dtype=np.int64))
+        mid = fb.phase("inter-domain all-reduce per rail", _RING_STEPS["allreduce"](n))
+    ag = _domain_rings(router, table, "allgather", "intra all-gather", "intra-domain all-gather")
+    return Plan(collective, "collnet" if inter == "collnet" else "hierarchical", ranks,
+                len(starts), (rs, mid, ag), False)
+
+
+def _sharp_phase(router: Router, ranks: np.ndarray, g: int) -> Phase:
+    """SHARP: each GPU sends its 1/g shard up to its edge switch and gets the result back
+    (through its NIC, however it reaches it: `RankLinks.access_up`)."""
+    snap, r = router.snap, router
+    ranks = np.asarray(ranks, dtype=np.int64)
+    rl = r.rank_links()
+    bad = np.flatnonzero(~rl.ok[ranks])
+    if bad.size:
+        r.check_rank(int(ranks[bad[0]]))  # raises naming the GPU and what it lacks
+    _check_sharp_reach(r, rl.leaf[ranks].reshape(-1, g))
+    fb = FlowBuilder(r)
+    names = [snap.node_ids[i] for i in rl.gpu[ranks].tolist()]
+    flows = fb.new_flows(np.full(2 * len(ranks), 1.0 / g),
+                         [f"sharp {d} {nid}" for nid in names for d in ("up", "down")])
+    # Per GPU: flow "up" crosses its way to the NIC and the NIC's cable (its access leg
+    # out); flow "down" the cable back and its way from the NIC (its leg in).
+    fb.add_legs(flows[0::2], ranks)
+    fb.add_legs(flows[1::2], len(rl.gpu) + ranks)
+    fb.net_fixed = 2
+    return fb.phase("SHARP in-network all-reduce", 2)
+
+
+def _check_sharp_reach(router: Router, leaf: np.ndarray) -> None:
+    """Raise `SolverError` unless, in every column of ``leaf`` (the edge switches of the
+    ranks that reduce one shard together, one row per domain), a live switch path joins
+    every edge switch to the first.
+
+    The model reduces in the edge switches and does not load the aggregation tree above
+    them, but that tree cannot exist without such a path: without this check a fabric
+    whose spines have all failed would still report a collnet bandwidth.  One hop count
+    per distinct pair of switches (`Router.fabric_hops`).
+    """
+    first = np.broadcast_to(leaf[0], leaf.shape)
+    hops = router.fabric_hops(first.ravel(), leaf.ravel())
+    cut = np.flatnonzero(hops < 0)
+    if cut.size:
+        # The lowest pair of node ids, so the message does not depend on rank order.
+        pairs = np.unique(np.stack([first.ravel()[cut], leaf.ravel()[cut]], axis=1), axis=0)
+        a, b = (router.snap.node_ids[int(x)] for x in pairs[0])
+        raise SolverError(f"collnet: no fabric path from {a} to {b}: SHARP needs a live "
+                          "switch path between the edge switches of the ranks it reduces")
+
+
+def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall") -> Plan:
+    """Every rank sends 1/n of its buffer to every other rank, all at once.
+
+    Pairs are numbered (and ECMP-hashed) by the ranks' structural order (`grouped`), so
+    renaming GPUs changes no hash."""
+    n = len(ranks)
+    ranks_arr = grouped(router.snap, ranks)[0]
+    # Pairs (i, j), i != j, i-major: j runs over 0..n-1 skipping i.  A million pairs:
+    # int32 ids when they fit, to halve the memory.
+    idx = np.int32 if n * n < 2**31 else np.int64
+    i = np.repeat(np.arange(n, dtype=idx), n - 1)
+    j = np.tile(np.arange(n - 1, dtype=idx), n)
+    j += j >= i
+    rank_ids = ranks_arr.astype(idx)
+    a, b = rank_ids[i], rank_ids[j]
+    fb = FlowBuilder(router)
+    # Labels "a->b", made when read: a million strings would cost more than the routes.
+    txt = [str(x) for x in ranks_arr.tolist()]
+    labels = Labels(len(i), lambda k: f"{txt[k // (n - 1)]}->{txt[int(j[k])]}")
+    flows = fb.new_flows(np.full(len(i), 1.0 / n), labels)
+    # ECMP keys only where ECMP reads them (zeros are not even backed by memory).
+    keys = (i.astype(np.int64) * n + j if router.snap.routing == "ecmp"
+            else np.zeros(len(i), np.int64))
+    fb.transfers(flows, a, b, keys)
+    phase = fb.phase("all-to-all", n - 1)
+    return Plan("alltoall", "direct", ranks, len(grouped(router.snap, ranks)[1]), (phase,),
+                True)
+
+
+def plan_sendrecv(router: Router, ranks: np.ndarray, collective: str = "sendrecv") -> Plan:
+    """Each rank sends its whole buffer to the next rank (nccl-tests sendrecv), ranks
+    numbered in structural order (`grouped`: NVLink domains in turn, each in rail
+    order, as MPI numbers ranks host after host), not by GPU id."""
+    n = len(ranks)
+    i = np.arange(n if n > 2 else 1)
+    srt = grouped(router.snap, ranks)[0]
+    a, b = srt[i], srt[(i + 1) % n]
+    fb = FlowBuilder(router)
+    flows = fb.new_flows(np.ones(len(i)),
+                         [f"{x}->{y}" for x, y in zip(a.tolist(), b.tolist(), strict=True)])
+    fb.transfers(flows, a, b, i)
+    phase = fb.phase("send/recv", 1)
+    return Plan("sendrecv", "direct", ranks, len(grouped(router.snap, ranks)[1]), (phase,),
+                True)
+
+
+PLANNERS = {
+    "ring": plan_ring, "tree": plan_tree, "nvls": plan_nvls,
+    "hierarchical": plan_hierarchical,
+    "collnet": lambda r, k, c: plan_hierarchical(r, k, c, inter="collnet"),
+    "alltoall": plan_alltoall, "sendrecv": plan_sendrecv,
+}
+"""Plan builders by name: ``PLANNERS[name](router, ranks, collective)``."""
+
+
+def candidate_plans(router: Router, ranks: np.ndarray, collective: str,
+                    algorithm: str = "auto", *,
+                    build: Callable[[str], Plan] | None = None) -> list[Plan]:
+    """Plans to consider: the forced algorithm, or every one that applies (``auto``).
+
+    ``build(name)`` makes the plan of `PLANNERS` ``name`` (default: with ``router``);
+    `route_reuse` passes one that patches the previous snapshot's plan instead.
+    """
+    if collective not in COLLECTIVES:
+        raise SolverError(f"unknown collective {collective!r}; one of {', '.join(COLLECTIVES)}")
+    if len(ranks) < 2:
+        raise SolverError("a collective needs at least 2 ranks")
+    if build is None:
+        def build(name: str) -> Plan:
+            return PLANNERS[name](router, ranks, collective)
+    if collective in ("alltoall", "sendrecv"):
+        return [build(collective)]
+    if algorithm != "auto":
+        if algorithm not in ALGORITHMS:
+            raise SolverError(f"unknown algorithm {algorithm!r}; one of auto, "
+                              f"{', '.join(ALGORITHMS)}")
+        return [build(algorithm)]
+    plans = []
+    first_error: SolverError | None = None
+    for name in ALGORITHMS:
+        if name == "nvls" and len(ranks) <= 4:
+            continue  # NCCL's tuner enables NVLS only above 4 GPUs (force it to see it)
+        try:
+            plans.append(build(name))
+        except SolverError as exc:
+            first_error = first_error or exc  # ring's reason is the most telling
+            continue  # not applicable here (e.g. nvls across domains)
+    if not plans:
+        reason = f": {first_error}" if first_error else ""
+        raise SolverError(f"no algorithm can run {collective} on these ranks{reason}")
+    return plans
