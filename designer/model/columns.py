@@ -33,6 +33,7 @@ Example
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from itertools import compress
 
@@ -215,6 +216,28 @@ class DesignColumns:
                 self.gpus_in_order = False
             self._last_gpu_key = key
 
+    def extend_nodes(self, ids: list[str], kinds: list[str], models: list[str],
+                     failed: list[bool]) -> None:
+        """`add_node` for each row of these columns, in order, at list speed."""
+        if self._shared:
+            self._own_all(self._NODE_SHARED)
+        first = len(self.node_ids)
+        self.node_row.update(zip(ids, range(first, first + len(ids)), strict=True))
+        self.node_ids.extend(ids)
+        self.kind_of.pending.extend(_coded(self.kinds, kinds))
+        self.model_of.pending.extend(_coded(self.models, models))
+        self.node_failed.pending.extend(failed)
+        self.node_gone.pending.extend([False] * len(ids))
+        if self.gpus_in_order:
+            gpu_ids = list(compress(ids, [k == "gpu" for k in kinds]))
+            if gpu_ids:
+                keys = list(map(natural_key, gpu_ids))
+                if self._last_gpu_key is not None:
+                    keys.insert(0, self._last_gpu_key)
+                if any(map(operator.lt, keys[1:], keys)):
+                    self.gpus_in_order = False
+                self._last_gpu_key = keys[-1]
+
     def update_node(self, node_id: str, kind: str, model: str, failed: bool) -> None:
         i = self.node_row[node_id]
         if self.kind_of.set(i, self.kinds(kind)) and kind == "gpu":
@@ -242,6 +265,25 @@ class DesignColumns:
         self.plane_count[plane] = self.plane_count.get(plane, 0) + 1
         self.link_failed.append(failed)
         self.link_gone.append(False)
+
+    def extend_links(self, ids: list[str], a: list[str], b: list[str], techs: list[str],
+                     counts: list[int], planes: list[str], failed: list[bool]) -> None:
+        """`add_link` for each row of these columns, in order, at list speed."""
+        if self._shared:
+            self._own_all(self._LINK_SHARED)
+        first = len(self.keys)
+        self.link_pos.update(zip(ids, range(first, first + len(ids)), strict=True))
+        self.keys.extend(ids)
+        row = self.node_row.__getitem__
+        self.a_idx.pending.extend(map(row, a))
+        self.b_idx.pending.extend(map(row, b))
+        self.tech_of.pending.extend(_coded(self.techs, techs))
+        self.counts.pending.extend(counts)
+        self.planes.extend(planes)
+        for plane in set(planes):
+            self.plane_count[plane] = self.plane_count.get(plane, 0) + planes.count(plane)
+        self.link_failed.pending.extend(failed)
+        self.link_gone.pending.extend([False] * len(ids))
 
     def update_link(self, link_id: str, tech: str, count: int, plane: str,
                     failed: bool) -> None:
@@ -316,3 +358,9 @@ class DesignColumns:
         self.link_pos = dict(zip(self.keys, range(len(self.keys)), strict=True))
         self._shared = set()
         self.n_gone = 0
+
+
+def _coded(codes: _Codes, names: list[str]) -> list[int]:
+    """The code of each of ``names`` (a design has few distinct ones: one lookup each)."""
+    code = {name: codes(name) for name in dict.fromkeys(names)}
+    return list(map(code.__getitem__, names))
