@@ -1,4 +1,5 @@
-"""The pure layers (model, solver, io) never import Qt, pyqtgraph or the GUI."""
+"""The layers hold: the pure layers (model, solver, io) never import Qt, pyqtgraph or
+the GUI; the solver's sub-packages import only downwards; no import circle anywhere."""
 
 import ast
 import os
@@ -71,14 +72,62 @@ def test_import_linter_contract_holds():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_import_linter_contract_fails_on_a_wrong_way_import(tmp_path):
-    """A pure layer that imports Qt makes the contract fail (so a pass means something)."""
+@pytest.mark.parametrize(("module", "wrong", "reported"), [
+    ("model/errors.py", "import PySide6", "designer.model.errors -> PySide6"),
+    # routing must not reach up into the flows, nor across into the rates
+    ("solver/routing/router.py", "from designer.solver.rates import maxmin",
+     "designer.solver.routing.router -> designer.solver.rates"),
+    ("solver/arrays/ragged.py", "from designer.solver.snapshot import build",
+     "designer.solver.arrays.ragged -> designer.solver.snapshot"),
+    # outside the solver, its internals are reached through its front doors only
+    ("gui/document.py", "from designer.solver.routing import router",
+     "designer.gui.document -> designer.solver.routing"),
+])
+def test_import_linter_contracts_fail_on_a_wrong_way_import(tmp_path, module, wrong,
+                                                             reported):
+    """A wrong-way import makes a contract fail (so a pass means something)."""
     shutil.copytree(ROOT / "designer", tmp_path / "designer",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    errors = tmp_path / "designer" / "model" / "errors.py"
-    errors.write_text(errors.read_text(encoding="utf-8") + "\nimport PySide6  # noqa\n",
-                      encoding="utf-8")
+    path = tmp_path / "designer" / module
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{wrong}  # noqa\n",
+                    encoding="utf-8")
     proc = _lint_imports(tmp_path)
     assert proc.returncode != 0, proc.stdout + proc.stderr
-    assert "designer.model.errors -> PySide6" in proc.stdout, proc.stdout
+    assert reported in proc.stdout, proc.stdout
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Each module of ``designer`` -> the modules of ``designer`` it imports (at any
+    level: in functions and under ``TYPE_CHECKING`` too)."""
+    files = {f: ".".join(f.relative_to(ROOT).with_suffix("").parts)
+             for f in (ROOT / "designer").rglob("*.py")}
+    names = {m.removesuffix(".__init__") for m in files.values()}
+    out: dict[str, set[str]] = {}
+    for f, mod in files.items():
+        mod = mod.removesuffix(".__init__")
+        deps = set()
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                deps |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in names
+                         else node.module for a in node.names}
+        out[mod] = {d for d in deps if d in names and d != mod}
+    return out
+
+
+def test_no_import_circle_in_designer():
+    import networkx as nx
+
+    graph = nx.DiGraph([(a, b) for a, deps in _module_imports().items() for b in deps])
+    circles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert not circles, "modules that import each other in a circle:\n" + "\n".join(
+        " <-> ".join(c) for c in circles)
+
+
+def test_the_circle_check_sees_a_circle():
+    """The check above finds a circle where there is one (the graph is not empty)."""
+    imports = _module_imports()
+    assert "designer.solver.routing.router" in imports["designer.solver.routing.change"]
+    assert "designer.solver.routing.router" in imports["designer.solver.reuse"]

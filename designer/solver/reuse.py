@@ -362,7 +362,7 @@ class _Patcher:
         of its neighbours is at another distance from the target, or a changed arc
         x -> y out of it leads one step closer (``d(y) = d(x) - 1``)."""
         differ = la != lb
-        fab0, fab1 = self.old._fabric_groups(), self.new._fabric_groups()
+        fab0, fab1 = self.old.fabric_groups(), self.new.fabric_groups()
         if not np.array_equal(fab0.switches, fab1.switches):
             return differ
         sw = self.new.is_switch

@@ -13,7 +13,6 @@ from PySide6.QtGui import QHelpEvent
 from PySide6.QtWidgets import QApplication, QInputDialog, QToolTip
 
 from designer.gui.analysis import runner as runner_module
-from designer.gui.analysis.flows import FlowIndex
 from designer.gui.analysis.overlay import TOOLTIP_FLOWS, gpu_path_arcs
 from designer.gui.analysis.panels import BusBwPanel
 from designer.gui.analysis.panels.busbw import describe, scale_out_name
@@ -23,6 +22,7 @@ from designer.model.commands import MoveNodes, SetLinkProps, SetSetting
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.templates import build_template
 from designer.solver.errors import SolverError
+from designer.solver.flows import FlowIndex
 from designer.solver.flows.collectives import ring_order
 from designer.solver.pipeline import SWEEP, solve_collective
 from designer.solver.reuse import RouteMemo

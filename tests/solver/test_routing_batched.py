@@ -258,7 +258,7 @@ def test_last_hops_by_search_or_sort(fat_tree, monkeypatch, design, search):
         snap = take_snapshot(_bundled_leaf_spine(design.split()[1]))
         leaves = np.array([i for i, k in enumerate(snap.node_kind) if k == "leaf"])
         la, lb = np.repeat(leaves, len(leaves)), np.tile(leaves, len(leaves))
-    keys, single = Router(snap)._fabric_groups()._arc_pairs()
+    keys, single = Router(snap).fabric_groups()._arc_pairs()
     assert (keys is not None) == (design != "bundles mixed")
     assert single == (design == "fat tree")
     if not search:
@@ -320,7 +320,7 @@ def test_edge_switches_are_grouped_by_their_switch_neighbours(fat_tree):
     # asked in; the failures leave some leaves with spines of their own.
     snap, la, lb = fat_tree
     leaves = np.unique(lb)
-    groups = Router(snap)._fabric_groups()
+    groups = Router(snap).fabric_groups()
     got = groups.groups_of(leaves[::-1])[::-1]         # any order of asking
     net = groups.net
     spines = [frozenset(int(x) for x in net.dst[net.ptr[v]:net.ptr[v + 1]]

@@ -24,7 +24,6 @@ from PySide6.QtCore import QEvent, QObject, QPoint, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPalette
 from PySide6.QtWidgets import QMenu, QToolTip, QWidget
 
-from designer.gui.analysis.flows import FlowIndex, FlowRow
 from designer.gui.analysis.paths import PathHalo
 from designer.gui.analysis.runner import AnalysisResult, SolveRunner
 from designer.gui.canvas.items import LinkItem, NodeItem
@@ -34,6 +33,7 @@ from designer.gui.document import Document
 from designer.gui.idle import IdleWork
 from designer.model.commands import SetLinkProps, SetNodeProps
 from designer.model.errors import DesignError
+from designer.solver.flows import FlowIndex, FlowRow
 
 CMAP = pg.colormap.get("cividis")
 SATURATED = QColor("#D55E00")

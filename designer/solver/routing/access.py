@@ -1,11 +1,11 @@
 """Each rank's way to the fabric (`Router.rank_links`): its rail NIC, the PCIe (or PXN,
 or host) route to it and back, and the NIC's cable to its edge switch (`RankLinks`);
-and the access legs built from them (`access_legs`).  Split from `routing`."""
+and the access legs built from them (`access_legs`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -19,7 +19,22 @@ from designer.solver.arrays.ragged import (
 )
 
 if TYPE_CHECKING:
-    from designer.solver.routing.router import Router
+    from designer.solver.snapshot.build import Snapshot
+
+
+class AccessRoutes(Protocol):
+    """What the access legs read of a router (`router.Router` is one): the routes to a
+    rank's NIC and the NICs' cables, no more."""
+
+    snap: Snapshot
+
+    def edge_arcs(self) -> np.ndarray: ...
+
+    def pcie_symmetric(self) -> bool: ...
+
+    def pcie_arcs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
+
+    def nvlink_routes(self, a: np.ndarray, b: np.ndarray) -> RouteBatch: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,7 +100,7 @@ def access_legs(rl: RankLinks, n_arcs: int) -> RouteBatch:
     return RouteBatch(ptr, pool[pick], pool_w[pick], np.zeros(len(lengths), np.int64))
 
 
-def make_rank_links(router: Router) -> RankLinks:
+def make_rank_links(router: AccessRoutes) -> RankLinks:
     """`Router.rank_links`, computed."""
     s = router.snap
     gpu = s.gpus.astype(np.int64)
@@ -132,7 +147,7 @@ def make_rank_links(router: Router) -> RankLinks:
                      ok, leaves, code.reshape(-1).astype(np.int32))
 
 
-def _pcie_arcs(router: Router, a: np.ndarray, b: np.ndarray, where: np.ndarray,
+def _pcie_arcs(router: AccessRoutes, a: np.ndarray, b: np.ndarray, where: np.ndarray,
                own: np.ndarray | None = None) -> np.ndarray:
     """`Router.pcie_arcs` of ``(a[i], b[i])`` where ``where[i]``, else -1; ranks marked
     in ``own`` go from their GPU to their own NIC, whose arc the snapshot gives when it

@@ -186,7 +186,7 @@ def rebase_router(old: Router, change: SnapshotChange) -> Router:
     new._nv_batch = None if nv_changed else _nv_tables(old, new, change)
     new._nv_pending = None
     if old._fabric is not None:
-        new._fabric = old._fabric.rebased(new, change, net_reweighed)
+        new._fabric = old._fabric.rebased(new.snap, new.net, new.is_switch, change, net_reweighed)
     new._ranks, new._access_legs = _rank_links(old, new, change, nv_changed)
     new._legs_pending = None
     return new

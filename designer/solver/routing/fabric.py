@@ -29,7 +29,8 @@ from designer.solver.tuning import current
 
 if TYPE_CHECKING:
     from designer.solver.routing.middles import SplitDags
-    from designer.solver.routing.router import Router
+    from designer.solver.routing.subgraph import _Subgraph
+    from designer.solver.snapshot.build import Snapshot
 
 
 def _reweighed(table: RouteBatch, arcs: np.ndarray, cap: np.ndarray) -> RouteBatch:
@@ -58,8 +59,8 @@ class _FabricGroups:
     of a pair are switches; `covers` says where; elsewhere the router walks pair by pair.
     """
 
-    def __init__(self, router: Router):
-        self._bind(router)
+    def __init__(self, snap: Snapshot, net: _Subgraph, is_switch: np.ndarray):
+        self._bind(snap, net, is_switch)
         s, g, sw = self.snap, self.net, self.is_switch
         src = s.arc_src[g.arcs]
         # Switches with fabric arcs (not NVSwitches) numbered 0..S-1, and the CSR of the
@@ -81,16 +82,16 @@ class _FabricGroups:
         self._into = None                         # see `_arcs_into`
         self._pair_keys: tuple | None = None      # see `_arc_pairs`
 
-    def _bind(self, router: Router) -> None:
-        """Keep what the groups read of ``router``, not the router itself: the router
-        keeps the groups, and a reference back would make a cycle that only the cyclic
-        garbage collector frees (see `keyed_rows.KeyedRows`)."""
-        self.snap, self.net, self.is_switch = router.snap, router.net, router.is_switch
+    def _bind(self, snap: Snapshot, net: _Subgraph, is_switch: np.ndarray) -> None:
+        """Keep the arrays the groups read (the snapshot, the fabric's subgraph and which
+        nodes are switches), never the router that keeps the groups: a reference back
+        would make a cycle that only the cyclic garbage collector frees."""
+        self.snap, self.net, self.is_switch = snap, net, is_switch
 
-    def rebased(self, router: Router, change,
+    def rebased(self, snap: Snapshot, net: _Subgraph, is_switch: np.ndarray, change,
                 net_reweighed: np.ndarray | None = None) -> _FabricGroups:
-        """These groups for ``router``, the router of ``change.new`` (a
-        `route_rebase.SnapshotChange` from this router's snapshot).
+        """These groups for the snapshot ``change.new`` (a `change.SnapshotChange` from
+        this one's snapshot), its fabric subgraph ``net`` and switches ``is_switch``.
 
         Distances ignore capacities: after a capacity edit every row is kept, and so are
         the next-hop rows (they move to the new groups), with the splits of the rows
@@ -104,15 +105,15 @@ class _FabricGroups:
         """
         if not change.live:
             out = copy.copy(self)
-            out._bind(router)
+            out._bind(snap, net, is_switch)
             out._group, out._group_key = dict(self._group), dict(self._group_key)
             out._rows = list(self._rows)
             hops, self._hops = self._hops, KeyedRows(self._hops_space())
             if net_reweighed is not None and net_reweighed.size:
-                hops.table = _reweighed(hops.table, net_reweighed, router.snap.arc_cap)
+                hops.table = _reweighed(hops.table, net_reweighed, snap.arc_cap)
             out._hops = hops
             return out
-        out = _FabricGroups(router)
+        out = _FabricGroups(snap, net, is_switch)
         out._hops.take_map(self._hops)
         if not np.array_equal(out.switches, self.switches):
             return out

@@ -17,8 +17,6 @@ batch cheap:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from designer.solver.arrays.keyed_rows import KeyedRows
@@ -37,10 +35,6 @@ from designer.solver.routing.subgraph import _Subgraph, sorted_ptr
 from designer.solver.routing.walks import walk_levels
 from designer.solver.snapshot.build import NVLINK, Snapshot
 from designer.solver.tuning import current
-
-if TYPE_CHECKING:
-    from designer.solver.routing.router import Router
-
 
 
 class _Domains:
@@ -217,9 +211,9 @@ class NvlinkTables:
     domain of the class.
     """
 
-    def __init__(self, router: Router):
-        self.snap = router.snap
-        self.dom = dom = _Domains(self.snap, router._nvlink)
+    def __init__(self, snap: Snapshot, nvlink: _Subgraph | None):
+        self.snap = snap
+        self.dom = dom = _Domains(snap, nvlink)
         # Templates are found on each class's first domain alone: the subgraph of those
         # domains' arcs is all the walks read (a cluster of identical boards: one
         # board's, not every NVLink arc of the design).

@@ -1,13 +1,12 @@
 """Single-path fabric routes, ECMP and static (`Router.fabric_paths`, and the batched
 `Router.fabric_walks` and `Router.class_walks`): one path per flow between two edge
 switches, picked hop by hop among the equal-cost next hops by a seeded hash of the
-flow's key (ECMP) or by the digits of its destination (static, ``d mod k``).  Split
-from `routing`; the batched walks run over the fabric groups' next-hop tables
-(`route_tables._FabricGroups.walks`)."""
+flow's key (ECMP) or by the digits of its destination (static, ``d mod k``).  The
+batched walks run over the fabric groups' next-hop tables (`fabric._FabricGroups.walks`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -15,12 +14,28 @@ from designer.solver.arrays.ragged import RouteBatch, _ptr, distinct, mix64
 from designer.solver.errors import SolverError
 
 if TYPE_CHECKING:
-    from designer.solver.routing.router import Router
+    from designer.solver.routing.fabric import _FabricGroups
+    from designer.solver.routing.subgraph import _Subgraph
+    from designer.solver.snapshot.build import Snapshot
+
+
+class FabricRoutes(Protocol):
+    """What the single-path walks read of a router (`router.Router` is one): the
+    fabric's subgraph, its switches, the hash seed, hop counts and next-hop tables."""
+
+    snap: Snapshot
+    net: _Subgraph
+    is_switch: np.ndarray
+    seed: int
+
+    def fabric_hops(self, leaf_a: np.ndarray, leaf_b: np.ndarray) -> np.ndarray: ...
+
+    def fabric_groups(self) -> _FabricGroups: ...
 
 __all__ = ["class_walks", "fabric_paths", "fabric_walks"]
 
 
-def fabric_paths(router: Router, leaf_a: int, leaf_b: int, keys: np.ndarray,
+def fabric_paths(router: FabricRoutes, leaf_a: int, leaf_b: int, keys: np.ndarray,
                  dest_ids: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
     """One path per flow (``ecmp`` hashes ``keys``; ``static`` uses ``dest_ids``).
 
@@ -56,7 +71,7 @@ def fabric_paths(router: Router, leaf_a: int, leaf_b: int, keys: np.ndarray,
     return np.concatenate(flows), np.concatenate(arcs)
 
 
-def fabric_walks(router: Router, leaf_a: np.ndarray, leaf_b: np.ndarray, keys: np.ndarray,
+def fabric_walks(router: FabricRoutes, leaf_a: np.ndarray, leaf_b: np.ndarray, keys: np.ndarray,
                  dest_ids: np.ndarray, mode: str, *,
                  hops: np.ndarray | None = None) -> RouteBatch:
     """`fabric_paths` of single flows ``(leaf_a[i], leaf_b[i], keys[i], dest_ids[i])``,
@@ -69,7 +84,7 @@ def fabric_walks(router: Router, leaf_a: np.ndarray, leaf_b: np.ndarray, keys: n
                        dest_ids, mode, hops=None if hops is None else hops[first])
 
 
-def class_walks(router: Router, leaf_a: np.ndarray, leaf_b: np.ndarray, cls: np.ndarray,
+def class_walks(router: FabricRoutes, leaf_a: np.ndarray, leaf_b: np.ndarray, cls: np.ndarray,
                 keys: np.ndarray, dest_ids: np.ndarray, mode: str, *,
                 hops: np.ndarray | None = None) -> RouteBatch:
     """`fabric_walks` of flows given by class: flow ``i`` goes from ``leaf_a[c]`` to
@@ -89,7 +104,7 @@ def class_walks(router: Router, leaf_a: np.ndarray, leaf_b: np.ndarray, cls: np.
     ptr = _ptr(flow_hops)
     # Millions of arcs: int32 ids while they fit.
     arcs = np.empty(int(ptr[-1]), dtype=np.int32 if router.snap.n_arcs < 2**31 else np.int64)
-    groups = router._fabric_groups()
+    groups = router.fabric_groups()
     fast = groups.covers(leaf_a, leaf_b)
     if fast.all():
         groups.walks(leaf_a, leaf_b, hops, cls, keys, dest_ids, ptr[:-1], arcs, mode,

@@ -101,7 +101,7 @@ class Router:
         nv = family == NVLINK
         self._nvlink: _Subgraph | None = None
         self._nv_pending: Forked[NvlinkTables] | None = (
-            fork(NvlinkTables, self) if nv.any() else None)
+            fork(NvlinkTables, s, self._nvlink) if nv.any() else None)
         # Single-path modes number next hops by structure (adaptive splits over all).
         self.net = _Subgraph(s, link_mask=~nv & (family != PCIE) & s.compute_links(),
                              by_position=s.routing != "adaptive")
@@ -183,7 +183,7 @@ class Router:
 
     def _nv_tables(self) -> NvlinkTables:
         if self._nv_started() is None:
-            self._nv_batch = NvlinkTables(self)
+            self._nv_batch = NvlinkTables(self.snap, self._nvlink)
         return self._nv_batch
 
     def _nv_started(self) -> NvlinkTables | None:
@@ -360,7 +360,7 @@ class Router:
         keys = leaf_a[diff] * self.snap.n_nodes + leaf_b[diff]
         uniq, inverse = np.unique(keys, return_inverse=True)
         ua, ub = uniq // self.snap.n_nodes, uniq % self.snap.n_nodes
-        fast = self._fabric_groups().covers(ua, ub)
+        fast = self.fabric_groups().covers(ua, ub)
         hops = np.empty(len(uniq), dtype=np.int64)
         if fast.any():
             hops[fast] = self._fabric.distance(ua[fast], ub[fast])
@@ -390,7 +390,7 @@ class Router:
         if np.any(hops < 0):
             i = int(np.flatnonzero(hops < 0)[0])
             self.fabric_dag(int(leaf_a[i]), int(leaf_b[i]))  # raises naming the pair
-        groups = self._fabric_groups()
+        groups = self.fabric_groups()
         differ = leaf_a != leaf_b
         fast = np.flatnonzero(groups.covers(leaf_a, leaf_b) & differ)
         slow = np.flatnonzero(~groups.covers(leaf_a, leaf_b) & differ)
@@ -434,8 +434,9 @@ class Router:
         return route_paths.class_walks(self, leaf_a, leaf_b, cls, keys, dest_ids, mode,
                                        hops=hops)
 
-    def _fabric_groups(self) -> _FabricGroups:
+    def fabric_groups(self) -> _FabricGroups:
+        """The fabric's switch groups and next-hop tables, built on first use."""
         if self._fabric is None:
-            self._fabric = _FabricGroups(self)
+            self._fabric = _FabricGroups(self.snap, self.net, self.is_switch)
         return self._fabric
 
