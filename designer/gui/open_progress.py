@@ -2,13 +2,13 @@
 
 Opening a 16,384-GPU design takes ~12 s: reading and checking the file and building the
 model (~3.5 s), then an item per node and link on the canvas (~8 s).  The first part is
-pure Python with no Qt in it, so it runs on a worker thread while this dialog's own
-event loop keeps the window painted, the bar moving and Cancel working; a cancelled or
-failed load changes nothing.  The second part must run on the GUI thread and cannot be
-interrupted halfway (a half-built canvas is no state to leave the user in): the event
-loop does not run during it (timers and queued work must not touch a half-built
-canvas), so the dialog repaints itself on each update, at most every `MIN_INTERVAL_S`,
-and Cancel is off.
+pure Python with no Qt in it, so it runs on a superqt worker (Qt's thread pool) while
+this dialog's own event loop keeps the window painted, the bar moving and Cancel
+working; a cancelled or failed load changes nothing.  The second part must run on the
+GUI thread and cannot be interrupted halfway (a half-built canvas is no state to leave
+the user in): the event loop does not run during it (timers and queued work must not
+touch a half-built canvas), so the dialog repaints itself on each update, at most every
+`MIN_INTERVAL_S`, and Cancel is off.
 
 Reading and checking the file are single calls that report nothing on the way, so the
 bar is busy then; building the model and drawing share it as the time goes on a 16k
@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from superqt.utils import create_worker
 
 from designer.io.fabric_json import LoadCancelled, load
 from designer.model.topology import Topology
@@ -55,7 +56,6 @@ class OpenProgress(QDialog):
     drawn (`drawing`, a slot for the canvas's ``build_progress``)."""
 
     _progressed = Signal(str, int, int)   # from the worker thread: queued to this one
-    _finished = Signal(object, object)    # (Topology or None, exception or None)
 
     def __init__(self, parent: QWidget | None, name: str):
         super().__init__(parent)
@@ -77,43 +77,40 @@ class OpenProgress(QDialog):
         self._last = 0.0
         self.stage = ""
         self._progressed.connect(self._show)
+        self._loop: QEventLoop | None = None
+        self._outcome: tuple[Topology | None, BaseException | None] = (None, None)
 
     # ------------------------------------------------------------------ loading
     def load(self, path: Path) -> Topology | None:
         """The design in ``path``, read on a worker thread while this dialog runs the
         event loop; None if the user cancelled.  Raises what `load` raises
         (`FileFormatError`, with its one-line message)."""
-        outcome: list = []
-        loop = QEventLoop()
-
-        def finish(topology, error) -> None:
-            outcome[:] = [topology, error]
-            loop.quit()
-
-        self._finished.connect(finish)
-
-        def work() -> None:
-            try:
-                topology = load(path, progress=self._on_progress)
-            except LoadCancelled:
-                self._finished.emit(None, None)
-            except BaseException as exc:  # raised in the GUI thread, by load() below
-                self._finished.emit(None, exc)
-            else:
-                self._finished.emit(topology, None)
-
+        self._outcome = (None, None)
+        self._loop = QEventLoop()
         self._show("reading", 0, 1, force=True)
         self.show()
-        thread = threading.Thread(target=work, name="open-design", daemon=True)
-        thread.start()
-        if not outcome:       # (a quick load may already have finished)
-            loop.exec()
-        thread.join()
-        self._finished.disconnect(finish)
-        topology, error = outcome
+        create_worker(load, path, progress=self._on_progress,
+                      _connect={"returned": self._on_worker_returned,
+                                "errored": self._on_worker_errored,
+                                "finished": self._on_worker_finished})
+        self._loop.exec()  # until the worker's `finished`, queued after its outcome
+        self._loop = None
+        topology, error = self._outcome
+        self._outcome = (None, None)
         if error is not None:
             raise error
         return topology
+
+    def _on_worker_returned(self, topology: Topology) -> None:
+        self._outcome = (topology, None)
+
+    def _on_worker_errored(self, error: Exception) -> None:
+        # A cancelled load changes nothing; any other error is raised by `load` above.
+        self._outcome = (None, None if isinstance(error, LoadCancelled) else error)
+
+    def _on_worker_finished(self) -> None:
+        if self._loop is not None:
+            self._loop.quit()
 
     def _on_progress(self, stage: str, done: int, total: int) -> bool:
         """`designer.io.fabric_json.Progress`, on the worker thread."""

@@ -17,7 +17,10 @@ variable ``FABRIC_DESIGNER_DATA_DIR`` overrides it (tests, portable installs).
 
 Writing never blocks the window: the design is copied on the GUI thread (frozen node,
 link and group values, a few milliseconds even for a 1,024-GPU design) and formatted and
-written by a worker thread, atomically (`designer.io.fabric_json.save`).
+written by a superqt worker on Qt's thread pool, atomically
+(`designer.io.fabric_json.save`).  A caller that must have the file on disk now (quitting,
+the crash handler, tests) writes it on its own thread instead, and so does `Autosaver.wait`
+when the worker has not started yet: waiting never depends on the event loop.
 """
 
 from __future__ import annotations
@@ -31,13 +34,14 @@ import re
 import secrets
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 from PySide6.QtCore import QObject, QTimer, Signal
+from superqt.utils import create_worker
 
 from designer.gui.document import Document
 from designer.io.atomic import AtomicWriteError, atomic_write_text
@@ -249,6 +253,39 @@ class _FrozenDesign:
         return iter(self._links)
 
 
+@dataclass(eq=False)
+class _CopyJob:
+    """One recovery copy to write, by a pool worker or by whoever waits for it first.
+
+    `run` writes the copy unless the other side already took the job, so a copy is
+    written once even when `Autosaver.wait` runs it before the worker starts.
+    """
+
+    args: tuple
+    entry: RecoveryEntry | None = None
+    error: Exception | None = None
+    reported: bool = False  # (GUI thread only) `saved` or `failed` emitted for it
+    done: threading.Event = field(default_factory=threading.Event)
+    _taken: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self) -> _CopyJob:
+        """Write the copy if nobody else is; record how it went (no exception escapes)."""
+        if not self._taken.acquire(blocking=False):
+            return self  # the waiter writes it
+        try:
+            self.entry = write_recovery(*self.args)
+        except Exception as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+        return self
+
+    def finish(self) -> None:
+        """Block until the copy is written: write it here if nobody has started."""
+        self.run()
+        self.done.wait()
+
+
 class Autosaver(QObject):
     """Periodic recovery copies of one `Document`.
 
@@ -282,7 +319,7 @@ class Autosaver(QObject):
         self._adopted = False  # (while `adopt` takes over a restored copy's name)
         self.name = self._fresh_name()
         self._lock: FileLock | None = None
-        self._thread: threading.Thread | None = None
+        self._job: _CopyJob | None = None
         # (id(topology), generation, name) of the copy on disk.
         self._written: tuple[int, int, str] | None = None
         self.timer = QTimer(self)
@@ -325,12 +362,14 @@ class Autosaver(QObject):
     def autosave_now(self, wait: bool = False) -> bool:
         """Write a copy if the design has unsaved changes not yet copied.
 
-        Returns True when a write was started.  With ``wait`` the call returns after the
-        file is on disk (tests, quitting); otherwise the worker thread finishes on its own.
+        Returns True when a write was started.  With ``wait`` the copy is written on this
+        thread and `saved` or `failed` emitted before the call returns (tests, quitting,
+        the crash handler); otherwise a pool worker writes it and the signals follow
+        through the event loop.
         """
         if not self.document.is_modified or self._stamp() == self._written:
             return False
-        if self._thread is not None and self._thread.is_alive():
+        if self._job is not None and not self._job.done.is_set():
             return False  # the previous copy is still being written; next tick
         if not self._take_lock():
             return False
@@ -339,11 +378,11 @@ class Autosaver(QObject):
         original = self.document.path
         args = (snapshot, self.folder, self.name, original, self.document.title,
                 self.document.disk_state)
-        self._thread = threading.Thread(target=self._write, args=args,
-                                        name="fabric-designer-autosave", daemon=True)
-        self._thread.start()
+        self._job = job = _CopyJob(args)
         if wait:
             self.wait()
+        else:
+            create_worker(job.run, _connect={"returned": self._on_worker_returned})
         return True
 
     def _take_lock(self) -> bool:
@@ -370,23 +409,29 @@ class Autosaver(QObject):
         self._lock = lock
         return True
 
-    def _write(self, snapshot, folder, name, original, title, original_state) -> None:
-        # Runs on the worker thread: no Qt objects but signal emission (queued).
-        try:
-            entry = write_recovery(snapshot, folder, name, original, title, original_state)
-        except Exception as exc:
-            # On this thread an exception would vanish into stderr; report every one.
-            self._written = None
+    def _report(self, job: _CopyJob) -> None:
+        """Emit `saved` or `failed` for a finished ``job``, once."""
+        if job.reported:
+            return
+        job.reported = True
+        if job.error is not None:
+            self._written = None  # the next tick tries again
+            exc = job.error
             reason = str(exc).splitlines()[0] if str(exc) else repr(exc)
             self.failed.emit(f"Autosave failed: {reason}")
-        else:
-            self.saved.emit(entry.design)
+        elif job.entry is not None:
+            self.saved.emit(job.entry.design)
+
+    def _on_worker_returned(self, job: _CopyJob) -> None:
+        if job.done.is_set():  # (else `wait` took the job over and reports it)
+            self._report(job)
 
     def wait(self) -> None:
-        """Block until a write in progress has finished."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        """Block until the copy being written is on disk, and report it."""
+        job, self._job = self._job, None
+        if job is not None:
+            job.finish()
+            self._report(job)
 
     def discard(self) -> None:
         """Remove this session's recovery copy (the design is saved, replaced or closed)."""

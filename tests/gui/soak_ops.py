@@ -447,7 +447,7 @@ class Soak(EditOps):
         runner = self.window.analysis.runner
         if runner.busy:
             return "already solving"
-        if self._answered() and not runner._timer.isActive():
+        if self._answered() and not runner.pending:
             return "nothing to solve"
         # Started, or refused before starting (fewer than two GPUs, bad ranks).
         self.qtbot.waitUntil(lambda: runner.busy or self._answered(), timeout=SOLVE_TIMEOUT_MS)
@@ -465,7 +465,7 @@ class Soak(EditOps):
         as it is now, then check a result against the model."""
         runner = self.window.analysis.runner
         topo = self.topo
-        self.qtbot.waitUntil(lambda: (not runner.busy and not runner._timer.isActive()
+        self.qtbot.waitUntil(lambda: (not runner.busy and not runner.pending
                                       and self._answered()), timeout=SOLVE_TIMEOUT_MS)
         latest = runner.latest
         if latest is not None and latest.generation == topo.generation:

@@ -45,7 +45,7 @@ class Recorder:
 
 def _idle(window) -> bool:
     runner = window.analysis.runner
-    return not runner.busy and not runner._timer.isActive()
+    return not runner.busy and not runner.pending
 
 
 def solved(qtbot, window):
@@ -301,12 +301,12 @@ def test_closing_the_window_mid_solve_leaves_no_thread(qtbot):
         win.document.push(SetLinkProps([NVLINK], failed=True))
     close_window(win)
     assert not win.isVisible()
-    assert not runner.busy and runner._thread is None
-    assert not runner._timer.isActive()
+    assert not runner.busy
+    assert not runner.pending
     # The cancelled worker's late completion is dropped and starts nothing.
     QApplication.processEvents()
     qtbot.wait(2 * DEBOUNCE_MS)
-    assert not runner.busy and not runner._timer.isActive()
+    assert not runner.busy and not runner.pending
 
 
 def test_colour_mode_is_a_view_menu_action_with_a_shortcut(qtbot, live):

@@ -90,7 +90,7 @@ class Probe:
         app = QApplication.instance()
         modal = app.activeModalWidget()
         popup = app.activePopupWidget()
-        idle = not runner.busy and not runner._timer.isActive()
+        idle = not runner.busy and not runner.pending
         problems = scene_problems(window) if idle and modal is None and popup is None else []
         nodes, links, groups = [], [], []
         for nid, item in scene.nodes.items():

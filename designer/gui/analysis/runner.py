@@ -1,14 +1,16 @@
 """`SolveRunner`: re-solve the design in the background after every edit.
 
-Edits and scenario changes restart a debounce timer; when it fires the runner captures
-the design on the GUI thread (`capture_design`: O(1), the columns are shared copy-on-
-write), and a single worker thread builds the `Snapshot` from it, then routes, rates
-and times the scenario.  The result comes back to the GUI thread through a queued
-signal, tagged with the snapshot's generation; a result whose generation is no longer
-the design's is dropped.  A newer edit cancels an older solve cooperatively (the solver
-polls a flag between stages).  There is never more than one worker, and a solve is never
-started from a completion callback: the debounce timer is the only starter, and it waits
-for a cancelled worker to wind down by re-arming itself.
+Edits and scenario changes go through a debouncer (superqt's `qdebounced`, leading and
+trailing edge); when it fires the runner captures the design on the GUI thread
+(`capture_design`: O(1), the columns are shared copy-on-write), and a single superqt
+`GeneratorWorker` on Qt's thread pool builds the `Snapshot` from it, then routes, rates
+and times the scenario.  The worker yields its stage messages and returns the result; both
+come back to the GUI thread through the worker's queued signals, tagged with the
+snapshot's generation, and a result whose generation is no longer the design's is
+dropped.  A newer edit cancels an older solve cooperatively (the solver polls a flag
+between stages).  There is never more than one worker, and a solve is never started from a
+completion callback: the debouncer is the only starter, and while a cancelled worker winds
+down it retries after `RETRY_MS`.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
+from superqt.utils import GeneratorWorker, create_worker, qdebounced
 
 from designer.gui.document import Document
 from designer.model.columns import FrozenColumns
@@ -55,9 +60,6 @@ class AnalysisResult:
     #: Ids of the failed nodes, then of the failed links, of the solved design (a
     #: what-if failure is often all that tells two results apart).
     failed: tuple[str, ...] = field(default=())
-
-
-START_YIELD_S = 0.003  # the worker's first pause (see `SolveRunner._on_timer_timeout`)
 
 
 class _Cancelled(Exception):
@@ -168,6 +170,66 @@ def analyse(snap: Snapshot, scenario: Scenario, ranks: list[int] | None,
                           failed)
 
 
+@dataclass(frozen=True)
+class _SolveJob:
+    """What one solve needs, taken from the live design on the GUI thread."""
+
+    generation: int
+    capture: object             # `capture_design`'s frozen view of the design
+    spec: object                # `rank_spec`
+    selection: tuple[str, ...]
+    scenario: Scenario
+    training: TrainingSpec
+    memo: RouteMemo
+    on_focus: Callable[[AnalysisResult], None]
+    cancel: threading.Event = field(default_factory=threading.Event)
+    entered: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """How a solve ended: a result, a one-line error, or neither (cancelled)."""
+
+    generation: int
+    result: AnalysisResult | None = None
+    error: str | None = None
+
+
+def _solve(job: _SolveJob) -> Generator[str, None, _Outcome]:
+    """The worker's generator: yields stage messages, returns the `_Outcome`.
+
+    Every exception becomes an outcome here, so that the worker always ends with its
+    ``returned`` and ``finished`` signals (superqt's worker would swallow a bare
+    `RuntimeError` without ``finished``).
+    """
+    job.entered.set()
+    try:
+        if job.cancel.is_set():
+            return _Outcome(job.generation)
+        snap = build_snapshot(job.capture)
+        failed = failed_elements(job.capture.columns)
+        ranks = resolve_ranks(snap, job.spec, list(job.selection))
+        if snap.n_gpus < 2:
+            raise SolverError("add at least two GPUs to analyse the design")
+        # One that would not fit in memory is refused, saying what would fit.
+        check_solve_memory(snap, job.scenario.collective, ranks, job.scenario.algorithm)
+        yield f"Solving {job.scenario.collective} on {len(ranks or snap.gpus)} GPUs…"
+        result = analyse(snap, job.scenario, ranks, job.training, job.cancel.is_set,
+                         on_focus=job.on_focus, memo=job.memo, failed=failed)
+        return _Outcome(job.generation, result=result)
+    except _Cancelled:
+        return _Outcome(job.generation)
+    except (DesignError, SolverError) as exc:
+        return _Outcome(job.generation, error=str(exc))
+    except Exception as exc:  # a bug: say so in one line, keep the GUI alive
+        traceback.print_exc()
+        return _Outcome(job.generation,
+                        error=f"internal error: {type(exc).__name__}: {exc}")
+    finally:
+        job.done.set()
+
+
 class SolveRunner(QObject):
     """Background solver for one `Document`.
 
@@ -193,8 +255,7 @@ class SolveRunner(QObject):
     failed = Signal(int, str)
     progress = Signal(str)
     cancelled = Signal(int)
-    _done = Signal(int, object, object)  # generation, result or None, error or None
-    _focus = Signal(int, object)
+    _focus = Signal(int, object)  # from the worker thread: queued to this one
 
     def __init__(self, document: Document, parent: QObject | None = None,
                  debounce_ms: int = DEBOUNCE_MS):
@@ -204,16 +265,14 @@ class SolveRunner(QObject):
         self.selection: list[str] = []
         self.latest: AnalysisResult | None = None
         self.solves_started = 0
-        self._thread: threading.Thread | None = None
-        self._cancel = threading.Event()
-        self._running_generation = -1
-        self._last_start = -1e9
-        self._last_schedule = -1e9
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._debounce_ms = debounce_ms
-        self._timer.timeout.connect(self._on_timer_timeout)
-        self._done.connect(self._on_worker_done)
+        self._worker: GeneratorWorker | None = None
+        self._job: _SolveJob | None = None
+        self._wanted = False     # a solve is asked for and not started yet
+        self._retrying = False   # a retry is armed while a cancelled worker winds down
+        # Leading edge: after a quiet spell the first edit solves at once; trailing
+        # edge: a burst of edits ends in one solve of the newest state.
+        self._debounced_start = qdebounced(self._start_solve, timeout=debounce_ms,
+                                           leading=True)
         self._focus.connect(self._on_worker_focus)
         self._topology: Topology | None = None
         # Routes carried from solve to solve of one design (used by one worker at a
@@ -239,18 +298,14 @@ class SolveRunner(QObject):
 
     def schedule(self) -> None:
         """Ask for a solve.  After a quiet spell the first edit solves at once (leading
-        edge); edits that follow within the debounce interval restart the timer, so a
+        edge); edits that follow within the debounce interval restart the wait, so a
         burst of edits ends in one solve of the newest state (trailing edge)."""
         if not self.enabled:
             return
-        self._cancel.set()  # whatever is running is already stale
-        now = time.monotonic()
-        quiet = now - self._last_schedule >= self._debounce_ms / 1000
-        self._last_schedule = now
-        if quiet and not self._timer.isActive() and not self.busy:
-            self._timer.start(0)
-        else:
-            self._timer.start(self._debounce_ms)
+        if self._job is not None:
+            self._job.cancel.set()  # whatever is running is already stale
+        self._wanted = True
+        self._debounced_start()
 
     def set_selection(self, node_ids: list[str]) -> None:
         """GPU selection, for scenarios whose ranks are ``selection``."""
@@ -261,14 +316,26 @@ class SolveRunner(QObject):
 
     @property
     def busy(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """A worker is running (or winding down after a cancel)."""
+        return self._worker is not None
+
+    @property
+    def pending(self) -> bool:
+        """A solve is asked for and waits for the debounce or for the running worker."""
+        return self._wanted
 
     # ------------------------------------------------------------ solving
-    def _on_timer_timeout(self) -> None:
+    def _start_solve(self) -> None:
+        """The debouncer's (and a retry's) target: start the solve asked for."""
+        if not (self.enabled and self._wanted):
+            return
         if self.busy:
             # The old worker was told to stop; wait for it rather than run two at once.
-            self._timer.start(RETRY_MS)
+            if not self._retrying:
+                self._retrying = True
+                QTimer.singleShot(RETRY_MS, self, self._on_retry_timeout)
             return
+        self._wanted = False
         topo = self.document.topology
         settings = topo.settings
         scenario = Scenario.from_dict(settings["scenario"])
@@ -280,81 +347,83 @@ class SolveRunner(QObject):
         except (DesignError, SolverError) as exc:
             self.failed.emit(topo.generation, str(exc))
             return
-        selection = list(self.selection)
-        memo = self._memo
-        self._cancel = threading.Event()
-        cancel = self._cancel
         generation = capture.generation
-        self._running_generation = generation
-        self._last_start = time.monotonic()
+        job = _SolveJob(generation, capture, spec, tuple(self.selection), scenario,
+                        training, self._memo, partial(self._focus.emit, generation))
+        self._job = job
         self.solves_started += 1
         self.started.emit(generation)
+        worker = create_worker(_solve, job, _start_thread=False,
+                               _connect={"yielded": self._on_worker_yielded,
+                                         "returned": self._on_worker_returned,
+                                         "errored": self._on_worker_errored,
+                                         "finished": self._on_worker_finished})
+        self._worker = worker
+        worker.start()
 
-        def work() -> None:
-            # Let the GUI thread have the GIL back first: `Thread.start` waits for the
-            # thread to start, and the worker's first big numpy calls hold the GIL
-            # for tens of ms, which the GUI thread would otherwise spend waiting here.
-            time.sleep(START_YIELD_S)
-            try:
-                snap = build_snapshot(capture)
-                failed = failed_elements(capture.columns)
-                ranks = resolve_ranks(snap, spec, selection)
-                if snap.n_gpus < 2:
-                    raise SolverError("add at least two GPUs to analyse the design")
-                # One that would not fit in memory is refused, saying what would fit.
-                check_solve_memory(snap, scenario.collective, ranks, scenario.algorithm)
-                self.progress.emit(
-                    f"Solving {scenario.collective} on {len(ranks or snap.gpus)} GPUs…")
-                result = analyse(snap, scenario, ranks, training, cancel.is_set,
-                                 on_focus=lambda r: self._focus.emit(generation, r),
-                                 memo=memo, failed=failed)
-                self._done.emit(generation, result, None)
-            except _Cancelled:
-                self._done.emit(generation, None, None)
-            except (DesignError, SolverError) as exc:
-                self._done.emit(generation, None, str(exc))
-            except Exception as exc:  # a bug: say so in one line, keep the GUI alive
-                traceback.print_exc()
-                self._done.emit(generation, None, f"internal error: {type(exc).__name__}: {exc}")
+    def _on_retry_timeout(self) -> None:
+        self._retrying = False
+        self._start_solve()
 
-        self._thread = threading.Thread(target=work, name=f"solve-{generation}", daemon=True)
-        self._thread.start()
+    def _on_worker_yielded(self, message: str) -> None:
+        if self._current(self._job):
+            self.progress.emit(message)
 
     def _on_worker_focus(self, generation: int, result) -> None:
         if generation == self.document.topology.generation:
             self.focus_ready.emit(result)
 
-    def _on_worker_done(self, generation: int, result, error) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-        if generation != self.document.topology.generation:
+    def _on_worker_returned(self, outcome: _Outcome) -> None:
+        if outcome.generation != self.document.topology.generation:
             return  # stale: a newer edit is already scheduled
-        if error is not None:
-            self.failed.emit(generation, error)
-        elif result is not None:
-            self.latest = result
-            self.result_ready.emit(result)
+        if outcome.error is not None:
+            self.failed.emit(outcome.generation, outcome.error)
+        elif outcome.result is not None:
+            self.latest = outcome.result
+            self.result_ready.emit(outcome.result)
         else:
-            self.cancelled.emit(generation)
+            self.cancelled.emit(outcome.generation)
+
+    def _on_worker_errored(self, exc: Exception) -> None:
+        """Only superqt's own machinery can fail here (`_solve` catches the rest)."""
+        job = self._job
+        if self._current(job):
+            self.failed.emit(job.generation,
+                             f"internal error: {type(exc).__name__}: {exc}")
+
+    def _on_worker_finished(self) -> None:
+        job = self._job
+        # Stopped before its end (superqt's abort, at shutdown): no outcome came.
+        if not (job is None or job.done.is_set()) and self._current(job) and self.enabled:
+            self.cancelled.emit(job.generation)
+        self._worker = None
+        self._job = None
+
+    def _current(self, job: _SolveJob | None) -> bool:
+        return job is not None and job.generation == self.document.topology.generation
 
     def cancel(self) -> None:
         """Stop the running solve (the user's Cancel); the next edit solves again."""
-        self._timer.stop()
-        self._cancel.set()
+        self._wanted = False
+        self._debounced_start.cancel()
+        if self._job is not None:
+            self._job.cancel.set()
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop for good (window close): no more solves, cancel the running one and wait
-        for its thread."""
+        for its worker."""
         self.enabled = False
         if self._topology is not None:
             self._topology.changed.disconnect(self.schedule)
             self._topology = None
-        self._timer.stop()
-        self._cancel.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        self.cancel()
+        job, worker = self._job, self._worker
+        if worker is not None:
+            worker.quit()  # a worker not started yet never runs the solve
+        if job is not None and job.entered.is_set():
+            job.done.wait(timeout)
+        self._worker = None
+        self._job = None
 
 
 def utilisation_by_link(result: AnalysisResult) -> dict[str, float]:

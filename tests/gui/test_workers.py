@@ -1,0 +1,163 @@
+"""Long GUI work (the live solve, the open of a big file, the autosave) runs on superqt
+workers in Qt's thread pool, not on Python threads the window starts and joins itself:
+while the work runs the pool has one more active worker and Python has no new thread;
+the results still arrive on the GUI thread, and waiting for an autosave never depends
+on the event loop starting its worker.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from PySide6.QtCore import QThreadPool, QTimer
+
+from designer.gui import recovery
+from designer.gui.analysis import runner as runner_module
+from designer.io.fabric_json import save
+from designer.model.commands import SetLinkProps
+from designer.model.templates import build_template
+
+TIMEOUT_MS = 10_000
+#: An NVLink bundle of the example design.
+NVLINK = "n01-gpu0:n01-nvs0"
+
+
+def _pool_active() -> int:
+    return QThreadPool.globalInstance().activeThreadCount()
+
+
+def _new_python_threads(before: set[int]) -> list[str]:
+    """Threads Python started since ``before`` (a pool thread that ran Python code shows
+    up as a ``_DummyThread``: not one the program started)."""
+    return sorted(
+        t.name
+        for t in threading.enumerate()
+        if t.ident not in before and not isinstance(t, threading._DummyThread)
+    )
+
+
+def _quiet(qtbot, runner) -> None:
+    qtbot.waitUntil(lambda: runner.latest is not None and not runner.busy, timeout=TIMEOUT_MS)
+    qtbot.wait(runner_module.DEBOUNCE_MS + 50)
+
+
+def test_a_solve_runs_on_a_pool_worker_and_reports_its_stage(window, qtbot, monkeypatch):
+    runner = window.analysis.runner
+    _quiet(qtbot, runner)
+    gate = threading.Event()
+    real = runner_module.analyse
+
+    def held(snap, scenario, ranks, training, cancelled, **options):
+        while not gate.is_set() and not cancelled():
+            time.sleep(0.005)
+        return real(snap, scenario, ranks, training, cancelled, **options)
+
+    monkeypatch.setattr(runner_module, "analyse", held)
+    before, pool_before = {t.ident for t in threading.enumerate()}, _pool_active()
+    try:
+        with qtbot.waitSignal(runner.progress, timeout=TIMEOUT_MS) as stage:
+            window.document.push(SetLinkProps([NVLINK], failed=True))
+        assert stage.args[0].startswith("Solving")
+        assert _pool_active() == pool_before + 1
+        assert _new_python_threads(before) == []
+    finally:
+        gate.set()
+    with qtbot.waitSignal(runner.result_ready, timeout=TIMEOUT_MS) as done:
+        pass
+    assert done.args[0].generation == window.document.topology.generation
+    qtbot.waitUntil(lambda: not runner.busy, timeout=TIMEOUT_MS)
+    window.analysis.runner.shutdown()
+
+
+def _edit(window) -> None:
+    window.document.push(SetLinkProps([NVLINK], failed=True))
+
+
+def _no_solves(window, qtbot) -> None:
+    """Stop the live analysis and let its worker end, so that the pool's active workers
+    are the test's own."""
+    window.analysis.runner.shutdown()
+    qtbot.waitUntil(lambda: _pool_active() == 0, timeout=TIMEOUT_MS)
+
+
+def test_an_autosave_is_written_by_a_pool_worker(window, qtbot, monkeypatch):
+    saver = window.files.autosaver
+    gate = threading.Event()
+    real = recovery.write_recovery
+
+    def held(*args):
+        gate.wait(TIMEOUT_MS / 1000)
+        return real(*args)
+
+    monkeypatch.setattr(recovery, "write_recovery", held)
+    _no_solves(window, qtbot)
+    _edit(window)
+    before, pool_before = {t.ident for t in threading.enumerate()}, _pool_active()
+    try:
+        assert saver.autosave_now()
+        qtbot.waitUntil(lambda: _pool_active() == pool_before + 1, timeout=TIMEOUT_MS)
+        assert _new_python_threads(before) == []
+        assert not saver.path.exists()  # not written on the GUI thread meanwhile
+    finally:
+        gate.set()
+    with qtbot.waitSignal(saver.saved, timeout=TIMEOUT_MS) as saved:
+        pass
+    assert saved.args[0] == saver.path and saver.path.exists()
+
+
+def test_waiting_for_an_autosave_inside_the_event_loop_writes_it_once(window, qtbot):
+    """Inside the event loop a worker starts on a later turn; `wait` right after
+    `autosave_now` must not wait for that turn (it would never come), and the copy is
+    written and reported once."""
+    saver = window.files.autosaver
+    saved = []
+    saver.saved.connect(saved.append)
+    _no_solves(window, qtbot)
+    _edit(window)
+    pool_before = _pool_active()
+    outcome = []
+
+    def tick() -> None:
+        outcome.append(saver.autosave_now())
+        saver.wait()
+        outcome.append(saver.path.exists())
+
+    QTimer.singleShot(0, tick)
+    qtbot.waitUntil(lambda: len(outcome) == 2, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: _pool_active() == pool_before, timeout=TIMEOUT_MS)
+    qtbot.wait(50)  # the worker's late turn, if any, reports nothing more
+    assert outcome == [True, True]
+    assert saved == [saver.path]
+
+
+def test_a_big_open_reads_the_file_on_a_pool_worker(window, qtbot, monkeypatch, tmp_path):
+    import designer.gui.open_progress as op
+
+    path = tmp_path / "pod.fabric.json"
+    save(build_template("superpod", sus=1), path)
+    gate = threading.Event()
+    real = op.load
+    seen = {}
+
+    def held(*args, **kwargs):
+        gate.wait(TIMEOUT_MS / 1000)
+        return real(*args, **kwargs)
+
+    def look() -> None:  # on the GUI thread, while the dialog's loop runs
+        seen["pool"] = _pool_active() - pool_before
+        seen["threads"] = _new_python_threads(before)
+        gate.set()
+
+    monkeypatch.setattr(op, "load", held)
+    _no_solves(window, qtbot)
+    before, pool_before = {t.ident for t in threading.enumerate()}, _pool_active()
+    dialog = op.OpenProgress(window, path.name)
+    QTimer.singleShot(100, dialog, look)
+    try:
+        topology = dialog.load(path)
+    finally:
+        gate.set()
+    assert seen == {"pool": 1, "threads": []}
+    assert topology is not None and len(list(topology.links())) > 0
+    dialog.close()
