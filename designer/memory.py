@@ -39,6 +39,10 @@ after a big solve the process keeps up to 512 MB that it no longer uses, until i
 needs it again.  A user who sets ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``
 or ``MALLOC_TOP_PAD_`` keeps their choice, and ``FABRIC_DESIGNER_MALLOC=glibc`` leaves
 glibc's own (moving) thresholds alone (`benchmarks/maxmin.py` compares the two).
+
+Because of that, the process's resident memory is a high-water mark, not what it uses:
+`heap_in_use` says how much of glibc's heap holds live allocations (a soak that looks
+for leaks bounds that, not the resident size).
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ import ctypes
 import os
 import sys
 
-__all__ = ["keep_freed_memory", "no_huge_pages", "one_malloc_arena", "tune_process"]
+__all__ = ["heap_in_use", "keep_freed_memory", "no_huge_pages", "one_malloc_arena",
+           "tune_process"]
 
 _M_ARENA_MAX = -8        # glibc's mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD = -1
@@ -117,6 +122,39 @@ def keep_freed_memory() -> bool:
     mallopt = _mallopt()
     return (mallopt is not None and mallopt(_M_MMAP_THRESHOLD, KEEP_MMAP_BYTES) == 1
             and mallopt(_M_TRIM_THRESHOLD, KEEP_TRIM_BYTES) == 1)
+
+
+class _Mallinfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (malloc.h, glibc 2.33 and later)."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def heap_in_use() -> int | None:
+    """Bytes of glibc's heap held by live allocations, in every arena: ``uordblks``
+    (allocated from the heap) plus ``hblkhd`` (blocks mapped on their own) of
+    ``mallinfo2()``; None off Linux or without glibc 2.33's ``mallinfo2``.
+
+    Freed memory that glibc keeps for reuse (`keep_freed_memory`) is not counted, so
+    this falls when the process frees memory, where the resident size does not.
+    Python's small objects live in its own arenas, mapped apart from glibc's heap
+    (``sys._debugmallocstats`` reports them); numpy arrays, Qt and every C library
+    allocate here.
+
+    >>> heap_in_use() is None or heap_in_use() > 0
+    True
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.argtypes, mallinfo2.restype = (), _Mallinfo2
+    info = mallinfo2()
+    return info.uordblks + info.hblkhd
 
 
 def _mallopt():

@@ -136,3 +136,38 @@ def test_glibcs_thresholds_are_left_alone_when_asked(monkeypatch, env):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert keep_freed_memory() is False
+
+
+# 24 MB of arrays written and freed in a tuned process: glibc keeps the pages (the
+# resident size stays up), and heap_in_use says they are free again.
+_IN_USE = ("import re\n"
+           "import numpy, designer\n" + _TUNE +
+           "from designer.memory import heap_in_use\n"
+           "def rss():\n"
+           "    text = open('/proc/self/status').read()\n"
+           "    return int(re.search(r'VmRSS:\\s+(\\d+)', text).group(1)) << 10\n"
+           "before = heap_in_use(), rss()\n"
+           "a, b = numpy.ones(2 << 20), numpy.ones(1 << 20)\n"
+           "held = heap_in_use(), rss()\n"
+           "del a, b\n"
+           "print(*before, *held, heap_in_use(), rss())\n")
+
+
+def test_heap_in_use_falls_when_memory_is_freed_and_the_resident_size_does_not():
+    if sys.platform != "linux" or not hasattr(ctypes.CDLL(None), "mallinfo2"):
+        pytest.skip("glibc 2.33 or later only")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run([sys.executable, "-c", _IN_USE], env=clean, capture_output=True,
+                         text=True, check=True)
+    use0, rss0, use1, rss1, use2, rss2 = map(int, out.stdout.split())
+    size = 24 << 20
+    assert size <= use1 - use0 < size + (1 << 20)
+    assert abs(use2 - use0) < 1 << 20                # freed: not in use any more
+    assert rss1 - rss0 >= size * 0.95 and rss2 > rss1 - (1 << 20)   # but kept resident
+
+
+def test_heap_in_use_is_none_or_a_positive_size():
+    from designer.memory import heap_in_use
+
+    used = heap_in_use()
+    assert used is None or used > 0

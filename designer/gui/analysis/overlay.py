@@ -424,22 +424,24 @@ class AnalysisOverlay(QObject):
     def _on_view_context_menu(self, pos: QPoint) -> None:
         item = next((i for i in self.view.items(pos) if isinstance(i, NodeItem | LinkItem)),
                     None)
+        # Deleted once closed, and its actions hold ids, not the item: a menu kept as the
+        # view's child kept the item and, through it, a replaced design's canvas alive.
         menu = QMenu(self.view)
+        menu.aboutToHide.connect(menu.deleteLater)
         if isinstance(item, NodeItem):
-            failed = item.node.failed
+            node_id, failed = item.node_id, item.node.failed
             act = menu.addAction(f"{'Restore' if failed else 'Fail'} {item.node.name} (what-if)")
-            act.triggered.connect(lambda: self.set_failed(node_ids=[item.node_id],
-                                                          failed=not failed))
+            act.triggered.connect(lambda: self.set_failed(node_ids=[node_id], failed=not failed))
         elif isinstance(item, LinkItem):
-            failed = item.link.failed
-            act = menu.addAction(f"{'Restore' if failed else 'Fail'} link {item.link_id} "
-                                 "(what-if)")
-            act.triggered.connect(lambda: self.set_failed(link_ids=[item.link_id],
-                                                          failed=not failed))
+            link_id, failed = item.link_id, item.link.failed
+            act = menu.addAction(f"{'Restore' if failed else 'Fail'} link {link_id} (what-if)")
+            act.triggered.connect(lambda: self.set_failed(link_ids=[link_id], failed=not failed))
         if item is not None:
             menu.addSeparator()
         self.view.add_group_actions(menu, pos)  # Collapse / Expand the group there
-        if not menu.isEmpty():
+        if menu.isEmpty():
+            menu.deleteLater()
+        else:
             menu.popup(self.view.viewport().mapToGlobal(pos))
 
     def set_failed(self, node_ids=(), link_ids=(), failed: bool = True) -> None:

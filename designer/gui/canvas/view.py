@@ -268,6 +268,7 @@ class FabricView(QGraphicsView):
 
     def contextMenuEvent(self, event) -> None:
         menu = QMenu(self)
+        menu.aboutToHide.connect(menu.deleteLater)  # (or it stays a child of the view)
         if self.add_group_actions(menu, event.pos()):
             menu.popup(event.globalPos())
             event.accept()
