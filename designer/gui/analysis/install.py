@@ -8,22 +8,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import shiboken6
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QApplication,
+    QHBoxLayout,
     QLabel,
     QMainWindow,
     QProgressBar,
     QTabBar,
     QToolButton,
+    QWidget,
 )
 
 from designer.gui.actions import make_actions
 from designer.gui.analysis.overlay import AnalysisOverlay
 from designer.gui.analysis.panels import BusBwPanel, JitterPanel, LinkLoadPanel, TimelinePanel
-from designer.gui.analysis.panels.outdated import CANCELLED
 from designer.gui.analysis.runner import SolveRunner
 from designer.gui.analysis.scenario_dock import ScenarioDock
 from designer.gui.document import freeze_survivors
@@ -78,21 +78,9 @@ def install_analysis(window: QMainWindow) -> Analysis:
         # The plots take the canvas's theme (View > Theme), forced or the system's.
         if panel.theme is not scene.theme:
             panel.apply_theme(scene.theme)
-        scene.theme_changed.connect(_alive(panel, panel.apply_theme))
-        # Drawn one panel per turn of the event loop: the GUI stays responsive.
-        runner.result_ready.connect(
-            _alive(panel, lambda r, p=panel: p.set_result(r, later=True)))
-        runner.failed.connect(lambda _g, msg, p=panel: p.set_message(f"Solve failed: {msg}"))
-        # Until the new result is drawn, the figures shown are the previous design's.
-        runner.started.connect(_alive(panel, lambda _g, p=panel: p.set_outdated(True)))
-        runner.cancelled.connect(
-            _alive(panel, lambda _g, p=panel: p.set_outdated(True, CANCELLED)))
-        doc.topology_replaced.connect(_alive(panel, lambda _t, p=panel: p.set_result(None)))
+        scene.theme_changed.connect(panel.apply_theme)
+        panel.follow(runner, doc)
         panel.exported.connect(lambda path: window.show_message(f"Exported {path}"))
-    busbw.set_design_name(doc.title)
-    # The curve's label names the design: its file, or its name while it has none.
-    for signal in (doc.path_changed, doc.name_changed, doc.topology_replaced):
-        signal.connect(_alive(busbw, lambda _x: busbw.set_design_name(doc.title)))
     linkload.link_activated.connect(lambda lid: _select_link(window, lid))
     for source in (overlay, scenario):
         source.message.connect(window.show_message)
@@ -102,7 +90,8 @@ def install_analysis(window: QMainWindow) -> Analysis:
         lambda r: window.show_message(f"Analysis updated in {r.seconds * 1e3:.0f} ms"))
 
     _answer_in_status_bar(window, scenario)
-    _busy_indicator(window, runner)
+    busy = BusyIndicator(window, runner)
+    window.analysis_busy = (busy.bar, busy.button)
     _settle_after_first_result(doc, runner)
 
     colour = getattr(window, "actions_by_name", {}).get("colour_util")
@@ -148,39 +137,47 @@ def _answer_in_status_bar(window: QMainWindow, scenario: ScenarioDock) -> None:
     label.setObjectName("analysis_answer")
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     window.statusBar().addPermanentWidget(label)
-
-    def show(text: str) -> None:
-        if shiboken6.isValid(label):
-            label.setText(text)
-            label.setToolTip(text)
-
-    scenario.answer_changed.connect(show)
+    # The label's own slots: Qt drops the connections with it.
+    scenario.answer_changed.connect(label.setText)
+    scenario.answer_changed.connect(label.setToolTip)
 
 
-def _busy_indicator(window: QMainWindow, runner: SolveRunner) -> None:
-    """A busy bar and a Cancel button in the status bar while a solve runs."""
-    bar = QProgressBar(window)
-    bar.setRange(0, 0)  # the solver reports stages, not percentages
-    bar.setMaximumWidth(140)
-    bar.setTextVisible(False)
-    button = QToolButton(window)
-    button.setText("Cancel analysis")
-    button.setToolTip("Stop the running solve; the next edit solves again")
-    for w in (bar, button):
-        window.statusBar().addPermanentWidget(w)
-        w.hide()
+class BusyIndicator(QWidget):
+    """A busy bar and a Cancel button in the status bar while a solve runs (shown and
+    hidden as one; its bound slots are dropped with it)."""
 
-    def show(busy: bool) -> None:
-        if shiboken6.isValid(bar):
-            bar.setVisible(busy)
-            button.setVisible(busy)
+    def __init__(self, window: QMainWindow, runner: SolveRunner):
+        super().__init__(window)
+        self.setObjectName("analysis_busy")
+        self._window = window
+        self.bar = QProgressBar(self)
+        self.bar.setRange(0, 0)  # the solver reports stages, not percentages
+        self.bar.setMaximumWidth(140)
+        self.bar.setTextVisible(False)
+        self.button = QToolButton(self)
+        self.button.setText("Cancel analysis")
+        self.button.setToolTip("Stop the running solve; the next edit solves again")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.button)
+        window.statusBar().addPermanentWidget(self)
+        self.hide()
+        runner.started.connect(self._on_runner_started)
+        runner.result_ready.connect(self._on_runner_done)
+        runner.failed.connect(self._on_runner_done)
+        runner.cancelled.connect(self._on_runner_cancelled)
+        self.button.clicked.connect(runner.cancel)
 
-    runner.started.connect(lambda _g: show(True))
-    runner.result_ready.connect(lambda _r: show(False))
-    runner.failed.connect(lambda _g, _m: show(False))
-    runner.cancelled.connect(lambda _g: (show(False), window.show_message("Analysis cancelled")))
-    button.clicked.connect(runner.cancel)
-    window.analysis_busy = (bar, button)
+    def _on_runner_started(self, _generation: int) -> None:
+        self.show()
+
+    def _on_runner_done(self, *_args) -> None:
+        self.hide()
+
+    def _on_runner_cancelled(self, _generation: int) -> None:
+        self.hide()
+        self._window.show_message("Analysis cancelled")
 
 
 def _initial_sizes(window: QMainWindow, timeline) -> None:
@@ -189,17 +186,6 @@ def _initial_sizes(window: QMainWindow, timeline) -> None:
     minimap = getattr(window, "minimap", None)
     if minimap is not None:
         window.resizeDocks([window.inspector, minimap], [3, 1], Qt.Orientation.Vertical)
-
-
-def _alive(widget, slot):
-    """``slot``, skipped once ``widget`` is deleted: the document outlives the window's
-    widgets, and a lambda connected to it is not dropped with them."""
-
-    def call(*args):
-        if shiboken6.isValid(widget):
-            slot(*args)
-
-    return call
 
 
 def _hide_stale_tab_bars(window: QMainWindow) -> None:

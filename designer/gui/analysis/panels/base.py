@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from designer.gui.analysis.panels.outdated import UPDATING, OutdatedMark
+from designer.gui.analysis.panels.outdated import CANCELLED, UPDATING, OutdatedMark
 from designer.gui.analysis.panels.svg_export import svg_close_path_support
 from designer.gui.analysis.panels.titles import fit_title, title_width
 from designer.gui.canvas.style import Theme, system_theme
@@ -217,6 +217,34 @@ class PanelDock(QDockWidget):
         self._outdated.fade(self.graphics.ci, self._faded_widgets())
         self.setWidget(self.body)
         self.apply_theme(self.theme)
+        self.set_result(None)
+
+    # ------------------------------------------------------------------ wiring
+    def follow(self, runner, document) -> None:
+        """Show ``runner``'s (a `SolveRunner`) results and states, and forget them when
+        ``document`` opens another design.  Bound slots: PySide drops the connections
+        with the panel, which the runner and the document may outlive."""
+        runner.started.connect(self._on_runner_started)
+        runner.result_ready.connect(self._on_runner_result_ready)
+        runner.failed.connect(self._on_runner_failed)
+        runner.cancelled.connect(self._on_runner_cancelled)
+        document.topology_replaced.connect(self._on_document_topology_replaced)
+
+    def _on_runner_started(self, _generation: int) -> None:
+        # Until the new result is drawn, the figures shown are the previous design's.
+        self.set_outdated(True)
+
+    def _on_runner_result_ready(self, result) -> None:
+        # Drawn one panel per turn of the event loop: the GUI stays responsive.
+        self.set_result(result, later=True)
+
+    def _on_runner_failed(self, _generation: int, message: str) -> None:
+        self.set_message(f"Solve failed: {message}")
+
+    def _on_runner_cancelled(self, _generation: int) -> None:
+        self.set_outdated(True, CANCELLED)
+
+    def _on_document_topology_replaced(self, _topology) -> None:
         self.set_result(None)
 
     # ------------------------------------------------------------------ content

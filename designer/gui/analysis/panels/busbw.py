@@ -239,6 +239,19 @@ class BusBwPanel(PanelDock):
         """Name used in baseline labels (the document's title)."""
         self.design_name = name or "design"
 
+    def follow(self, runner, document) -> None:
+        """As `PanelDock.follow`, and the curve's label names the design: its file, or
+        its name while it has none."""
+        super().follow(runner, document)
+        self._document = document
+        self.set_design_name(document.title)
+        for signal in (document.path_changed, document.name_changed,
+                       document.topology_replaced):
+            signal.connect(self._on_document_title_changed)
+
+    def _on_document_title_changed(self, *_args) -> None:
+        self.set_design_name(self._document.title)
+
     def pin_baseline(self, label: str | None = None) -> str | None:
         """Freeze the current sweep as a baseline; returns its label (None: no result)."""
         if self.result is None:
