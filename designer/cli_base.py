@@ -1,7 +1,7 @@
 """What the ``fabric-designer`` subcommands share: the usage error (exit code 2), the
 argument parser that suggests the name a user probably meant, and reading a design file
-with a log line.  Split from `designer.cli` so that the solver's commands
-(`designer.cli_solver`) can use them without importing the parser."""
+with a log line.  Apart from `designer.cli`, so that the solver's commands
+(`designer.cli_solver`) use them without importing the parser."""
 
 from __future__ import annotations
 

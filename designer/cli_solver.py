@@ -1,7 +1,7 @@
 """The solver's subcommands of ``fabric-designer``: ``solve`` (a collective on a design:
 times, bus bandwidth, bottlenecks, link loads) and ``train`` (a training step: step
-time, communication share, jitter, stragglers).  Split from `designer.cli`, which
-builds their parsers.
+time, communication share, jitter, stragglers).  `designer.cli` builds their
+parsers.
 
 Both start from what the design file saves, the scenario and the training workload the
 GUI evaluates (`designer.model.scenario`), so the command and the window give the same

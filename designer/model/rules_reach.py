@@ -1,6 +1,6 @@
 """Reachability rules: which GPUs reach each other, a NIC, and which NICs reach a fabric.
 
-Split from `rules` (whose `validate` calls `reach_findings`): these rules look at what is
+`rules.validate` calls `reach_findings`.  These rules look at what is
 *live* (failed nodes and links count as absent) and at paths, not single links.  Each
 asks one connected-components question of the design's arrays, answered by
 `components` in a handful of vectorised passes, so the rules stay fast on 16k-GPU

@@ -294,7 +294,7 @@ def _nvlink_pairs(snap: Snapshot, ranks: np.ndarray) -> tuple[int, int]:
     pairs of the domain holding the most ranks (the first such in structural order).
 
     Every such pair is counted, although domains built alike share their sprays
-    (`route_nvlink`): an upper bound, which matters only for large domains.
+    (`routing.nvlink`): an upper bound, which matters only for large domains.
     """
     dom = snap.gpu_domain[ranks]
     per_domain = np.bincount(dom)

@@ -277,7 +277,7 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
     memo : RouteMemo, optional
         Kept by a caller that solves snapshot after snapshot of ONE design (the GUI
         after each edit): what was routed for the previous snapshot is reused where the
-        edit left it valid (`route_reuse`), with the same result as routing afresh.
+        edit left it valid (`reuse`), with the same result as routing afresh.
         With a ``cache`` too, the memo is kept in it, so later calls with that cache
         (a sweep, a training all-reduce) use it without being given it.
 

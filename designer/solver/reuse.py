@@ -2,11 +2,11 @@
 
 The GUI solves a new snapshot after every what-if edit, and an edit touches a few links
 of a design of a hundred thousand.  A caller that solves snapshot after snapshot of ONE
-design keeps a `RouteMemo` and passes it to `timing.solve_collective` (``memo=``); on
+design keeps a `RouteMemo` and passes it to `pipeline.solve_collective` (``memo=``); on
 each new snapshot the memo works out what changed since the one it last saw
-(`route_rebase.diff_snapshots`), rebases its router, and patches the plans it made
+(`routing.change.diff_snapshots`), rebases its router, and patches the plans it made
 then instead of planning again: every row of every phase's route tables
-(`route_recipe`) is kept as it is (arc ids do not change when links fail or come back:
+(`flows.recipe`) is kept as it is (arc ids do not change when links fail or come back:
 see `designer.solver.snapshot.build`) unless the change can alter it, and the rows it can
 alter are recomputed by the new router.  A patched
 plan is assembled by the code that assembles a fresh one, so it is the same plan, array
@@ -58,12 +58,7 @@ from designer.solver.errors import SolverError
 from designer.solver.flows.collectives import PLANNERS, Plan, candidate_plans
 from designer.solver.flows.phases import Phase
 from designer.solver.flows.recipe import Piece, SharedPiece, materialize, splice
-from designer.solver.routing.change import (
-    SnapshotChange,
-    diff_snapshots,
-    node_domains,
-    rebase_router,
-)
+from designer.solver.routing.change import SnapshotChange, diff_snapshots
 from designer.solver.routing.router import Router
 from designer.solver.snapshot.build import NVLINK, Snapshot
 
@@ -84,7 +79,7 @@ class RouteMemo:
     """What was routed for the last snapshot of a design, reused for the next one.
 
     Keep one per design (the GUI: per document topology, dropped when the document's
-    topology is replaced) and pass it to every `timing.solve_collective` of that
+    topology is replaced) and pass it to every `pipeline.solve_collective` of that
     design's snapshots.  Snapshots of another design, or of this one after nodes or
     links were added or removed, are routed from scratch (and start the memo afresh),
     so a stale memo costs time, never correctness.  Calls are serialised by a lock.
@@ -123,7 +118,7 @@ class RouteMemo:
 
     def router(self, snap: Snapshot) -> Router:
         """The `Router` of ``snap``: rebased from the last snapshot's when both are of
-        one design (`route_rebase.rebase_router`), else new."""
+        one design (`Router.rebased`), else new."""
         with self._lock:
             if snap is self._snap:
                 return self._router
@@ -132,7 +127,7 @@ class RouteMemo:
                 router, self._prev = Router(snap, self.seed), None
                 self._entries.clear()
             else:
-                router = rebase_router(self._router, change)
+                router = self._router.rebased(change)
                 self._prev = (self._snap, self._router, change)
                 # Plans of older snapshots can no longer be patched: let them go.
                 for key in [k for k, e in self._entries.items() if e.snap is not self._snap]:
@@ -343,7 +338,7 @@ class _Patcher:
             return np.zeros(len(a), dtype=bool)
         if self._dirty_dom is None:
             ch, o, n = self.change, self.change.old, self.change.new
-            dom0, dom1 = node_domains(self.old), node_domains(self.new)
+            dom0, dom1 = self.old.node_domains(), self.new.node_domains()
             removed = ch.removed[o.arc_family[ch.removed] == NVLINK]
             now = np.concatenate([ch.added, ch.reweighed])
             now = now[n.arc_family[now] == NVLINK]

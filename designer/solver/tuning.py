@@ -31,7 +31,7 @@ __all__ = ["Tuning", "current", "tuned"]
 class Tuning:
     """The solver's tuning constants (module docstring).
 
-    Max-min strategy (`maxmin`, `maxmin_steps`, `maxmin_levels`):
+    Max-min strategy (`maxmin`, `rates.steps`, `rates.levels`):
 
     first_k : int
         Links in the first batch of global steps.
@@ -51,7 +51,7 @@ class Tuning:
     level_slice : int
         Entries per slice of the level filler's long arrays.
 
-    Tables and slices (`maxmin_input`, `maxmin_tables`, `shared_routes`):
+    Tables and slices (`rates.checks`, `rates.tables`, `shared_routes`):
 
     input_slice : int
         Pair ids per slice where the max-min input is checked.
@@ -73,7 +73,7 @@ class Tuning:
     arc_slice : int
         Links per slice when arc latencies are read (`arc_delays`).
 
-    Routing (`route_arrays`, `route_nvlink`):
+    Routing (`arrays.ragged`, `routing.nvlink`):
 
     grouped_table, grouped_min : int
         Most and fewest entries of `first_occurrence_grouped`'s table.

@@ -1,4 +1,4 @@
-"""Tests of the array helpers behind the batched route walks (`route_arrays`)."""
+"""Tests of the array helpers behind the batched route walks (`arrays.ragged`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`route_middles`: fabric DAGs kept as each class's own hops plus the middles classes
+"""`routing.middles`: fabric DAGs kept as each class's own hops plus the middles classes
 share.  Written in full they are the router's DAGs entry for entry; the form is
 canonical (equal middles merged, numbered by first use, whatever the digests say); and a
 phase that keeps its middles apart puts the same weight of every flow on every arc as

@@ -1,4 +1,4 @@
-"""`route_recipe`: a phase's transfers across NVLink domains read back from its recipe
+"""`flows.recipe`: a phase's transfers across NVLink domains read back from its recipe
 (sender, receiver, whole route), checked against the collective's own transfer list
 routed independently; NVLink sprays shared by the flows that cross them."""
 

@@ -1,4 +1,4 @@
-"""Routes reused across what-if edits (`route_reuse.RouteMemo`) equal routes from scratch.
+"""Routes reused across what-if edits (`reuse.RouteMemo`) equal routes from scratch.
 
 Property-style: random sequences of edits (counts, technologies, failed and restored
 links, failed switches and NICs, added links, the routing setting) on small templates,

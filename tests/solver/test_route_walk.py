@@ -1,4 +1,4 @@
-"""Shared DAG walks (`route_walk.walk_shared`): pairs of edge switches that leave alike
+"""Shared DAG walks (`routing.walks.walk_shared`): pairs of edge switches that leave alike
 walk their middle levels once, and the result is still the per-pair DAG, arc for arc and
 bit for bit; also the frontier `walk_from` keeps, and the block copies."""
 

@@ -355,7 +355,7 @@ def test_pcie_arcs_take_the_lowest_of_parallel_links_and_skip_failed_ones():
 def test_the_way_down_is_the_reverse_of_the_way_up_with_parallel_pcie_links():
     # Two PCIe links between each GPU and the host, and between host and NIC, drawn in
     # either direction: the first arc down (lowest id) is the reverse of the first arc
-    # up, which `route_ranks` uses instead of a second search; a search gives the same.
+    # up, which `routing.access` uses instead of a second search; a search gives the same.
     from designer.solver.routing.access import make_rank_links
 
     topo = host_nic_fabric()

@@ -10,7 +10,7 @@ from fabrics import named
 
 from designer.model.templates import build_template
 from designer.model.topology import Link, Node, Topology
-from designer.solver.routing.change import diff_snapshots, rebase_router
+from designer.solver.routing.change import diff_snapshots
 from designer.solver.routing.router import Router
 from designer.solver.snapshot.build import NVLINK, take_snapshot
 
@@ -100,7 +100,7 @@ def test_batched_nvlink_routes_read_only_the_class_domains_arcs():
     topo.update_link(next(lk.id for lk in topo.links() if "leaf" in lk.a + lk.b),
                      failed=True)
     after = take_snapshot(topo)
-    new = rebase_router(router, diff_snapshots(snap, after))
+    new = router.rebased(diff_snapshots(snap, after))
     assert new._nvlink is None and new._nv_tables().graph is tables.graph
     assert_same_routes(new.nvlink_routes(a, b), [Router(after).nvlink_route(x, y)
                                                  for x, y in pairs])

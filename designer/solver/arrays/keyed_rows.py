@@ -1,8 +1,8 @@
 """Route tables looked up by integer key, rows built on demand: `KeyedRows`.
 
-The router keeps two: the NVLink route templates (`route_nvlink`) and the fabric's next
-hops per (target group, switch) state (`route_tables`).  Split from `route_arrays`,
-whose batches and helpers it builds on.
+The router keeps two: the NVLink route templates (`routing.nvlink`) and the fabric's next
+hops per (target group, switch) state (`routing.fabric`).  It builds on the batches of
+`arrays.ragged`.
 """
 
 from __future__ import annotations

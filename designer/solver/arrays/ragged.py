@@ -1,7 +1,7 @@
 """Array building blocks of routing: routes as (arcs, weights) batches, ragged ranges,
 segment sums, the seeded ECMP hash and capacity splits.  Pure numpy, shared by
-`routing`, `route_tables`, `route_walk`, `route_nvlink` and `keyed_rows` (route tables
-looked up by key); the CSR subgraphs they walk are in `route_subgraph`."""
+`routing`, `routing.fabric`, `routing.walks`, `routing.nvlink` and `arrays.keyed_rows` (route tables
+looked up by key); the CSR subgraphs they walk are in `routing.subgraph`."""
 
 from __future__ import annotations
 

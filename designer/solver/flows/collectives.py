@@ -378,7 +378,7 @@ def candidate_plans(router: Router, ranks: np.ndarray, collective: str,
     """Plans to consider: the forced algorithm, or every one that applies (``auto``).
 
     ``build(name)`` makes the plan of `PLANNERS` ``name`` (default: with ``router``);
-    `route_reuse` passes one that patches the previous snapshot's plan instead.
+    `reuse` passes one that patches the previous snapshot's plan instead.
     """
     if collective not in COLLECTIVES:
         raise SolverError(f"unknown collective {collective!r}; one of {', '.join(COLLECTIVES)}")

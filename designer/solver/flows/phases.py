@@ -13,9 +13,9 @@ the receiver's, however each GPU reaches its NIC (own PCIe link, PXN or host; se
 `snapshot`), and crosses the fabric between the two NICs' edge switches, or just the
 cable when two NICs are cabled to each other.
 
-A phase also keeps its *recipe* (`route_recipe`): the route-table rows its pairs and
+A phase also keeps its *recipe* (`flows.recipe`): the route-table rows its pairs and
 shared routes were assembled from, with the key of each row, so that after a what-if
-edit `route_reuse` can recompute the rows the edit changed and assemble the phase again.
+edit `reuse` can recompute the rows the edit changed and assemble the phase again.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class Phase:
     """Routes shared by many flows, on top of the pairs: ranks' ways to and from the
     fabric, fabric DAGs (adaptive routing), NVLink sprays that several flows cross."""
     recipe: PhaseRecipe | None = field(default=None, repr=False)
-    """How the pairs and routes were assembled (`route_recipe`), for `route_reuse`."""
+    """How the pairs and routes were assembled (`flows.recipe`), for `reuse`."""
 
     @property
     def n_flows(self) -> int:
@@ -126,7 +126,7 @@ class FlowBuilder:
     `transfers` routes a whole batch of rank-to-rank transfers with array code; the pairs
     it appends are exactly those `transfer` would append called once per transfer, in
     the same order.  Pairs are kept as pieces of route tables with the key of every row
-    (`route_recipe`), so that `route_reuse` can recompute only what an edit changed.
+    (`flows.recipe`), so that `reuse` can recompute only what an edit changed.
     """
 
     def __init__(self, router: Router):
@@ -234,7 +234,7 @@ class FlowBuilder:
 
         Where the batch crosses each spray several times (a ring's channels each take
         nearly every hop of every domain), each distinct spray is kept once, as a
-        shared route (`route_recipe.nvlink_piece`): a fraction of the route table to
+        shared route (`flows.recipe.nvlink_piece`): a fraction of the route table to
         build, and of the pairs for the max-min solver to pass over.  Otherwise (an
         all-to-all: every pair once) the sprays are the phase's own pairs.
         """
@@ -328,7 +328,7 @@ class FlowBuilder:
         case): per transfer the sender's way out and the receiver's way in as shared
         routes (`Router.access_legs`: the same for every peer), and the fabric route, shared
         per pair of edge switches under adaptive routing (the router's table of class
-        DAGs, after the legs' table: `route_recipe.legs_and_dags_piece`), else one walk
+        DAGs, after the legs' table: `flows.recipe.legs_and_dags_piece`), else one walk
         per transfer."""
         m = len(ac)
         if not m:
@@ -340,7 +340,7 @@ class FlowBuilder:
         adaptive = self.snap.routing == "adaptive"
         # Route x: rank x's way out; route n + x: its way in; then the fabric routes.
         # Pairs: every sender's way out, every receiver's way in, then (adaptive) every
-        # fabric route, transfer by transfer (`route_recipe.phase_transfers` reads it).
+        # fabric route, transfer by transfer (`flows.recipe.phase_transfers` reads it).
         pairs = 3 * m if adaptive else 2 * m
         n_fab = len(fab.own.hops if isinstance(fab, SplitDags) else fab.hops)
         ids = f_cross.dtype if 2 * n + n_fab + 1 < 2**31 else np.int64
@@ -351,7 +351,7 @@ class FlowBuilder:
         np.add(bc, n, out=pair_route[m:2 * m])
         if adaptive:
             # The legs' table and the DAGs' stay apart until the phase's table is written
-            # (`route_recipe.materialize`): joining them here would copy every entry.
+            # (`flows.recipe.materialize`): joining them here would copy every entry.
             pair_flow[2 * m:] = f_cross
             np.add(fab_at, 2 * n, out=pair_route[2 * m:])
             self.shared.append(legs_and_dags_piece(legs, fab, pair_flow, pair_route,
@@ -454,10 +454,10 @@ class FlowBuilder:
         """Fabric routes of transfers ``ac[i]`` -> ``bc[i]`` between edge switches (``keys``:
         their ECMP keys, under ECMP): a table of routes, per transfer the index of its
         route in the table (one per (edge switch, edge switch) class under adaptive
-        routing, one per transfer otherwise), and the rows' keys for `route_recipe`:
+        routing, one per transfer otherwise), and the rows' keys for `flows.recipe`:
         the classes' edge switches ``(la, lb)``, then for walks each transfer's class,
         hash key and destination, and the routing mode.  ``pending`` (adaptive): the
-        class DAGs come as a `route_middles.SplitDags`, their own rows maybe unwritten
+        class DAGs come as a `routing.middles.SplitDags`, their own rows maybe unwritten
         (`Router.fabric_dags`), for `materialize` to write."""
         s, r = self.snap, self.router
         rl = r.rank_links()
@@ -475,7 +475,7 @@ class FlowBuilder:
             r.fabric_dag(int(la[i]), int(lb[i]))  # raises naming the pair
         if s.routing == "adaptive":
             # One DAG per class, shared (``pending``: the middles apart, see
-            # `route_middles`).
+            # `routing.middles`).
             return (r.fabric_dags(la, lb, hops=cls_hops, pending=pending, split=pending),
                     inverse, (la, lb))
         # Static routing picks by destination, numbered by structure (domain, then place

@@ -3,7 +3,7 @@
 `phases.FlowBuilder` appends a phase's flow-arc pairs piece by piece, each piece a run of
 rows of one kind of route table, and its shared routes (`SharedRoutes`) as the router's
 access legs followed by one adaptive DAG per pair of edge switches (its own hops, the
-middles that pairs share kept apart: `route_middles`).  The recipe keeps, for every
+middles that pairs share kept apart: `routing.middles`).  The recipe keeps, for every
 row, the key that made it:
 
 ``nv``
@@ -23,7 +23,7 @@ row, the key that made it:
 `phase_transfers` reads a phase's transfers across NVLink domains back from its recipe
 (each one's sender, receiver and fabric route: the canvas outlines a GPU's paths with
 it).  `materialize` turns a recipe into a `Phase`; the builder uses it for every phase it
-makes, and `route_reuse` for phases whose changed rows it has recomputed after an edit,
+makes, and `reuse` for phases whose changed rows it has recomputed after an edit,
 so that a patched phase is assembled by the very code that assembles a fresh one.  Once
 materialized, the pieces, and the entries of the shared routes, are views into the
 phase's arrays, not copies.
@@ -83,9 +83,9 @@ class SharedPiece:
     to be written once into the phase's table instead of joined here and copied there.
 
     ``mid`` (adaptive DAGs over a multi-tier fabric): the DAGs' shared middles
-    (`route_middles`); ``fab`` is then each class's own row, and the phase's table
+    (`routing.middles`); ``fab`` is then each class's own row, and the phase's table
     holds the middles once, after ``routes``' entries, with a (flow, middle) pair for
-    every transfer whose class crosses one (`route_middles.with_middles`).
+    every transfer whose class crosses one (`routing.middles.with_middles`).
     """
 
     routes: SharedRoutes

@@ -1,6 +1,6 @@
 """Ranks grouped by NVLink domain, and rail-aware ring orders over them (`ring_order`):
-the layout every ring channel of `collectives` follows.  Pure numpy; split from
-`collectives`, whose planners build on it."""
+the layout every ring channel of `collectives` follows; its planners build on it.
+Pure numpy."""
 
 from __future__ import annotations
 

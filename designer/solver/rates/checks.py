@@ -1,6 +1,6 @@
 """Input checks of the max-min solver: shapes, ranges, values, and what follows from them.
 
-Split from `designer.solver.rates.maxmin` so that it reads as the algorithm.  The checks take
+Kept apart from `designer.solver.rates.maxmin`, which reads as the algorithm.  The checks take
 whole-array reductions (a minimum and a maximum) and no temporary arrays unless something
 is wrong: on a ring all-reduce's 800k pairs they are a fair part of the solve.
 """

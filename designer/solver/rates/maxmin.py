@@ -236,7 +236,7 @@ class _Filling:
 
     def local_first(self) -> bool:
         """``auto``'s first choice: a local round, unless it is dear and a batch of global
-        steps on the lowest links (`maxmin_steps.lowest_links`, as the first batch takes
+        steps on the lowest links (`rates.steps.lowest_links`, as the first batch takes
         them) would be small: under a quarter of the round's work.
 
         Symmetric traffic ties many links at the lowest share; a local round then

@@ -1,6 +1,6 @@
 """Fabric route tables reused across many flows: groups of edge switches that share their
 switch neighbours (one breadth-first search per group), and batched walks over them.
-Used by `routing.Router` (NVLink domains are in `route_nvlink`)."""
+Used by `router.Router` (NVLink domains are in `routing.nvlink`)."""
 
 from __future__ import annotations
 
@@ -202,7 +202,7 @@ class _FabricGroups:
 
     def _bfs(self, firsts: list[np.ndarray]) -> list[np.ndarray]:
         """Distances (over switches) to targets whose switch neighbours are ``firsts[i]``
-        (`route_subgraph.bitwise_bfs`, `_BFS_BATCH` searches at a time).
+        (`routing.subgraph.bitwise_bfs`, `_BFS_BATCH` searches at a time).
 
         A switch other than the target is as far from it as from the nearest of its
         switch neighbours plus one, so every target with these neighbours shares the
@@ -403,10 +403,10 @@ class _FabricGroups:
         """Adaptive DAGs of pairs of distinct switches (``hops``: their distances, if
         known), walked together level by level.
 
-        Per pair this is `Router._dag_fractions` (see `route_walk.walk_levels`); until
+        Per pair this is `Router._dag_fractions` (see `routing.walks.walk_levels`); until
         the last hop a switch's next hops depend only on the target's group, so pairs
         whose first hop leaves them alike share the levels in between
-        (`route_walk.walk_shared`, which ``pending`` and ``split`` are passed to)."""
+        (`routing.walks.walk_shared`, which ``pending`` and ``split`` are passed to)."""
         s = self.snap
         grp = self.groups_of(leaf_b)
         if hops is None:

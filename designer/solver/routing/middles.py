@@ -4,7 +4,7 @@ Over a multi-tier fat tree, the adaptive DAG between two edge switches of differ
 is its first hop (the edge switch's uplinks), a middle (spine, core, spine: 2,048 of the
 2,112 arcs of a four-hop DAG of the 16k-GPU SuperPOD) and its last hop.  Every edge
 switch of a pod leaves the same way towards a group of targets, so the walk finds each
-middle once (`route_walk.walk_shared`); written out class by class, a ring's fabric DAGs
+middle once (`routing.walks.walk_shared`); written out class by class, a ring's fabric DAGs
 were 295,000 route entries of which 262,000 were the same 16 middles over again, and
 the max-min solver, the phase's table and the loads passed over every copy.
 
@@ -113,7 +113,7 @@ def canonical_middles(head: np.ndarray, of: np.ndarray, table: RouteBatch) -> Mi
     rows no class crosses dropped, the rest numbered in order of the first class that
     crosses them.
 
-    Rows are matched by a hash of their entries (`route_arrays.segment_hash`), and every
+    Rows are matched by a hash of their entries (`arrays.ragged.segment_hash`), and every
     match is then checked entry by entry, so a collision costs sharing, never a wrong
     route.
     """
@@ -147,7 +147,7 @@ def canonical_middles(head: np.ndarray, of: np.ndarray, table: RouteBatch) -> Mi
 
 
 def with_middles(routes: SharedRoutes, n_legs: int, mid: Middles) -> SharedRoutes:
-    """The solver's view of a legs-and-DAGs piece (`route_recipe.SharedPiece`) whose
+    """The solver's view of a legs-and-DAGs piece (`flows.recipe.SharedPiece`) whose
     DAGs keep their middles apart: ``routes`` (the legs, then each class's own row;
     pairs: every sender's way out, every receiver's way in, every transfer's class) with
     the middles' rows after them, and a pair (flow, middle) for every transfer whose
@@ -174,7 +174,7 @@ def with_middles(routes: SharedRoutes, n_legs: int, mid: Middles) -> SharedRoute
 def split_rows(first: RouteBatch, last_len: np.ndarray, last_arcs: np.ndarray,
                last_w: np.ndarray, hops: np.ndarray, mid_of: np.ndarray,
                middle: RouteBatch, pending: bool) -> SplitDags:
-    """The `SplitDags` of a shared walk (`route_walk.walk_shared`): route ``i`` is its
+    """The `SplitDags` of a shared walk (`routing.walks.walk_shared`): route ``i`` is its
     first hop (row ``i`` of ``first``), the middle ``mid_of[i]`` of ``middle`` (-1:
     none) and its last hop (``last_len[i]`` entries of ``last_arcs``, in route
     order)."""

@@ -1,4 +1,4 @@
-"""NVLink routes in batches, for `routing.Router.nvlink_routes`.
+"""NVLink routes in batches, for `router.Router.nvlink_routes`.
 
 A route inside an NVLink domain is the spray of `Router.nvlink_route`: all shortest
 NVLink paths, each hop split in proportion to arc capacity.  Two shortcuts make a whole
@@ -10,12 +10,14 @@ batch cheap:
   the class (`_Domains`).
 * Templates still missing are found all at once (`NvlinkTables.spray`): distances to
   every target by one breadth-first search over all of them, then one level-by-level
-  walk of every DAG (`route_walk.walk_levels`) with the arithmetic of the per-pair
+  walk of every DAG (`routing.walks.walk_levels`) with the arithmetic of the per-pair
   route, so a degraded cluster, whose domains all differ, costs array work, not a
   Python loop per pair.
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 
@@ -233,6 +235,17 @@ class NvlinkTables:
         k = self.dom.max_nodes
         # Template keys shifted by one (0: the empty route).
         self._rows = KeyedRows(int(self.dom.class_rep.size) * k * k + 1)
+
+    def rebased(self, snap: Snapshot) -> NvlinkTables:
+        """These tables for ``snap``, a later snapshot of the design whose NVLink arcs
+        did not change: same domains, classes and arcs, and the templates found so far
+        (the key map is copied: it is written in place; the template space is small)."""
+        out = copy.copy(self)
+        out.snap = snap
+        rows = out._rows = copy.copy(self._rows)
+        if rows._dense is not None:
+            rows._dense = rows._dense.copy()
+        return out
 
     def routes(self, a: np.ndarray, b: np.ndarray) -> RouteBatch:
         """`Router.nvlink_route` of each pair ``(a[i], b[i])``, both in one domain (the

@@ -36,19 +36,21 @@ shortcuts make that possible:
   e.g. every HGX board of a cluster) share one set of route *templates*, computed on the
   first such domain and translated to the others by arc position; the templates a batch
   still lacks (every domain of a degraded cluster differs) are found together by one
-  level-by-level walk (`route_nvlink`).
+  level-by-level walk (`routing.nvlink`).
 * Edge switches with the same switch neighbours (the leaves of one pod) have the same
   distance to every other switch, so one breadth-first search serves the whole group,
-  and the next hops of a (switch, group) are found once and kept (`route_tables`):
+  and the next hops of a (switch, group) are found once and kept (`routing.fabric`):
   adaptive DAGs and ECMP/static walks of every flow are then array gathers.
 * Classes whose first hop leaves them alike (same spines, same shares, targets of one
-  group) walk the middle levels of their adaptive DAGs once (`route_walk.walk_shared`),
-  and the phases keep each such middle once (`route_middles`).
+  group) walk the middle levels of their adaptive DAGs once (`routing.walks.walk_shared`),
+  and the phases keep each such middle once (`routing.middles`).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -74,9 +76,12 @@ from designer.solver.routing import paths as route_paths
 from designer.solver.routing.access import RankLinks, access_legs, make_rank_links
 from designer.solver.routing.fabric import _FabricGroups
 from designer.solver.routing.middles import Middles, SplitDags
-from designer.solver.routing.nvlink import NvlinkTables
+from designer.solver.routing.nvlink import NvlinkTables, _node_domains
 from designer.solver.routing.subgraph import _Subgraph
 from designer.solver.snapshot.build import NVLINK, PCIE, Snapshot
+
+if TYPE_CHECKING:
+    from designer.solver.routing.change import SnapshotChange
 
 
 class Router:
@@ -167,7 +172,7 @@ class Router:
         """`nvlink_route` for node pairs ``(a[i], b[i])`` of one NVLink domain each;
         ``hops[i]`` is the NVLink hop count ``dist(a, b)``.
 
-        Routes come from per-template caches (`route_nvlink`): domains built alike share
+        Routes come from per-template caches (`routing.nvlink`): domains built alike share
         them, and the templates still missing are found together with array code.
         """
         a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
@@ -212,7 +217,7 @@ class Router:
         return self._ranks
 
     def access_legs(self) -> RouteBatch:
-        """Every rank's way out to the fabric and way in (`route_ranks.access_legs`),
+        """Every rank's way out to the fabric and way in (`routing.access.access_legs`),
         computed once: every phase of every plan shares them."""
         if self._legs_started() is None:
             self._access_legs = access_legs(self.rank_links(), self.snap.n_arcs)
@@ -346,7 +351,7 @@ class Router:
     def fabric_paths(self, leaf_a: int, leaf_b: int, keys: np.ndarray, dest_ids: np.ndarray,
                      mode: str) -> tuple[np.ndarray, np.ndarray]:
         """One path per flow (``ecmp`` hashes ``keys``; ``static`` uses ``dest_ids``): see
-        `route_paths.fabric_paths`."""
+        `routing.paths.fabric_paths`."""
         return route_paths.fabric_paths(self, leaf_a, leaf_b, keys, dest_ids, mode)
 
     # -------------------------------------------------------------- fabric, batched
@@ -376,7 +381,7 @@ class Router:
         `fabric_hops` gives them, which the caller may pass when it has them).
         ``pending``: a `PendingBatch` when the walk made every DAG, for the caller to
         write where they end up (else a table of their own, as without it).
-        ``split``: a `route_middles.SplitDags`, the middles the walk shares kept once
+        ``split``: a `routing.middles.SplitDags`, the middles the walk shares kept once
         (its own rows pending as ``pending`` says); its `SplitDags.whole` is the table.
 
         The DAGs of all pairs are walked together, level by level, with exactly the
@@ -424,13 +429,13 @@ class Router:
     def fabric_walks(self, leaf_a: np.ndarray, leaf_b: np.ndarray, keys: np.ndarray,
                      dest_ids: np.ndarray, mode: str, *,
                      hops: np.ndarray | None = None) -> RouteBatch:
-        """`fabric_paths` of single flows, as one table: `route_paths.fabric_walks`."""
+        """`fabric_paths` of single flows, as one table: `routing.paths.fabric_walks`."""
         return route_paths.fabric_walks(self, leaf_a, leaf_b, keys, dest_ids, mode, hops=hops)
 
     def class_walks(self, leaf_a: np.ndarray, leaf_b: np.ndarray, cls: np.ndarray,
                     keys: np.ndarray, dest_ids: np.ndarray, mode: str, *,
                     hops: np.ndarray | None = None) -> RouteBatch:
-        """`fabric_walks` of flows given by class: `route_paths.class_walks`."""
+        """`fabric_walks` of flows given by class: `routing.paths.class_walks`."""
         return route_paths.class_walks(self, leaf_a, leaf_b, cls, keys, dest_ids, mode,
                                        hops=hops)
 
@@ -439,4 +444,82 @@ class Router:
         if self._fabric is None:
             self._fabric = _FabricGroups(self.snap, self.net, self.is_switch)
         return self._fabric
+
+    def node_domains(self) -> np.ndarray:
+        """NVLink domain of every node of the snapshot (-1: none)."""
+        if self._nv_started() is not None:
+            return self._nv_batch.dom.node_dom
+        if self.snap.node_domain is not None:
+            return self.snap.node_domain
+        return _node_domains(self.snap, self.nvlink)
+
+    # -------------------------------------------------------------- a later snapshot
+    def rebased(self, change: SnapshotChange) -> Router:
+        """A router for ``change.new`` that keeps what this one (the router of
+        ``change.old``) computed and the change leaves valid.
+
+        Breadth-first distances do not depend on capacities, so after a capacity edit
+        the subgraphs, distances and fabric groups are kept and only the tables whose
+        capacity splits changed are dropped; after a fail or restore the subgraphs lose
+        or gain the arcs concerned (`_Subgraph.after`), the fabric groups keep the
+        distance rows the change provably leaves alone (`_FabricGroups.rebased`), the
+        NVLink templates are kept when no NVLink arc changed, and each rank's way to
+        the fabric when no changed link touches it.
+        """
+        snap = change.new
+        nv_changed = change.touches(NVLINK)
+        new = copy.copy(self)
+        new.snap = snap
+        new._edge, new._dag, new._nv = {}, {}, {}
+        net_reweighed = change.net_reweighed()
+        removed, added = change.removed, change.added
+        if change.live:
+            fam = snap.arc_family
+
+            def after(g: _Subgraph | None, member: np.ndarray) -> _Subgraph | None:
+                return None if g is None else g.after(snap, removed, added[member])
+
+            nv, pcie = fam[added] == NVLINK, fam[added] == PCIE
+            new._nvlink = after(self._nvlink, nv)
+            new.net = after(self.net, ~nv & ~pcie & snap.compute_links()[added // 2])
+            new._pcie = after(self._pcie, pcie)
+            new._edge_table = None
+        else:
+            none = added[:0]
+            new._nvlink = None if self._nvlink is None else self._nvlink.after(snap, removed,
+                                                                              none)
+            new.net = self.net.after(snap, removed, none)
+            new._pcie = None if self._pcie is None else self._pcie.after(snap, removed, none)
+            if self._edge_table is not None and net_reweighed.size:
+                new._edge_table = self._edge_table.copy()   # rows of the reweighed arcs anew
+                src = np.unique(snap.arc_src[net_reweighed])
+                new._edge_table[src] = new.edge_arcs_of(src)
+        tables = None if nv_changed else self._nv_started()
+        new._nv_batch = None if tables is None else tables.rebased(snap)
+        new._nv_pending = None
+        if self._fabric is not None:
+            new._fabric = self._fabric.rebased(snap, new.net, new.is_switch, change,
+                                               net_reweighed)
+        new._ranks, new._access_legs = self._kept_rank_links(change, nv_changed)
+        new._legs_pending = None
+        return new
+
+    def _kept_rank_links(self, change: SnapshotChange, nv_changed: bool
+                         ) -> tuple[RankLinks | None, RouteBatch | None]:
+        """This router's rank links and access legs when no changed arc can alter them:
+        none ends at a rank's GPU, NIC or relay, and no NVLink arc changed if some rank
+        relays through a sibling (PXN).  Else None (computed anew when asked)."""
+        rl, legs = self._ranks, self._legs_started()
+        if rl is None or not change.same_ranks:
+            return None, None
+        via = change.new.gpu_nic_via
+        if nv_changed and np.any(via >= 0):
+            return None, None
+        access = np.zeros(change.new.n_nodes, dtype=bool)
+        access[rl.gpu] = True
+        access[rl.nic[rl.nic >= 0]] = True
+        access[via[via >= 0]] = True
+        if access[change.nodes_touched()].any():
+            return None, None
+        return rl, legs
 

@@ -1,10 +1,10 @@
 """CSR subgraphs of a snapshot's arcs (`_Subgraph`: the NVLink, fabric and PCIe arcs the
 router walks), with breadth-first distances to a node; many searches at once over a
-CSR (`bitwise_bfs`); and `sorted_ptr`, the CSR pointers of sorted keys.  Pure numpy;
-split from `route_arrays`."""
+CSR (`bitwise_bfs`); and `sorted_ptr`, the CSR pointers of sorted keys.  Pure numpy."""
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -146,6 +146,32 @@ class _Subgraph:
         lengths = self.ptr[nodes + 1] - self.ptr[nodes]
         return (ragged_arange(self.ptr[nodes], lengths),
                 np.repeat(np.arange(len(nodes)), lengths))
+
+    def after(self, snap: Snapshot, removed: np.ndarray, added: np.ndarray) -> _Subgraph:
+        """This subgraph over ``snap``, a later snapshot of the same design: arcs
+        ``removed`` dropped and arcs ``added`` (all members) merged in, in the order it
+        was built (source node, then arc; or far end's position, then arc, with
+        ``by_position``).  Distances are kept while no arc came or went."""
+        out = copy.copy(self)
+        out.snap = snap
+        gone = (np.isin(self.arcs, removed) if removed.size
+                else np.zeros(len(self.arcs), dtype=bool))
+        if not added.size and not gone.any():
+            out._dist = dict(self._dist)    # same arcs, same order
+            return out
+        arcs = self.arcs[~gone]
+        if added.size:
+            src, n = snap.arc_src.astype(np.int64), snap.n_arcs
+            if self.by_position:  # (source, far end's structural position, arc), as built
+                src = src * snap.n_nodes + snap.node_pos[snap.arc_dst]
+            added = added[np.argsort(src[added] * n + added, kind="stable")]
+            arcs = np.insert(arcs, np.searchsorted(src[arcs] * n + arcs, src[added] * n + added),
+                             added)
+        out.arcs = arcs
+        out.ptr = sorted_ptr(snap.arc_src[arcs], snap.n_nodes)   # arcs stay sorted by source
+        out.dst = snap.arc_dst[arcs]
+        out._dist = {}
+        return out
 
     def dist_to(self, target: int, through: np.ndarray | None = None) -> np.ndarray:
         """Hop distance of every node to ``target`` (-1 unreachable).  With ``through``

@@ -1,7 +1,7 @@
 """Level-by-level walks of capacity-split DAGs for many routes at once, and the shared
 walk: routes that stand on the same nodes with the same fractions after their first hop,
 bound for the same group of targets, walk the levels in between once.  Pure numpy; used
-by `route_tables` (fabric DAGs) and `route_nvlink` (NVLink sprays)."""
+by `routing.fabric` (fabric DAGs) and `routing.nvlink` (NVLink sprays)."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: 
 
     ``pending``: return a `PendingBatch`, whose rows the caller writes where they end
     up (a phase's table), instead of a table of their own.  ``split``: return the
-    routes as a `route_middles.SplitDags`, each middle kept once (its own rows pending
+    routes as a `routing.middles.SplitDags`, each middle kept once (its own rows pending
     if ``pending``).
     """
     n = len(start)

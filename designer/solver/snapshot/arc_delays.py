@@ -1,6 +1,6 @@
 """Per-arc latency and jitter of a snapshot, made on first use (`ArcDelays`): a solve
 needs the latency of a few arcs, not arrays over every arc (at 131,072 GPUs each is
-14 MB of fresh memory a cold snapshot would pay for).  Split from `snapshot`."""
+14 MB of fresh memory a cold snapshot would pay for)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Each GPU's rail NIC (`assign_nics`), for `designer.solver.snapshot.build`: its own, a
 sibling's over NVLink (NCCL's PXN) or one on its host, in NCCL's order of preference.
-Pure numpy over the snapshot's arcs; split from `snapshot`."""
+Pure numpy over the snapshot's arcs."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A training workload on a design: the gradient all-reduce timed by the flow solver, the
 step-time estimate, and the Monte Carlo step-time distribution with stragglers.
 
-This is the glue between `timing.solve_collective` (how long the all-reduce of the
+This is the glue between `pipeline.solve_collective` (how long the all-reduce of the
 gradients takes on *this* fabric), `training.estimate_step` (compute, overlap, exposed
 communication) and `jitter.simulate_steps` (latency jitter of the links the collective
 actually uses, per-GPU compute noise).
