@@ -1,7 +1,8 @@
 """Benchmark of the loader's limits on huge files (issue 29, item 1).
 
 Run ``python benchmarks/limits.py`` (two to three minutes; needs ~1 GiB of free disk
-in the temporary folder, which it empties afterwards).  It streams each design file to
+in the temporary folder, which it empties afterwards), or name the cases to run:
+``python benchmarks/limits.py at-limits``.  It streams each design file to
 disk, none ever held in memory whole, runs the command on it in its own process (killed
 after six times its time goal, at least 60 s), and prints the wall-clock time and peak
 RSS of that process with the goal beside each:
@@ -22,6 +23,7 @@ measured here and in that file's slow test.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -198,7 +200,16 @@ def measure(
     return seconds, int(kib) / 1024, int(code), lines[-1] if lines else ""
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Time and memory of huge design files.")
+    names = [c.name for c in CASES]
+    parser.add_argument(
+        "cases", nargs="*", metavar="CASE", help=f"cases to run (default: all): {', '.join(names)}"
+    )
+    chosen = parser.parse_args(argv).cases or names
+    unknown = sorted(set(chosen) - set(names))
+    if unknown:
+        parser.error(f"no case {', '.join(unknown)} (the cases: {', '.join(names)})")
     folder = Path(tempfile.mkdtemp(prefix="fabric-limits-"))
     missed = 0
     try:
@@ -207,6 +218,8 @@ def main() -> int:
             f"{'goal':>7s}  result"
         )
         for name, make, size, goal_s, goal_mb, says, command in CASES:
+            if name not in chosen:
+                continue
             path = folder / f"{name}.fabric.json"
             what = make(path, size)
             seconds, peak, code, line = measure(path, command, cap_s=max(60.0, 6 * goal_s))

@@ -51,10 +51,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from designer.collector import collector_paused
-from designer.io import design_file, fabric_schema
+from designer.io import design_file, fabric_columns, fabric_parse
 from designer.io.atomic import atomic_write_bytes
 from designer.io.design_file import MAX_FILE_BYTES, FileFormatError, check_design_file
-from designer.io.fabric_limits import LIMITS, MAX_NAME_CHARS, prescan
+from designer.io.fabric_limits import LIMITS, MAX_NAME_CHARS
 from designer.io.fabric_read import (
     FORMAT,
     MAX_GROUP_DEPTH,
@@ -66,9 +66,10 @@ from designer.io.fabric_read import (
     item_where,
     order_groups,
     parse_items,
-    parse_json,
+    parse_records,
     strip_subject,
 )
+from designer.io.fabric_schema import SchemaViolation
 from designer.io.stale_temps import remove_stale_temps
 from designer.model.catalog import Catalog
 from designer.model.errors import DesignError
@@ -78,8 +79,7 @@ from designer.model.topology import (
     LINK_FIELDS,
     NODE_FIELDS,
     Group,
-    Link,
-    Node,
+    PartError,
     Topology,
 )
 
@@ -308,8 +308,8 @@ def _build(data: Any, catalog: Catalog | None, progress: Progress | None = None)
     # The schema describes the current version.  An older version, once there is one,
     # is to be migrated to the current shape here, before the schema sees it.
     try:
-        fabric_schema.validate(data)
-    except fabric_schema.SchemaViolation as err:
+        fabric_columns.validate(data)
+    except SchemaViolation as err:
         raise Invalid(err.where, err.what) from None
     # From here on the shape is right (every key known, every value of its type and
     # within its bounds); what is left is what a schema cannot say.
@@ -325,31 +325,32 @@ def _build(data: Any, catalog: Catalog | None, progress: Progress | None = None)
     groups = order_groups(
         [(item_where("groups", i, g), g) for i, g in parse_items(data, "groups", Group, seen)]
     )
-    nodes = parse_items(data, "nodes", Node, seen)
-    links = parse_items(data, "links", Link, seen)
-    for where, group in groups:
-        try:
-            topology.add_group(group)
-        except DesignError as err:
-            raise Invalid(where, strip_subject(str(err), f"group {group.id!r}")) from None
-    done = len(groups)
-    for section, items, adder, noun in (
-        ("nodes", nodes, topology.add_node, "node"),
-        ("links", links, topology.add_link, "link"),
-    ):
-        for index, item in items:
-            try:
-                adder(item)
-            except DesignError as err:
-                raise Invalid(
-                    item_where(section, index, item),
-                    strip_subject(str(err), f"{noun} {item.id!r}"),
-                ) from None
-            done += 1
-            if progress is not None and done % PROGRESS_EVERY == 0:
-                _report(progress, "building", done, total)
+    nodes, links = parse_records(data, seen)
+
+    def building(done: int) -> None:
+        _report(progress, "building", done, total)
+
+    try:
+        topology.add_parts(
+            [g for _, g in groups], nodes, links,
+            progress=None if progress is None else building, every=PROGRESS_EVERY,
+        )
+    except PartError as err:
+        raise _invalid(err, groups, data) from None
     topology.flush_columns()  # as part of loading, not of the first snapshot
     return topology
+
+
+def _invalid(err: PartError, groups: list[tuple[str, Group]], data: Any) -> Invalid:
+    """The model's refusal of an item, placed in the file."""
+    section, index = err.section, err.index
+    if section == "groups":
+        where, item_id = groups[index][0], groups[index][1].id
+    else:
+        item = data[section][index]
+        where, item_id = item_where(section, index, item), item["id"]
+    noun = section.removesuffix("s")
+    return Invalid(where, strip_subject(str(err), f"{noun} {item_id!r}"))
 
 
 def from_dict(data: Any, *, source: str = "<memory>", catalog: Catalog | None = None,
@@ -404,11 +405,9 @@ Fabric Designer (format version 9); this version reads up to 1
     """
     try:
         text = decode_text(text)
-        # Counts, item shapes and name lengths before anything is built: parsing the
-        # whole text costs about 1 KB per item (`designer.io.fabric_limits`).
-        prescan(text)
-        with collector_paused():  # a dict per item, in bulk (`designer.collector`)
-            data = parse_json(text)
+        # Counts, item shapes and name lengths checked before anything big is built
+        # (`designer.io.fabric_limits`, `designer.io.fabric_parse`).
+        data = fabric_parse.parse(text)
     except Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     try:

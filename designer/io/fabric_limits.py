@@ -28,6 +28,7 @@ import contextlib
 import json
 import re
 from functools import cache
+from operator import methodcaller
 from typing import Any
 
 from designer.io import fabric_schema
@@ -210,3 +211,77 @@ def _too_long(name: str) -> str:
     return (
         f"expected a string of at most {MAX_NAME_CHARS:,} characters, got {len(name):,} characters"
     )
+
+
+# --------------------------------------------------------------------------- parsed
+
+
+def check_parsed(data: Any) -> None:
+    """What `prescan` checks, on the parsed value of a file (``data``), in the same
+    order with the same messages: for a text whose full parse is known to be bounded
+    (`designer.io.fabric_parse`).
+
+    Raises
+    ------
+    Invalid
+        As `prescan` would for the text.
+    """
+    if type(data) is dict:
+        _parsed_object(data, "", {})
+    # Anything else: the header check names it, as the full parse after `prescan` does.
+
+
+def _parsed_object(obj: dict, where: str, header: dict[str, Any]) -> None:
+    for entries, (key, value) in enumerate(obj.items()):
+        if entries == MAX_LIST_ITEMS:
+            _check_header(header)
+            raise Invalid(where or "top level", f"more than the limit of {entries:,} entries")
+        path = f"{where}.{key}" if where else key
+        if type(value) is list:
+            _parsed_array(value, path, header)
+        elif type(value) is dict and path.count(".") < 2:
+            _parsed_object(value, path, header)
+        elif path in ("format", "version"):
+            header[path] = value
+        elif path == "name" and type(value) is str and len(value) > MAX_NAME_CHARS:
+            _check_header(header)
+            raise Invalid("name", _too_long(value))
+
+
+def _parsed_array(items: list, key: str, header: dict[str, Any]) -> None:
+    limit = LIMITS.get(key, MAX_LIST_ITEMS)
+    required, allowed = _item_keys().get(key, (None, None))
+    bad = len(items)
+    if required is not None and not _items_fit(items[:limit], required, allowed):
+        bad = next((i for i, item in enumerate(items) if not _fits(item, required, allowed)), bad)
+    if bad < min(limit, len(items)):
+        _check_header(header)
+        _refuse_item(key, bad, items[bad])
+    if len(items) > limit:
+        _check_header(header)
+        raise Invalid(key, f"more than the limit of {limit:,} {_NOUNS.get(key, 'items')}")
+
+
+def _fits(item: Any, required: frozenset[str], allowed: frozenset[str]) -> bool:
+    """The test `_array` makes of each item."""
+    return (
+        type(item) is dict
+        and required <= item.keys() <= allowed
+        and (type(name := item.get("name")) is not str or len(name) <= MAX_NAME_CHARS)
+    )
+
+
+def _items_fit(items: list, required: frozenset[str], allowed: frozenset[str]) -> bool:
+    """`_fits` of every item, a set of key tuples and a column of names at a time."""
+    if not items:
+        return True
+    if set(map(type, items)) != {dict}:
+        return False
+    if not all(required <= set(keys) <= allowed for keys in set(map(tuple, items))):
+        return False
+    if "name" not in allowed:
+        return True
+    names = list(map(methodcaller("get", "name"), items))
+    if set(map(type, names)) != {str}:
+        names = [n for n in names if type(n) is str]
+    return not names or max(map(len, names)) <= MAX_NAME_CHARS

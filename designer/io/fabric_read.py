@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from operator import itemgetter, methodcaller
 from typing import Any
 
 from designer.model.topology import Group, Link, Node
@@ -87,6 +88,46 @@ def parse_items(
             )
         out.append((index, cls(**item)))
     return out
+
+
+def parse_records(
+    data: Mapping[str, Any], seen: dict[str, tuple[str, int]]
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """The nodes and links of ``data`` (already checked by the schema) as mappings of
+    their fields, for `Topology.add_parts`: what `parse_items` checks (ids unique across
+    sections, ``seen`` holding the groups', whole link counts), over whole columns.
+
+    When a column check fails, `parse_items` walks the items to name the first
+    problem as it always has.
+    """
+    nodes, links = data.get("nodes", []), data.get("links", [])
+    ids = list(map(itemgetter("id"), nodes))
+    ids += map(itemgetter("id"), links)
+    counts = list(map(methodcaller("get", "count", 1), links))
+    distinct = set(ids)
+    if (
+        len(distinct) != len(ids)
+        or not distinct.isdisjoint(seen)
+        or (
+            counts
+            and not (
+                set(map(type, counts)) == {int}
+                and min(counts) >= 1
+                and max(counts) <= MAX_LINK_COUNT
+            )
+        )
+    ):
+        parse_items(data, "nodes", Node, seen)
+        parse_items(data, "links", Link, seen)
+    # The model holds floats; JSON may say 3 for 3.0 (the saver never does).
+    xs = list(map(methodcaller("get", "x", 0.0), nodes))
+    ys = list(map(methodcaller("get", "y", 0.0), nodes))
+    if nodes and not set(map(type, xs)) == set(map(type, ys)) == {float}:
+        nodes = [
+            d if type(x) is float and type(y) is float else dict(d, x=float(x), y=float(y))
+            for d, x, y in zip(nodes, xs, ys, strict=True)
+        ]
+    return nodes, links
 
 
 def is_count(v: Any) -> bool:

@@ -22,17 +22,18 @@ Example
 
 from __future__ import annotations
 
-import re
 from collections import ChainMap
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import MISSING, fields
-from operator import attrgetter, eq, itemgetter
+from functools import partial
+from itertools import repeat
+from operator import attrgetter, eq, itemgetter, methodcaller
 from typing import Any
 
 import networkx as nx
 
 from designer.model.catalog import NODE_KINDS, PLANES, Catalog
-from designer.model.checks import check_group, check_link, check_node
+from designer.model.checks import check_group, check_link, check_node, ids_look_valid
 from designer.model.columns import DesignColumns
 from designer.model.elements import LINK_FIELDS, NODE_FIELDS, Group, Link, Node
 from designer.model.errors import DesignError
@@ -47,10 +48,9 @@ __all__ = [
     "node_columns",
     "write_links",
     "write_nodes",
+    "write_parts",
 ]
 
-#: The characters of ids, and the newline that joins them for one match.
-_ID_CHARS = re.compile(r"[A-Za-z0-9_.:/\-\n]*")
 _NUMBER_TYPES = frozenset((int, float, bool))
 
 
@@ -78,8 +78,7 @@ def _columns(cls: type, items: Sequence[Any]) -> dict[str, list]:
         elif f.default is MISSING:
             out[f.name] = list(map(itemgetter(f.name), items))
         else:
-            default = f.default
-            out[f.name] = [d.get(f.name, default) for d in items]
+            out[f.name] = list(map(methodcaller("get", f.name, f.default), items))
     return out
 
 
@@ -100,21 +99,6 @@ def _as_values(cls: type, items: Sequence[Any]) -> list[Any]:
 # --------------------------------------------------------------------------- checks
 
 
-def _ids_look_valid(ids: list) -> bool:
-    """Every one is an id `checks.ID_RE` accepts (False: maybe not)."""
-    if not ids:
-        return True
-    if set(map(type, ids)) != {str}:
-        return False
-    joined = "\n".join(ids)
-    return (
-        joined.count("\n") == len(ids) - 1
-        and _ID_CHARS.fullmatch(joined) is not None
-        and min(map(len, ids)) >= 1
-        and max(map(len, ids)) <= 128
-    )
-
-
 def _coords_look_valid(values: list) -> bool:
     """Every one is a number within +-1e9 (False: maybe not)."""
     if not values:
@@ -126,11 +110,18 @@ def _coords_look_valid(values: list) -> bool:
 
 
 def _unique_and_free(ids: list, taken: Sequence[Container[str]]) -> bool:
-    """No id twice, none already in ``taken`` (False: maybe not)."""
+    """No id twice, none already in ``taken`` (False: maybe not).  The smaller side of
+    each pair is walked: a design may be added to in many small steps."""
     distinct = set(ids)
     if len(distinct) != len(ids):
         return False
-    return all(distinct.isdisjoint(t) for t in taken)
+    for t in taken:
+        if isinstance(t, set | dict) and len(t) <= len(distinct):
+            if not distinct.isdisjoint(t):
+                return False
+        elif any(map(t.__contains__, distinct)):
+            return False
+    return True
 
 
 def _nodes_look_valid(
@@ -138,7 +129,7 @@ def _nodes_look_valid(
 ) -> bool:
     kinds, models = cols["kind"], cols["model"]
     try:
-        if not (_unique_and_free(cols["id"], taken) and _ids_look_valid(cols["id"])):
+        if not (_unique_and_free(cols["id"], taken) and ids_look_valid(cols["id"])):
             return False
         if not set(kinds) <= set(NODE_KINDS) or not set(cols["plane"]) <= set(PLANES):
             return False
@@ -154,13 +145,17 @@ def _nodes_look_valid(
 
 
 def _links_look_valid(
-    cols: dict[str, list], catalog: Catalog, nodes: Container[str], taken: Sequence
+    cols: dict[str, list],
+    catalog: Catalog,
+    nodes: tuple[set[str], Container[str]],
+    taken: Sequence,
 ) -> bool:
     a, b, counts = cols["a"], cols["b"], cols["count"]
     try:
-        if not (_unique_and_free(cols["id"], taken) and _ids_look_valid(cols["id"])):
+        if not (_unique_and_free(cols["id"], taken) and ids_look_valid(cols["id"])):
             return False
-        if not all(end in nodes for end in set(a) | set(b)) or any(map(eq, a, b)):
+        new, old = nodes
+        if not all(map(old.__contains__, (set(a) | set(b)) - new)) or any(map(eq, a, b)):
             return False
         if not set(cols["tech"]) <= catalog.techs.keys():
             return False
@@ -230,14 +225,16 @@ def check_links(
     cols: dict[str, list],
     links: Sequence[Link | Mapping[str, Any]],
     catalog: Catalog,
-    nodes: Container[str],
+    nodes: tuple[set[str], Container[str]],
     taken: Sequence[Container[str]],
 ) -> None:
     """Raise `PartError` for the first link ``add_link`` would refuse (``nodes``: the
-    node ids its ends may name; the rest as `check_nodes`)."""
+    ids of the nodes being added and the container of those already there, which its
+    ends may name; the rest as `check_nodes`)."""
     if not _links_look_valid(cols, catalog, nodes, taken):
+        known = EitherOf(*nodes)
         _walk(
-            "links", _as_values(Link, links), taken, lambda link: check_link(link, catalog, nodes)
+            "links", _as_values(Link, links), taken, lambda link: check_link(link, catalog, known)
         )
 
 
@@ -266,25 +263,56 @@ def write_nodes(g: nx.MultiGraph, columns: DesignColumns, cols: dict[str, list])
     rows = zip(*(cols[f] for f in names), strict=True)
     # networkx's own containers, as `add_node` fills them: its add_nodes_from costs a
     # dict copy and two lookups a node.
-    g._node.update(zip(ids, [dict(zip(names, r, strict=True)) for r in rows], strict=True))
+    g._node.update(zip(ids, map(dict, map(zip, repeat(names), rows)), strict=True))
     g._adj.update([(n, {}) for n in ids])
     nx._clear_cache(g)
     columns.extend_nodes(ids, cols["kind"], cols["model"], cols["failed"])
 
 
-def write_links(g: nx.MultiGraph, columns: DesignColumns, cols: dict[str, list]) -> None:
-    """Write checked links (their `link_columns`, ends already in ``g``) into ``g``
-    and ``columns``."""
+def write_links(
+    g: nx.MultiGraph, columns: DesignColumns, link_ends: dict, cols: dict[str, list]
+) -> None:
+    """Write checked links (their `link_columns`, ends already in ``g``) into ``g``,
+    ``columns`` and ``link_ends`` (link id -> ends)."""
     ids, a, b, names = cols["id"], cols["a"], cols["b"], LINK_FIELDS[1:]
     rows = zip(*(cols[f] for f in names), strict=True)
     adj = g._adj
     # As MultiGraph.add_edge leaves them: one key dict per node pair, shared by both
     # ends, holding each link's attribute dict under its id.
-    for key, u, v, row in zip(ids, a, b, rows, strict=True):
+    for key, u, v, attrs in zip(ids, a, b, map(dict, map(zip, repeat(names), rows)), strict=True):
         at_u = adj[u]
         keyed = at_u.get(v)
         if keyed is None:
             keyed = at_u[v] = adj[v][u] = {}
-        keyed[key] = dict(zip(names, row, strict=True))
+        keyed[key] = attrs
     nx._clear_cache(g)
+    link_ends.update(zip(ids, zip(a, b, strict=True), strict=True))
     columns.extend_links(ids, a, b, cols["tech"], cols["count"], cols["plane"], cols["failed"])
+
+
+def write_parts(
+    g: nx.MultiGraph,
+    columns: DesignColumns,
+    link_ends: dict,
+    nodes: dict[str, list],
+    links: dict[str, list],
+    done: int = 0,
+    progress: Callable[[int], None] | None = None,
+    every: int = 4096,
+) -> None:
+    """Write checked nodes, then links (their columns) after ``done`` items; with
+    ``progress``, in blocks that end where the count reaches a multiple of ``every``,
+    calling ``progress(count)`` there."""
+    for cols, write in ((nodes, write_nodes), (links, partial(write_links, link_ends=link_ends))):
+        n = len(cols["id"])
+        if progress is None:
+            write(g, columns, cols=cols)
+            continue
+        start = 0
+        while start < n:
+            stop = min(n, start + every - done % every)
+            write(g, columns, cols={k: v[start:stop] for k, v in cols.items()})
+            done += stop - start
+            start = stop
+            if done % every == 0:
+                progress(done)

@@ -23,12 +23,20 @@ from designer.model.catalog import NODE_KINDS, PLANES, Catalog
 from designer.model.elements import Group, Link, Node
 from designer.model.errors import DesignError
 
-__all__ = ["GROUP_KINDS", "ID_RE", "check_group", "check_link", "check_node"]
+__all__ = [
+    "GROUP_KINDS",
+    "ID_RE",
+    "check_group",
+    "check_link",
+    "check_node",
+    "ids_look_valid",
+]
 
 GROUP_KINDS: tuple[str, ...] = ("node", "tray", "rack", "pod", "su", "plane", "cluster")
 
 #: What an id may be: 1 to 128 letters, digits and ``_ . : / -``.
 ID_RE = re.compile(r"^[A-Za-z0-9_.:/\-]{1,128}$")
+_ID_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:/-"
 
 
 def check_node(node: Node, catalog: Catalog, groups: Container[str]) -> None:
@@ -88,3 +96,14 @@ def check_group(group: Group, groups: Mapping[str, Group]) -> None:
             raise DesignError(f"group {group.id!r}: no parent group {parent!r}")
         seen.add(parent)
         parent = groups[parent].parent
+
+
+def ids_look_valid(ids: list) -> bool:
+    """Whether every one of ``ids`` is a str `ID_RE` accepts, checked over the whole
+    list at C speed (joined, every character deleted that an id may hold)."""
+    if not ids:
+        return True
+    if set(map(type, ids)) != {str} or min(map(len, ids)) < 1 or max(map(len, ids)) > 128:
+        return False
+    joined = "".join(ids)
+    return joined.isascii() and not joined.encode("ascii").translate(None, _ID_BYTES)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 from collections import ChainMap
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -395,6 +395,9 @@ class Topology:
         groups: Iterable[Group | Mapping[str, Any]] = (),
         nodes: Iterable[Node | Mapping[str, Any]] = (),
         links: Iterable[Link | Mapping[str, Any]] = (),
+        *,
+        progress: Callable[[int], None] | None = None,
+        every: int = 4096,
     ) -> None:
         """Add groups (parents first), then nodes, then links, all or none.
 
@@ -407,6 +410,11 @@ class Topology:
         Events: one ``changed`` at the end.  The per-item events (``node_added``...) are
         emitted only to connected slots (a design on screen), after everything is in.
 
+        ``progress(done)``, if given, is called while the checked items are written,
+        each time ``done`` (groups, then nodes, then links) reaches a multiple of
+        ``every``; an exception it raises stops the writing, the design then holding
+        part of the items (for a loader that discards it when its user cancels).
+
         Raises
         ------
         PartError
@@ -414,22 +422,21 @@ class Topology:
             `DesignError`; ``section`` and ``index`` name the item); nothing is added.
         """
         groups, nodes, links = list(groups), list(nodes), list(links)
-        g, ends = self._g, self._link_ends
+        # Plain dicts and sets for the id checks: C lookups, one per new id.
+        graph_nodes, ends, old_groups = self._g._node, self._link_ends, self._groups
         with collector_paused():
-            new_groups = bulk.checked_groups(groups, self._groups, (g, ends))
-            known_groups = ChainMap(new_groups, self._groups)
+            new_groups = bulk.checked_groups(groups, old_groups, (graph_nodes, ends))
+            taken = (graph_nodes, ends, old_groups, new_groups)
             ncols = bulk.node_columns(nodes)
-            bulk.check_nodes(ncols, nodes, self.catalog, known_groups, (g, ends, known_groups))
+            known_groups = ChainMap(new_groups, old_groups)
+            bulk.check_nodes(ncols, nodes, self.catalog, known_groups, taken)
             new_nodes = set(ncols["id"])
-            known_nodes = bulk.EitherOf(g, new_nodes)
             lcols = bulk.link_columns(links)
-            bulk.check_links(lcols, links, self.catalog, known_nodes,
-                             (known_nodes, ends, known_groups))
+            bulk.check_links(lcols, links, self.catalog, (new_nodes, graph_nodes),
+                             (*taken, new_nodes))
             self._groups.update(new_groups)
-            bulk.write_nodes(g, self._columns, ncols)
-            bulk.write_links(g, self._columns, lcols)
-            self._link_ends.update(zip(lcols["id"], zip(lcols["a"], lcols["b"], strict=True),
-                                       strict=True))
+            bulk.write_parts(self._g, self._columns, self._link_ends, ncols, lcols,
+                             len(groups), progress, every)
         self.flush_columns()
         added = len(groups) + len(nodes) + len(links)
         if not added:

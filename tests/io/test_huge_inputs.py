@@ -1,7 +1,7 @@
 """Huge design files are refused before their cost is paid (issue 29, item 1).
 
 The limits are lowered here so that small files stand for huge ones; the parse of the
-whole text (`fabric_json.parse_json`) is replaced by a spy where a refusal must come
+whole text (`fabric_read.parse_json`) is replaced by a spy where a refusal must come
 before it.  The real sizes (hundreds of MiB) run in the slow test at the end, through
 the command line, with the time and memory goals of ``benchmarks/limits.py``.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from designer.io import design_file, fabric_json, fabric_limits
+from designer.io import design_file, fabric_json, fabric_limits, fabric_parse
 from designer.io.fabric_json import FileFormatError, load, loads
 
 HEADER = {"format": "fabric-designer", "version": 1, "name": "huge"}
@@ -31,14 +31,19 @@ def write(path: Path, **sections) -> Path:
     return path
 
 
-@pytest.fixture
-def no_full_parse(monkeypatch):
-    """Fail the test if the whole text is parsed (the refusal had to come first)."""
+@pytest.fixture(params=["strict", "fast"])
+def no_full_parse(request, monkeypatch):
+    """Fail the test if the strict parser reads the whole text (the refusal had to come
+    first).  "strict": the pre-scan must refuse; "fast": the bounded orjson parse and
+    `fabric_limits.check_parsed` must, with the same message (`designer.io.fabric_parse`).
+    """
 
     def spy(text):
         raise AssertionError("the whole file was parsed before the refusal")
 
-    monkeypatch.setattr(fabric_json, "parse_json", spy)
+    monkeypatch.setattr(fabric_parse, "parse_json", spy)
+    if request.param == "strict":
+        monkeypatch.setattr(fabric_parse, "MAX_FAST_OBJECTS", -1)
 
 
 @pytest.mark.parametrize(

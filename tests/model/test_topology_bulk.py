@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from designer.model.elements import GROUP_FIELDS, LINK_FIELDS, NODE_FIELDS
 from designer.model.errors import DesignError
+from designer.model.naming import natural_key
 from designer.model.templates import build_template
 from designer.model.topology import Group, Link, Node, PartError, Topology
 
@@ -100,7 +104,9 @@ def test_templates_build_the_same_both_ways(template, params):
         if d["plane"] == "compute" and not d["failed"]:
             del d["plane"], d["failed"]
     bulk = Topology.from_parts(
-        _as_dicts(groups, GROUP_FIELDS), dict_nodes, _as_dicts(links, LINK_FIELDS),
+        _as_dicts(groups, GROUP_FIELDS),
+        dict_nodes,
+        _as_dicts(links, LINK_FIELDS),
         name=built.name,
     )
     _assert_same(bulk, _one_by_one(groups, nodes, links, built.name))
@@ -218,3 +224,19 @@ def test_a_refused_part_adds_nothing():
         t.add_parts(groups[1:], nodes, [*links, Link("bad", "g-10", "g-10", "nvlink4")])
     assert t.state() == before
     assert t.graph.number_of_nodes() == 0 and t.columns().node_ids == ()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.from_regex(r"(n0?[0-9]-)?(gpu|g)?[0-9]{0,3}(x|/0?[0-9])?", fullmatch=True),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_natural_order_of_gpu_ids_as_natural_key_says(ids):
+    from designer.model.columns import _in_natural_order
+
+    keys = [natural_key(i) for i in ids]
+    assert _in_natural_order(ids) == all(a <= b for a, b in itertools.pairwise(keys))
+    assert _in_natural_order(sorted(ids, key=natural_key))
