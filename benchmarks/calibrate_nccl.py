@@ -32,12 +32,15 @@ from pathlib import Path
 import numpy as np
 
 from designer.model.catalog import default_catalog
-from designer.solver.timing.nccl_model import (
+from designer.solver.timing import (
+    DEFAULT_PARAMS_PATH,
+    FITTED,
     CollectiveShape,
+    ModelParams,
     choose,
+    load_params,
     nvls_bus_ceiling,
 )
-from designer.solver.timing.nccl_params import DEFAULT_PARAMS_PATH, FITTED, ModelParams, load_params
 
 # The accuracy table's cases module beside this file (also when imported by path).
 sys.path.insert(0, str(Path(__file__).resolve().parent))

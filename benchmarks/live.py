@@ -43,7 +43,7 @@ from designer.gui.main_window import MainWindow
 from designer.memory import tune_process
 from designer.model.commands import SetLinkProps
 from designer.model.templates import build_template
-from designer.solver.snapshot.build import build_snapshot, capture_design, take_snapshot
+from designer.solver import build_snapshot, capture_design, take_snapshot
 
 
 def _cpu() -> str:

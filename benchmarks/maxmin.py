@@ -32,8 +32,7 @@ import time
 import numpy as np
 
 from designer.memory import tune_process
-from designer.solver.arrays.shared_routes import SharedRoutes
-from designer.solver.rates.maxmin import max_min_rates
+from designer.solver import SharedRoutes, max_min_rates
 
 GBPS_400 = 50.0  # 400 Gb/s in GB/s
 

@@ -71,10 +71,8 @@ import numpy as np
 
 from designer.memory import tune_process
 from designer.model.templates import build_template
+from designer.solver import SWEEP, RouteMemo, solve_collective, take_snapshot
 from designer.solver import pipeline as timing
-from designer.solver.pipeline import SWEEP, solve_collective
-from designer.solver.reuse import RouteMemo
-from designer.solver.snapshot.build import take_snapshot
 
 
 # ----------------------------------------------------------------- machine

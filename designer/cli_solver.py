@@ -112,7 +112,7 @@ def parse_max_memory(text: str | None) -> int | None:
     """``--max-memory`` in bytes (None when not given), within `MAX_MEMORY_RANGE`."""
     if text is None:
         return None
-    from designer.solver.machine_memory import parse_memory
+    from designer.solver import parse_memory
 
     value = parse_memory(text)
     if value is None:
@@ -178,7 +178,7 @@ def _ranks(spec, snap, topo, *, from_file: bool) -> list[int] | None:
             raise error(f"{where}: a collective needs at least 2 ranks")
         if spec > snap.n_gpus:
             raise error(f"{where}: the design has only {snap.n_gpus} GPUs")
-        from designer.solver.flows.ring_layout import first_ranks
+        from designer.solver import first_ranks
 
         return first_ranks(snap, spec)
     index = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
@@ -219,9 +219,7 @@ def _sizes(args: argparse.Namespace, saved: Scenario) -> list[int]:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from designer.solver import check_solve_memory, memory_limit
-    from designer.solver.pipeline import solve_collective
-    from designer.solver.snapshot.build import take_snapshot
+    from designer.solver import check_solve_memory, memory_limit, solve_collective, take_snapshot
 
     check_ranges(args, SOLVE_RANGES)
     max_memory = parse_max_memory(args.max_memory)
@@ -301,10 +299,7 @@ _TRAIN_OPTIONS = {"params": "--params", "grad_dtype": "--dtype", "dp_size": "--d
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from designer.solver.errors import SolverError
-    from designer.solver.snapshot.build import take_snapshot
-    from designer.solver.training.step import TrainingWorkload
-    from designer.solver.training.workload import training_report
+    from designer.solver import SolverError, TrainingWorkload, take_snapshot, training_report
 
     if (args.flops is None) != (args.tflops is None):
         raise UsageError("--flops and --tflops go together: the compute time is FLOPs / "

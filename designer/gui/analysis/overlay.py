@@ -33,7 +33,7 @@ from designer.gui.document import Document
 from designer.gui.idle import IdleWork
 from designer.model.commands import SetLinkProps, SetNodeProps
 from designer.model.errors import DesignError
-from designer.solver.flows import FlowIndex, FlowRow
+from designer.solver import FlowIndex, FlowRow
 
 CMAP = pg.colormap.get("cividis")
 SATURATED = QColor("#D55E00")

@@ -31,14 +31,21 @@ from designer.model.columns import FrozenColumns
 from designer.model.errors import DesignError
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.topology import Topology
-from designer.solver import check_solve_memory
-from designer.solver.errors import SolverError
-from designer.solver.flows.ring_layout import first_ranks
-from designer.solver.pipeline import SWEEP, CollectiveResult, solve_collective
-from designer.solver.reuse import RouteMemo
-from designer.solver.snapshot.build import Snapshot, build_snapshot, capture_design
-from designer.solver.training.step import TrainingWorkload
-from designer.solver.training.workload import TrainingReport, training_report
+from designer.solver import (
+    SWEEP,
+    CollectiveResult,
+    RouteMemo,
+    Snapshot,
+    SolverError,
+    TrainingReport,
+    TrainingWorkload,
+    build_snapshot,
+    capture_design,
+    check_solve_memory,
+    first_ranks,
+    solve_collective,
+    training_report,
+)
 
 DEBOUNCE_MS = 200
 RETRY_MS = 20

@@ -38,7 +38,7 @@ from designer.gui.analysis.panels.curve_labels import describe
 from designer.gui.analysis.panels.curve_labels import scale_out_name as scale_out_name
 from designer.gui.analysis.panels.marks import marked_line
 from designer.model.catalog import resources_dir
-from designer.solver.pipeline import CollectiveResult
+from designer.solver import CollectiveResult
 
 #: Published nccl-tests results (the calibration data, shipped with the resources).
 REFERENCE_PATH = resources_dir() / "reference" / "measured-allreduce.json"

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from designer.model.catalog import FAMILIES
-from designer.solver.snapshot.build import NVLINK, PCIE
+from designer.solver import NVLINK, PCIE
 
 __all__ = ["describe", "failures_text", "scale_out_name"]
 

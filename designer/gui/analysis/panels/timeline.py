@@ -26,7 +26,7 @@ from designer.gui.analysis.panels.base import (
     format_seconds,
 )
 from designer.model.catalog import FAMILIES
-from designer.solver.snapshot.build import Snapshot
+from designer.solver import Snapshot
 
 BAR_HEIGHT = 0.6
 _LEGEND_COLUMNS = 4  # legend entries a row, where the panel is wide enough
