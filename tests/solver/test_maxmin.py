@@ -2,8 +2,6 @@
 batches and levels; the cases worked by hand and input checks are in
 `test_maxmin_cases.py`)."""
 
-from unittest import mock
-
 import numpy as np
 import pytest
 from hypothesis import given
@@ -17,8 +15,6 @@ from maxmin_checks import (
 )
 from maxmin_reference import reference_max_min_rates
 
-from designer.solver.rates import levels as maxmin_levels
-from designer.solver.rates import maxmin
 from designer.solver.rates import tables as maxmin_tables
 from designer.solver.rates.maxmin import max_min_rates
 from designer.solver.tuning import Tuning, tuned
@@ -125,14 +121,12 @@ def test_auto_fills_level_by_level_up_to_few_flows(n_flows, levels):
     # once (each is a local minimum); levels take one step per distinct capacity.
     capacity = np.arange(1.0, n_flows + 1)
     flows = np.arange(n_flows)
-    with mock.patch.object(maxmin_levels.LevelFilling, "step", autospec=True,
-                           side_effect=maxmin_levels.LevelFilling.step) as step:
-        r = max_min_rates(capacity, flows, flows)
+    r = max_min_rates(capacity, flows, flows)
     np.testing.assert_array_equal(r.rates, capacity)
     np.testing.assert_array_equal(r.bottleneck, flows)
     np.testing.assert_array_equal(r.link_load, capacity)
     assert r.rounds == (n_flows if levels else 1)
-    assert step.call_count == (n_flows if levels else 0)
+    assert r.trace.count("level") == (n_flows if levels else 0)
 
 
 def test_levels_finish_what_a_local_round_leaves():
@@ -143,11 +137,9 @@ def test_levels_finish_what_a_local_round_leaves():
     pf = [*range(5, 5 + n), 0, 0, 1, 2, 3, 4]
     pl = [*range(n), n, n + 1, n, n + 1, n + 1, n + 1]
     capacity = [1.0] * n + [3.0, 10.0]
-    with tuned(few_flows=4), \
-            mock.patch.object(maxmin_levels.LevelFilling, "step", autospec=True,
-                              side_effect=maxmin_levels.LevelFilling.step) as step:
+    with tuned(few_flows=4):
         r = max_min_rates(capacity, pf, pl)
-    assert step.call_count == 1
+    assert r.trace.count("level") == 1
     exact, _ = reference_max_min_rates(capacity, pf, pl)
     np.testing.assert_allclose(r.rates, [float(x) for x in exact], rtol=RTOL)
     np.testing.assert_allclose(r.rates[:5], [1.5, 1.5, 8.5 / 3, 8.5 / 3, 8.5 / 3])
@@ -162,19 +154,11 @@ def test_auto_starts_with_batches_when_few_links_are_lowest(tied, local_first):
     # plus ties) carry at least a quarter of the pairs.
     capacity = np.concatenate([np.ones(tied), np.arange(2.0, 10.0 - tied)])
     flows = np.arange(8)
-    calls = []
-    local_round, global_steps = maxmin._Filling.local_round, maxmin._Filling.global_steps
-
-    def spy(name, method):
-        return lambda self, *args: calls.append(name) or method(self, *args)
-
     with tuned(local_ns_per_pair=1e9), \
             tuned(first_k=1), \
-            tuned(few_flows=0), \
-            mock.patch.object(maxmin._Filling, "local_round", spy("local", local_round)), \
-            mock.patch.object(maxmin._Filling, "global_steps", spy("batch", global_steps)):
+            tuned(few_flows=0):
         r = max_min_rates(capacity, flows, flows)
-    assert calls[0] == ("local" if local_first else "batch")
+    assert r.trace[0] == ("local" if local_first else "global")
     np.testing.assert_array_equal(r.rates, capacity)
 
 

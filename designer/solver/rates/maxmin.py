@@ -20,6 +20,7 @@ and a level is a few cheap passes: there it fills level by level
 (`designer.solver.rates.levels`).  Input checks live in `designer.solver.rates.checks`.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +32,7 @@ from designer.solver.rates.levels import LevelFilling
 from designer.solver.rates.steps import SATURATED_RTOL, BatchSteps, count_levels, lowest_links
 from designer.solver.tuning import current
 
-__all__ = ["TIE_RTOL", "MaxMinResult", "max_min_rates"]
+__all__ = ["TIE_RTOL", "MaxMinResult", "StepChoice", "local_pays", "max_min_rates"]
 
 TIE_RTOL = 1e-10
 """Relative tolerance under which two fair shares count as equal.
@@ -57,6 +58,11 @@ class MaxMinResult:
         global-minimum steps).
     starved : ndarray of int32
         Sorted ids of the flows crossing a zero-capacity (dead) link; their rate is 0.
+    trace : tuple of str
+        What the solver did, in order: ``"local"`` for each local-minimum round,
+        ``"global"`` for each batch of global-minimum steps, ``"level"`` for each level
+        filled level by level.  Which strategy ran (and how often) is the only thing
+        the strategies change besides the time, so this is how to tell them apart.
     """
 
     rates: np.ndarray
@@ -64,6 +70,12 @@ class MaxMinResult:
     bottleneck: np.ndarray
     rounds: int
     starved: np.ndarray
+    trace: tuple[str, ...] = ()
+
+
+StepChoice = Callable[[bool, int, float, float], bool]
+"""``auto``'s rule for the next step: ``choose(after_local, levels, round_ns, frozen)``
+returns True for a local round next (arguments as `local_pays`)."""
 
 
 def max_min_rates(
@@ -97,13 +109,15 @@ def max_min_rates(
         Rate cap of each flow, ``>= 0``; ``np.inf`` means unlimited.
     tie_rtol : float, optional
         Relative tolerance under which two fair shares are treated as equal.
-    strategy : {"auto", "local", "global"}, optional
+    strategy : {"auto", "local", "global"} or StepChoice, optional
         How each step picks the links to saturate: ``"local"`` freezes every link whose
         share is a local minimum (few rounds when traffic is symmetric or independent),
         ``"global"`` only the links at the lowest share (one step per distinct level,
-        taken in batches), ``"auto"`` chooses step by step from their cost, and fills
-        level by level once at most `Tuning.few_flows` flows are
-        unfrozen.  Rates agree to within ``tie_rtol``; only ``rounds`` and the running
+        taken in batches), ``"auto"`` chooses step by step from their cost
+        (`local_pays`), and fills level by level once at most `Tuning.few_flows` flows
+        are unfrozen.  A callable is ``auto`` with that rule in place of `local_pays`
+        (to study the crossover, or to make every kind of step follow every other).
+        Rates agree to within ``tie_rtol``; only ``rounds``, ``trace`` and the running
         time differ.
     routes : SharedRoutes, optional
         More incidence, factored: routes stored once and the flows that take them (see
@@ -135,14 +149,15 @@ def max_min_rates(
     >>> r.bottleneck
     array([0, 0, 1], dtype=int32)
     """
-    if strategy not in ("auto", "local", "global"):
-        raise SolverError(f"strategy is {strategy!r}; expected 'auto', 'local' or 'global'")
+    if not callable(strategy) and strategy not in ("auto", "local", "global"):
+        raise SolverError(f"strategy is {strategy!r}; expected 'auto', 'local', 'global' "
+                          "or a function")
     cap, flow, link, weight, n_flows, dem, routes, linkless, starved = checked_inputs(
         capacity, pair_flow, pair_link, pair_weight, n_flows, demand, routes)
-    rates, load, bottleneck, rounds = _solve(
+    rates, load, bottleneck, rounds, trace = _solve(
         cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless, routes
     )
-    return MaxMinResult(rates, load, bottleneck, rounds, starved)
+    return MaxMinResult(rates, load, bottleneck, rounds, starved, trace)
 
 
 class _Filling:
@@ -397,7 +412,7 @@ class _Filling:
         return self.steps.step(self, minima_from)
 
 
-def _local_next(after_local: bool, levels: int, round_ns: float, frozen: float = 0.0) -> bool:
+def local_pays(after_local: bool, levels: int, round_ns: float, frozen: float = 0.0) -> bool:
     """``auto``'s choice: a local round next?
 
     After a local round that froze ``levels`` levels and the fraction ``frozen`` of the
@@ -415,38 +430,46 @@ def _local_next(after_local: bool, levels: int, round_ns: float, frozen: float =
 
 def _solve(cap, flow, link, weight, n_flows, dem, tie_rtol, strategy, linkless, routes=None):
     """Run the filling with local rounds, batches of global steps, or (``auto``) each
-    when it freezes more levels for the price (see `_local_next`); ``auto`` finishes
+    when it freezes more levels for the price (see `local_pays`; a callable
+    ``strategy`` is ``auto`` with its own rule); ``auto`` finishes
     level by level once few flows are left (`designer.solver.rates.levels`), unless
     batches ran: they leave the pairs of frozen flows in place, and sifting them out
     would cost more than the batches that the last few flows need."""
     filling = _Filling(cap, flow, link, weight, n_flows, dem, tie_rtol, linkless, routes)
+    choose = strategy if callable(strategy) else local_pays
+    auto = strategy == "auto" or callable(strategy)
     use_local = None  # chosen when first needed (filling by levels needs no choice)
     rounds = 0
+    trace: list[str] = []
     while filling.n_active:
-        if filling.levels is None and strategy == "auto" and filling.steps is None \
+        if filling.levels is None and auto and filling.steps is None \
                 and filling.n_active <= current().few_flows:
             filling.levels = LevelFilling(filling, fresh=rounds == 0)
         if filling.levels is not None:
             rounds += filling.levels.step(filling)
+            trace.append("level")
             continue
         if use_local is None:
-            use_local = strategy == "local" or (strategy == "auto" and filling.local_first())
+            use_local = strategy == "local" or (auto and filling.local_first())
         if use_local:
             rounds += 1
             round_ns = current().local_ns_per_pair * filling.local_work()
             active = filling.n_active
             levels = filling.local_round()
+            trace.append("local")
             frozen = 1.0 - filling.n_active / active
-            use_local = strategy == "local" or _local_next(True, levels, round_ns, frozen)
+            use_local = strategy == "local" or (auto and choose(True, levels, round_ns,
+                                                                frozen))
         else:
             minima_from = np.inf  # the local minima a batch must count, if it can matter
-            if strategy == "auto":
+            if auto:
                 live = filling.steps.live_pairs() if filling.steps else filling.local_work()
                 round_ns = current().local_ns_per_pair * live
-                if not _local_next(False, 0, round_ns):
+                if not choose(False, 0, round_ns, 0.0):
                     minima_from = round_ns / current().level_ns
             rounds += filling.global_steps(minima_from)
+            trace.append("global")
             per_pair = current().local_ns_per_pair
-            use_local = strategy == "auto" and _local_next(
-                False, filling.steps.minima, per_pair * filling.steps.live_pairs())
-    return filling.rates, filling.load, filling.bottleneck, rounds
+            use_local = auto and choose(
+                False, filling.steps.minima, per_pair * filling.steps.live_pairs(), 0.0)
+    return filling.rates, filling.load, filling.bottleneck, rounds, tuple(trace)
