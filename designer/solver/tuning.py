@@ -1,4 +1,4 @@
-"""Every size and threshold that steers the solver's fast paths, in one place.
+"""Every size, threshold and switch that steers the solver's fast paths, in one place.
 
 None of them changes an answer: each picks between two ways of computing the same
 thing (a batched path and a general one, a slice size, a table size, when the max-min
@@ -73,7 +73,7 @@ class Tuning:
     arc_slice : int
         Links per slice when arc latencies are read (`arc_delays`).
 
-    Routing (`arrays.ragged`, `routing.nvlink`):
+    Routing (`arrays.ragged`, `routing.nvlink`, `routing.fabric`):
 
     grouped_table, grouped_min : int
         Most and fewest entries of `first_occurrence_grouped`'s table.
@@ -85,6 +85,21 @@ class Tuning:
         Signature entries made at a time when NVLink domains are compared.
     downhill_slice : int
         (state, arc) entries the fabric's downhill test reads at a time.
+    dense_downhill : bool
+        Let the fabric's downhill test serve the states of a group with one pass over a
+        row of the distance table when they hold most of its switches (the cores of a
+        three-tier fabric towards every pod), instead of testing each state's own arcs
+        (the general way, which it falls back to anyway where the states are sparse).
+    bfs_batch : int
+        Breadth-first searches of the fabric run together, one bit each in a word per
+        switch: at most 64.  Fewer make more passes over the arcs, same distances.
+    arc_search : bool
+        Find a switch's arcs into another (the last hop) by binary search over the
+        switch arcs where every switch lists them in order of their far ends (the
+        templates' designs), instead of sorting them (what arcs in any order need).
+    walk_chunk : int
+        Flows an ECMP or static walk takes at a time: the temporaries stay small and in
+        cache.
     keyed_dense : int
         Largest key space `KeyedRows` looks keys up in with a dense table (beyond it, by
         binary search).
@@ -112,6 +127,10 @@ class Tuning:
     nvlink_max_table: int = 1 << 22
     row_block: int = 1 << 20
     downhill_slice: int = 1 << 17
+    dense_downhill: bool = True
+    bfs_batch: int = 64
+    arc_search: bool = True
+    walk_chunk: int = 1 << 16
     keyed_dense: int = 1 << 22
 
 

@@ -193,26 +193,21 @@ def fat_tree():
 
 
 @pytest.mark.parametrize("dense", [True, False, "sliced"])
-def test_batched_fabric_dags_equal_fabric_dag(fat_tree, monkeypatch, tune, dense):
-    from designer.solver.routing.fabric import _FabricGroups
-
-    if not dense:  # the sorted-key lookup that large fabrics use, one search at a time
+def test_batched_fabric_dags_equal_fabric_dag(fat_tree, tune, dense):
+    if not dense:  # the sorted-key lookup that large fabrics use, three searches at a time
         tune(keyed_dense=0)
-        monkeypatch.setattr(_FabricGroups, "_BFS_BATCH", 3)
+        tune(bfs_batch=3)
     if dense == "sliced":  # next hops found a few states at a time, as at 131k GPUs,
         # each state's own arcs tested (`downhill`'s per-group pass turned off)
         tune(downhill_slice=5)
-        monkeypatch.setattr(_FabricGroups, "_downhill_dense", lambda *args: None)
-    per_group = []
-    real = _FabricGroups._downhill_dense
-    monkeypatch.setattr(_FabricGroups, "_downhill_dense",
-                        lambda *args: per_group.append(real(*args)) or per_group[-1])
+        tune(dense_downhill=False)
     snap, la, lb = fat_tree
     single = Router(snap)
     routes = [single.fabric_dag(int(x), int(y)) for x, y in zip(la, lb, strict=True)]
-    batch = Router(snap).fabric_dags(la, lb)
+    router = Router(snap)
+    batch = router.fabric_dags(la, lb)
     # The per-group pass served some level (the cores towards every pod) unless off.
-    assert any(r is not None for r in per_group) == (dense != "sliced")
+    assert (router.fabric_groups().dense_passes > 0) == (dense != "sliced")
     assert_same_routes(batch, routes)
     assert batch.hops.tolist() == [
         0 if x == y else int(single.net.dist_to(int(y), through=single.is_switch)[x])
@@ -244,25 +239,23 @@ def _bundled_leaf_spine(order: str) -> Topology:
 
 @pytest.mark.parametrize("design", ["fat tree", "bundles sorted", "bundles mixed"])
 @pytest.mark.parametrize("search", [True, False])
-def test_last_hops_by_search_or_sort(fat_tree, monkeypatch, design, search):
+def test_last_hops_by_search_or_sort(fat_tree, tune, design, search):
     # The last hop's arcs (a switch's arcs into the target) are found by binary search
     # where every switch lists its arcs in order of their far ends (the templates'
     # designs), with or without parallel arcs, and by a sort otherwise; the targets'
     # switch neighbours (their groups) are read off those arcs where no pair has
     # parallel ones, and sorted out of the fabric's arcs otherwise: the same DAGs.
-    from designer.solver.routing.fabric import _FabricGroups
-
     if design == "fat tree":
         snap, la, lb = fat_tree
     else:
         snap = take_snapshot(_bundled_leaf_spine(design.split()[1]))
         leaves = np.array([i for i, k in enumerate(snap.node_kind) if k == "leaf"])
         la, lb = np.repeat(leaves, len(leaves)), np.tile(leaves, len(leaves))
-    keys, single = Router(snap).fabric_groups()._arc_pairs()
+    keys, single = Router(snap).fabric_groups().arc_pairs()
     assert (keys is not None) == (design != "bundles mixed")
     assert single == (design == "fat tree")
     if not search:
-        monkeypatch.setattr(_FabricGroups, "_arc_pairs", lambda self: (None, False))
+        tune(arc_search=False)
     single_pair = Router(snap)
     routes = [single_pair.fabric_dag(int(x), int(y)) for x, y in zip(la, lb, strict=True)]
     assert_same_routes(Router(snap).fabric_dags(la, lb), routes)
@@ -293,13 +286,11 @@ def test_batched_fabric_walks_equal_fabric_paths(fat_tree, mode):
     assert by_class.ptr.tolist() == walks.ptr.tolist()
 
 
-def test_walks_longer_than_one_chunk(fat_tree, monkeypatch):
-    from designer.solver.routing.fabric import _FabricGroups
-
+def test_walks_longer_than_one_chunk(fat_tree, tune):
     snap, la, lb = fat_tree
     keys = np.arange(len(la)) * 7919
     whole = Router(snap).fabric_walks(la, lb, keys, keys, "ecmp")
-    monkeypatch.setattr(_FabricGroups, "_CHUNK", 7)
+    tune(walk_chunk=7)
     chunked = Router(snap).fabric_walks(la, lb, keys, keys, "ecmp")
     assert chunked.arcs.tolist() == whole.arcs.tolist()
     assert chunked.ptr.tolist() == whole.ptr.tolist()
@@ -308,7 +299,7 @@ def test_walks_longer_than_one_chunk(fat_tree, monkeypatch):
     leaf = (la[i], lb[i])
     a = np.array([leaf[0], leaf[0], leaf[0], leaf[1], leaf[1], leaf[1]])
     b = np.array([leaf[0], leaf[0], leaf[1], leaf[0], leaf[1], leaf[1]])
-    monkeypatch.setattr(_FabricGroups, "_CHUNK", 2)
+    tune(walk_chunk=2)
     mixed = Router(snap).fabric_walks(a, b, np.arange(6), np.arange(6), "static")
     assert mixed.hops.tolist()[:2] == [0, 0] and mixed.hops.tolist()[4:] == [0, 0]
     assert mixed.hops[2] == mixed.hops[3] > 0

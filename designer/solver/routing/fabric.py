@@ -80,7 +80,8 @@ class _FabricGroups:
         self._table: np.ndarray | None = None
         self._hops = KeyedRows(self._hops_space())   # see `_next`
         self._into = None                         # see `_arcs_into`
-        self._pair_keys: tuple | None = None      # see `_arc_pairs`
+        self._pair_keys: tuple | None = None      # see `arc_pairs`
+        self.dense_passes = 0                     # see `downhill`
 
     def _bind(self, snap: Snapshot, net: _Subgraph, is_switch: np.ndarray) -> None:
         """Keep the arrays the groups read (the snapshot, the fabric's subgraph and which
@@ -171,9 +172,9 @@ class _FabricGroups:
         new = [t for t in uniq.tolist() if t not in self._group]
         if new:
             at = np.array(new, dtype=np.int64)
-            if self._arc_pairs()[1] and bool(np.all(self.index[at] >= 0)):
+            if self.arc_pairs()[1] and bool(np.all(self.index[at] >= 0)):
                 # Each switch's switch neighbours are its arcs' far ends, in order and
-                # each once already (`_arc_pairs`).
+                # each once already (`arc_pairs`).
                 at = self.index[at]
                 lo, hi = self.s_ptr[at], self.s_ptr[at + 1]
                 nbr = self.s_dst
@@ -198,16 +199,14 @@ class _FabricGroups:
                 self._table = None
         return np.array([self._group[t] for t in uniq.tolist()], dtype=np.int64)[inverse]
 
-    _BFS_BATCH = 64   # searches run together: one bit each in a uint64 per switch
-
     def _bfs(self, firsts: list[np.ndarray]) -> list[np.ndarray]:
         """Distances (over switches) to targets whose switch neighbours are ``firsts[i]``
-        (`routing.subgraph.bitwise_bfs`, `_BFS_BATCH` searches at a time).
+        (`routing.subgraph.bitwise_bfs`, `Tuning.bfs_batch` searches at a time).
 
         A switch other than the target is as far from it as from the nearest of its
         switch neighbours plus one, so every target with these neighbours shares the
         result (its own entry is overridden to 0 where it matters)."""
-        return bitwise_bfs(*self._arcs_into(), firsts, self._BFS_BATCH)
+        return bitwise_bfs(*self._arcs_into(), firsts, current().bfs_batch)
 
     def _arcs_into(self) -> tuple[np.ndarray, np.ndarray]:
         """CSR of the switch-to-switch arcs by destination: each switch's sources."""
@@ -246,12 +245,18 @@ class _FabricGroups:
     def downhill(self, grp: np.ndarray, node: np.ndarray) -> RouteBatch:
         """Next hops of switch ``node[i]`` (switch number) towards group ``grp[i]``: its
         arcs one step closer to the group's targets, in arc order (as
-        `_Subgraph.next_arcs`), weighted by the split of `Router._dag_fractions`."""
+        `_Subgraph.next_arcs`), weighted by the split of `Router._dag_fractions`.
+
+        Where the states cover most switches of each group, one pass per group serves
+        them (`_downhill_dense`, unless `Tuning.dense_downhill` is off; ``dense_passes``
+        counts the calls it served); else each state's own arcs are tested."""
         dist = self.table()
         flat, n_sw = dist.reshape(-1), dist.shape[1]
         lengths = self.s_ptr[node + 1] - self.s_ptr[node]
-        dense = self._downhill_dense(grp, node, lengths)
+        dense = self._downhill_dense(grp, node, lengths) if current().dense_downhill \
+            else None
         if dense is not None:
+            self.dense_passes += 1
             return dense
         # Every arc of every state is tested: 10^7 entries at 131,072 GPUs (radix-128
         # switches).  In slices of states, the temporaries stay in cache instead of
@@ -357,11 +362,15 @@ class _FabricGroups:
             raise SolverError(f"routing dead end at {self.snap.node_ids[bad]}")
         return table
 
-    def _arc_pairs(self) -> tuple[np.ndarray | None, bool]:
+    def arc_pairs(self) -> tuple[np.ndarray | None, bool]:
         """``(keys, single)``: each switch-to-switch arc's ``source * S + destination``
         (switch numbers), if these never fall (each switch lists its arcs in order of
         their far ends, as the templates add links; else None), and whether no two are
-        equal (no parallel arcs).  Made once."""
+        equal (no parallel arcs).  Made once.  ``(None, False)`` while
+        `Tuning.arc_search` is off: the last hops and the targets' neighbours are then
+        sorted out of the arcs, as for a fabric whose arcs come in any order."""
+        if not current().arc_search:
+            return None, False
         if self._pair_keys is None:
             keys = self.s_src.astype(np.int64) * len(self.switches) + self.s_dst
             step = np.diff(keys)
@@ -373,7 +382,7 @@ class _FabricGroups:
         """Last hops: row ``i`` is the arcs from switch ``end_node[i]`` into switch
         ``end_tgt[i]`` (switch numbers), in arc order, split by capacity."""
         n_sw = len(self.switches)
-        keys, single = self._arc_pairs()
+        keys, single = self.arc_pairs()
         if keys is not None and keys.size:
             # The arcs sorted by (source, destination) already: a binary search each.
             want = end_node.astype(np.int64) * n_sw + end_tgt
@@ -427,8 +436,6 @@ class _FabricGroups:
                            pending=pending, split=split)
 
     # ---- single-path walks (ecmp, static)
-    _CHUNK = 1 << 16   # flows walked at a time: temporaries stay small and in cache
-
     def walks(self, leaf_a: np.ndarray, leaf_b: np.ndarray, hops: np.ndarray,
               cls: np.ndarray, keys: np.ndarray, dest_ids: np.ndarray, at: np.ndarray,
               out: np.ndarray, mode: str, seed: int) -> None:
@@ -438,7 +445,7 @@ class _FabricGroups:
         to ``out[at[i]:at[i] + hops[c]]``.
 
         A flow's state is a row of the next-hop table (`_next`), so a hop costs a few
-        gathers per flow; flows are walked a chunk at a time."""
+        gathers per flow; flows are walked `Tuning.walk_chunk` at a time."""
         s = self.snap
         n_sw = len(self.switches)
         width = int(hops.max(initial=0))
@@ -457,8 +464,9 @@ class _FabricGroups:
         first_row[live_cls] = self._hops.rows(state[live_cls * width], self._build_hops)
         src = keys if mode == "ecmp" else dest_ids  # ECMP hashes keys; static: destinations
         table, lengths_of, next_key = None, None, None
-        for lo in range(0, len(cls), self._CHUNK):
-            chunk = slice(lo, lo + self._CHUNK)
+        size = current().walk_chunk
+        for lo in range(0, len(cls), size):
+            chunk = slice(lo, lo + size)
             c, pos, k = cls[chunk], at[chunk], src[chunk]
             left = hops[c]
             if not left.all():
