@@ -5,7 +5,6 @@ allocation without bound, or a billion-GPU design.
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -41,22 +40,19 @@ def _quiet(capsys):
     ],
 )
 def test_out_of_range_values_are_one_line_naming_the_option(capsys, hgx, argv, option):
-    t0 = time.perf_counter()
     code, out, err = run(capsys, *(a.format(f=hgx, d=hgx.parent) for a in argv))
     assert code == 2 and out == "" and one_line(err), err
     assert option in err
-    assert time.perf_counter() - t0 < 30
 
 
 def test_a_template_beyond_the_largest_design_is_refused_with_its_count(capsys, tmp_path):
     out = tmp_path / "t.fabric.json"
-    t0 = time.perf_counter()
     code, _, err = run(
         capsys, "new", "torus3d", "--set", "x=1000", "--set", "y=1000", "--set", "z=1000", "-o", out
     )
     assert code == 2 and one_line(err), err
     assert "1,000,000,000 GPUs" in err and f"{MAX_TEMPLATE_GPUS:,}" in err
-    assert time.perf_counter() - t0 < 5 and not out.exists()
+    assert not out.exists()
 
 
 def test_the_help_states_the_ranges(capsys):
