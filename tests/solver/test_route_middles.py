@@ -11,11 +11,9 @@ import pytest
 from test_route_walk import leaf_pairs
 
 from designer.model.templates import build_template
-from designer.solver.arrays.ragged import RouteBatch, _ptr
+from designer.solver.arrays.ragged import RouteBatch, _ptr, segment_hash
 from designer.solver.flows.recipe import phase_transfers
 from designer.solver.pipeline import solve_collective
-from designer.solver.routing import middles as route_middles
-from designer.solver.routing import router as routing
 from designer.solver.routing.middles import canonical_middles
 from designer.solver.routing.router import Router
 from designer.solver.snapshot.build import take_snapshot
@@ -52,36 +50,30 @@ def test_split_dags_written_whole_are_the_router_dags(fat_tree, pending):
     np.testing.assert_array_equal(first, np.arange(len(mid.table.hops)))
 
 
-def test_pairs_the_walk_cannot_batch_keep_whole_rows(fat_tree, monkeypatch):
+def test_pairs_the_walk_cannot_batch_keep_whole_rows(fat_tree):
     la, lb = leaf_pairs(fat_tree)
+    # The first few pairs start at a NIC cabled to their leaf, not at a switch: they are
+    # walked one by one.
+    router = Router(fat_tree)
+    nics = np.flatnonzero(np.asarray(fat_tree.node_kind) == "nic")
+    leaf = fat_tree.arc_dst[router.edge_arcs()[nics]]
+    nic_of = dict(zip(leaf.tolist(), nics.tolist(), strict=True))
+    la = la.copy()
+    la[:40] = [nic_of[int(x)] for x in la[:40]]
     want = Router(fat_tree).fabric_dags(la, lb)
-    # Pretend the first few pairs are not between switches: they are walked one by one.
-    covers = routing._FabricGroups.covers
-
-    def partly(self, a, b):
-        out = covers(self, a, b)
-        out[:40] = False
-        return out
-
-    monkeypatch.setattr(routing._FabricGroups, "covers", partly)
     split = Router(fat_tree).fabric_dags(la, lb, split=True)
     _same_batch(split.whole(), want)
     assert (split.middles.of[:40] == -1).all()
     assert (split.middles.of[40:][want.hops[40:] >= 3] >= 0).all()
 
 
-def _table(rows):
+def _table(rows, dtype=np.int32):
     lengths = np.array([len(r) for r in rows])
-    arcs = np.concatenate([np.asarray(r, np.int32) for r in rows])
+    arcs = np.concatenate([np.asarray(r, dtype) for r in rows])
     return RouteBatch(_ptr(lengths), arcs, np.ones(len(arcs)) / 2, np.zeros(len(rows), np.int64))
 
 
-@pytest.mark.parametrize("digest", ["real", "all equal"])
-def test_canonical_middles_merge_equal_rows_drop_unused_and_number_by_first_use(
-        digest, monkeypatch):
-    if digest == "all equal":   # every row collides: matches are still checked
-        monkeypatch.setattr(route_middles, "segment_hash",
-                            lambda ids, values, lengths: np.zeros(len(lengths), np.uint64))
+def test_canonical_middles_merge_equal_rows_drop_unused_and_number_by_first_use():
     table = _table([[1, 2], [5], [3, 4], [1, 2], [7, 8]])
     head = np.arange(6)
     mid = canonical_middles(head, np.array([2, -1, 3, 0, 2, 1]), table)
@@ -90,6 +82,18 @@ def test_canonical_middles_merge_equal_rows_drop_unused_and_number_by_first_use(
     assert [mid.table.route(i)[0].tolist() for i in range(3)] == [[3, 4], [1, 2], [5]]
     np.testing.assert_array_equal(mid.of, [0, -1, 1, 1, 0, 2])
     np.testing.assert_array_equal(mid.head, head)
+
+
+def test_rows_whose_digests_collide_are_told_apart_by_their_entries():
+    # `segment_hash` keeps an arc id's low 40 bits, so arc 3 + 2**40 digests as arc 3:
+    # rows 0 and 1 collide but differ (kept apart), row 2 equals row 0 (merged).
+    alias = 3 + (1 << 40)
+    table = _table([[3, 4], [alias, 4], [3, 4]], np.int64)
+    digests = segment_hash(table.arcs, table.weights, table.lengths)
+    assert digests[0] == digests[1] == digests[2]
+    mid = canonical_middles(np.zeros(3, np.int64), np.array([0, 1, 2]), table)
+    np.testing.assert_array_equal(mid.of, [0, 1, 0])
+    assert [mid.table.route(i)[0].tolist() for i in range(2)] == [[3, 4], [alias, 4]]
 
 
 def test_rows_of_one_key_are_told_apart_by_their_entries():
@@ -122,16 +126,6 @@ def test_splicing_middles_gives_the_fresh_form(fat_tree):
     _same_batch(mid.table, whole.middles.table)
 
 
-def _unsplit(monkeypatch):
-    """Make phases write every class's DAG whole, as before middles were kept apart."""
-    dags = Router.fabric_dags
-
-    def whole(self, *args, split=False, **kwargs):
-        return dags(self, *args, **kwargs)
-
-    monkeypatch.setattr(Router, "fabric_dags", whole)
-
-
 def _by_flow_arc(phase) -> dict[tuple[int, int], float]:
     f, a, w = phase.pairs()
     key = f.astype(np.int64) * (int(a.max()) + 1) + a
@@ -143,12 +137,12 @@ def _by_flow_arc(phase) -> dict[tuple[int, int], float]:
 @pytest.mark.parametrize(("collective", "algorithm"),
                          [("allreduce", "ring"), ("alltoall", "auto")])
 def test_a_phase_with_middles_apart_loads_every_arc_as_one_with_whole_dags(
-        fat_tree, monkeypatch, collective, algorithm):
+        fat_tree, tune, collective, algorithm):
     split = solve_collective(fat_tree, collective, sizes=[1 << 30], algorithm=algorithm)
     routes = split.plan.phases[0].routes
     assert any(sp.mid is not None and (sp.mid.of >= 0).any()
                for sp in split.plan.phases[0].recipe.shared)
-    _unsplit(monkeypatch)
+    tune(keep_middles=False)   # phases write every class's DAG whole
     whole = solve_collective(fat_tree, collective, sizes=[1 << 30], algorithm=algorithm)
     # (A ring crosses each middle once here: nothing to save; an all-to-all many times.)
     kept, written = len(routes.link), len(whole.plan.phases[0].routes.link)
@@ -163,10 +157,10 @@ def test_a_phase_with_middles_apart_loads_every_arc_as_one_with_whole_dags(
                                atol=1e-9)
 
 
-def test_a_transfers_arcs_include_its_middle(fat_tree, monkeypatch):
+def test_a_transfers_arcs_include_its_middle(fat_tree, tune):
     plan = solve_collective(fat_tree, "alltoall", sizes=[1 << 20]).plan
     tr = phase_transfers(plan.phases[0])
-    _unsplit(monkeypatch)
+    tune(keep_middles=False)
     plan_whole = solve_collective(fat_tree, "alltoall", sizes=[1 << 20]).plan
     tr_whole = phase_transfers(plan_whole.phases[0])
     for rank in (0, 17, 127):

@@ -48,6 +48,7 @@ from designer.solver.routing.router import (
     unique_inverse,
 )
 from designer.solver.snapshot.structure import components
+from designer.solver.tuning import current
 
 __all__ = ["FlowBuilder", "Phase", "Plan"]
 
@@ -475,8 +476,9 @@ class FlowBuilder:
             r.fabric_dag(int(la[i]), int(lb[i]))  # raises naming the pair
         if s.routing == "adaptive":
             # One DAG per class, shared (``pending``: the middles apart, see
-            # `routing.middles`).
-            return (r.fabric_dags(la, lb, hops=cls_hops, pending=pending, split=pending),
+            # `routing.middles`, unless `Tuning.keep_middles` is off).
+            split = pending and current().keep_middles
+            return (r.fabric_dags(la, lb, hops=cls_hops, pending=pending, split=split),
                     inverse, (la, lb))
         # Static routing picks by destination, numbered by structure (domain, then place
         # in it: `snapshot._domains`), not by id; the keys are ECMP's alone.
