@@ -10,7 +10,7 @@ own from data nobody writes while it runs, and the caller puts the values togeth
 a fixed order after `join`.  One helper thread is enough for a fork-join of two; a call
 forked from the helper itself runs at once (it would otherwise wait for its own thread),
 and so does every call where there is one core, or where ``FABRIC_DESIGNER_THREADS=1``
-asks for a single thread.
+asks for a single thread (`threads`).
 
 What overlaps is numpy work that lets go of the GIL (gathers, sorts, arithmetic on big
 arrays); ``np.add.at`` and ``np.bincount`` keep it, and so does Python code.  The helper
@@ -45,11 +45,14 @@ def _cores() -> int:
 
 
 def threads() -> int:
-    """Threads a solve may use: 2 where there are two cores or more, else 1
-    (``FABRIC_DESIGNER_THREADS=1`` forces one)."""
+    """Threads a solve may use: 2 where there are two cores or more, else 1.
+
+    ``FABRIC_DESIGNER_THREADS=1`` forces one (to time or debug a solve on one thread),
+    ``FABRIC_DESIGNER_THREADS=2`` two whatever the cores (to run the forked path where
+    the process sees one core: a container, a CPU-pinned job)."""
     asked = os.environ.get("FABRIC_DESIGNER_THREADS", "").strip()
-    if asked == "1":
-        return 1
+    if asked in ("1", "2"):
+        return int(asked)
     return 2 if _cores() >= 2 else 1
 
 

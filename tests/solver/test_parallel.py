@@ -51,8 +51,7 @@ def test_a_fork_from_the_helper_runs_at_once_rather_than_wait_for_itself(threads
 def test_a_pool_that_takes_no_more_work_runs_the_call_here(monkeypatch):
     # At interpreter exit concurrent.futures refuses new work; a daemon solve thread
     # still running then must finish its call, not die with a traceback.
-    monkeypatch.setenv("FABRIC_DESIGNER_THREADS", "2")
-    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    monkeypatch.setenv("FABRIC_DESIGNER_THREADS", "2")   # the helper, even on one core
 
     class Closed:
         def submit(self, *a, **k):
@@ -69,6 +68,13 @@ def test_one_thread_when_asked(monkeypatch):
     monkeypatch.setenv("FABRIC_DESIGNER_THREADS", "1")
     assert parallel.threads() == 1
     assert parallel.fork(threading.current_thread).join() is threading.current_thread()
+
+
+def test_two_threads_when_asked(monkeypatch):
+    monkeypatch.setenv("FABRIC_DESIGNER_THREADS", "2")
+    assert parallel.threads() == 2
+    ran_on = parallel.fork(threading.current_thread).join()
+    assert ran_on is not threading.current_thread() and parallel.is_helper(ran_on)
 
 
 @pytest.mark.parametrize("template, kw", [
