@@ -29,11 +29,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import maxmin as maxmin_bench  # noqa: E402
-import solver as solver_bench  # noqa: E402
+import maxmin as maxmin_bench
+import solver as solver_bench
 
-from designer.memory import tune_process  # noqa: E402
-from designer.solver import max_min_rates, take_snapshot  # noqa: E402
+from designer.memory import tune_process
+from designer.solver import max_min_rates, take_snapshot
 
 SOLVER_CASES = ["a", "c-adaptive", "c-ecmp", "d-adaptive", "d-ecmp", "e"]
 

@@ -5,7 +5,6 @@ allocation without bound, or a billion-GPU design.
 
 from __future__ import annotations
 
-
 import pytest
 
 from designer.cli import main
