@@ -144,23 +144,15 @@ def test_nvlink_batches_cut_by_target_give_the_same_routes(tune):
     assert cut.hops.tolist() == whole.hops.tolist()
 
 
-@pytest.mark.parametrize("collide", [True, False])
 @pytest.mark.parametrize("block", [None, 1, 50])
-def test_domain_classes_survive_hash_collisions(monkeypatch, tune, collide, block):
-    # Domains are grouped by a hash of their arc lists; colliding hashes must not merge
-    # domains that differ (every hash equal: the byte-by-byte fallback decides).  Their
-    # signatures are made a block of domains at a time: one domain, or a few, per block
-    # must give the same classes as all at once.
-    from designer.solver.routing import nvlink as route_nvlink
-
+def test_domain_classes_are_the_same_made_a_block_at_a_time(tune, block):
+    # Domains are grouped by a hash of their signatures, made a block of domains at a
+    # time: one domain, or a few, per block must give the same classes as all at once.
     snap = take_snapshot(NVLINK_DESIGNS["degraded hgx"]())
     a, b = domain_pairs(snap)
     expect = Router(snap).nvlink_routes(a, b)
     dom = Router(snap)._nv_tables().dom
     n_classes, classes = len(dom.class_rep), dom.dom_class.copy()
-    if collide:
-        monkeypatch.setattr(route_nvlink, "_row_hash",
-                            lambda rows: np.zeros(len(rows), np.uint64))
     if block is not None:
         tune(row_block=block)
     router = Router(snap)
@@ -168,6 +160,30 @@ def test_domain_classes_survive_hash_collisions(monkeypatch, tune, collide, bloc
     assert len(again.class_rep) == n_classes > 1
     np.testing.assert_array_equal(again.dom_class, classes)
     assert_same_routes(router.nvlink_routes(a, b), [expect.route(i) for i in range(len(a))])
+
+
+@pytest.mark.parametrize("block", [None, 3, 6])
+def test_distinct_rows_survive_hash_collisions(tune, block):
+    # `row_hash` sums the entries times one odd multiplier per column (m), so a row plus
+    # (m[1], -m[0], 0) hashes as the row itself: colliding hashes must not merge rows
+    # that differ (the byte-by-byte fallback decides), a block of rows at a time or all
+    # at once.
+    from designer.solver.routing.nvlink import distinct_rows, row_hash
+
+    m = row_hash(np.eye(3, dtype=np.int64))
+    row = np.array([7, -2, 5], np.int64)
+    alias = row.view(np.uint64) + np.array([m[1], 0, 0], np.uint64)
+    alias -= np.array([0, m[0], 0], np.uint64)       # (wraps modulo 2**64, as the hash)
+    alias = alias.view(np.int64)
+    other = np.array([1, 2, 3], np.int64)
+    rows = np.stack([row, alias, other, row, alias])
+    hashes = row_hash(rows)
+    assert hashes[0] == hashes[1] == hashes[3] == hashes[4] != hashes[2]
+    if block is not None:
+        tune(row_block=block)   # 3 entries a row: one or two rows a block
+    first, number = distinct_rows(lambda items: rows[items], np.arange(len(rows)))
+    assert first.tolist() == [0, 1, 2]
+    assert number.tolist() == [0, 1, 2, 0, 1]
 
 
 def fabric_design():

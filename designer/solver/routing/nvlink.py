@@ -99,7 +99,7 @@ class _Domains:
             if self._all_alike(snap, doms, m):   # a cluster of identical boards
                 first, inverse = np.zeros(1, np.int64), np.zeros(len(doms), np.int64)
             else:
-                first, inverse = _distinct_rows(lambda d, m=m: self._signature(snap, d, m),
+                first, inverse = distinct_rows(lambda d, m=m: self._signature(snap, d, m),
                                                 doms)
             self.dom_class[doms] = len(reps) + inverse
             reps.extend(doms[first].tolist())
@@ -149,22 +149,24 @@ def _node_domains(snap: Snapshot, graph: _Subgraph) -> np.ndarray:
     return node_dom
 
 
-def _row_hash(rows: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each row of an int64 matrix (odd random multipliers, summed)."""
+def row_hash(rows: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of an int64 matrix: the entries times odd
+    multipliers (one per column, random but the same in every run), summed modulo
+    2**64.  Cheap and linear, so rows that differ may collide (`distinct_rows` checks
+    every match)."""
     mix = np.random.default_rng(0x5EED).integers(0, 2**63, rows.shape[1], dtype=np.uint64)
     with np.errstate(over="ignore"):
         return (rows.view(np.uint64) * (mix | np.uint64(1))).sum(axis=1, dtype=np.uint64)
 
 
-
-
-def _distinct_rows(rows_of, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def distinct_rows(rows_of, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows among ``rows_of(items)`` (an int64 matrix, one row per item),
     numbered in order of first appearance: the index (into ``items``) of each one's
     first appearance, and each row's number.
 
-    Rows are grouped by a 64-bit hash, then checked equal to their group's first row;
-    only if two different rows share a hash does it compare rows as bytes (a dict).
+    Rows are grouped by a 64-bit hash (`row_hash`), then checked equal to their group's
+    first row; only if two different rows share a hash does it compare rows as bytes
+    (a dict).
     Rows are made a block of items at a time, once to hash and once to check: a 131,072
     GPU cluster's 16,384 domains sign with ~3 million entries, whose whole matrix and
     its temporaries would be ~70 MB of fresh memory.
@@ -182,7 +184,7 @@ def _distinct_rows(rows_of, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     def block_rows(b: slice) -> np.ndarray:
         return whole if whole is not None else rows_of(items[b])
 
-    hashes = np.concatenate([_row_hash(block_rows(b)) for b in blocks])
+    hashes = np.concatenate([row_hash(block_rows(b)) for b in blocks])
     _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
     reps = whole[first] if whole is not None else rows_of(items[first])
