@@ -78,13 +78,28 @@ def test_a_leaf_that_splits_differently_walks_its_own_middle(monkeypatch):
     assert seen == [healthy + 3]
 
 
-def test_hash_collisions_cost_sharing_not_correctness(healthy, monkeypatch):
-    """With every frontier hashed alike, rows that differ are told apart state by
-    state: the routes are still exact."""
-    snap, la, lb = healthy
-    expect = per_pair(snap, la, lb)
-    monkeypatch.setattr(route_walk, "mix64", lambda keys, salt: np.zeros(len(keys), np.uint64))
-    assert_same_routes(Router(snap).fabric_dags(la, lb), expect)
+def test_hash_collisions_cost_sharing_not_correctness():
+    """Frontiers that hash alike but differ are told apart state by state: the routes
+    are still exact.  `segment_hash` keeps a node id's low 40 bits, so two routes whose
+    first hops end at nodes ``x`` and ``x + 2**40`` have frontiers that collide."""
+    x, alias = 10, 10 + (1 << 40)
+    one = np.ones(1)
+    assert (route_arrays.segment_hash(np.array([x]), one, np.array([1]))
+            == route_arrays.segment_hash(np.array([alias]), one, np.array([1]))).all()
+    # Arcs 0: 0 -> x, 1: 1 -> alias, 2: x -> 20, 3: alias -> 21, 4: 20 -> 30, 5: 21 -> 30.
+    arc_dst = np.array([x, alias, 20, 21, 30, 30])
+    out = {0: 0, 1: 1, x: 2, alias: 3, 20: 4, 21: 5}
+
+    def next_hops(route, node, level):
+        arcs = np.array([out[int(v)] for v in node], np.int64)
+        ones = np.ones(len(arcs), np.int64)
+        return RouteBatch(_ptr(ones), arcs, np.ones(len(arcs)), ones)
+
+    start, hops, kind = np.array([0, 1]), np.array([3, 3]), np.zeros(2, np.int64)
+    want = route_walk.walk_levels(start, hops, arc_dst, 1 << 41, next_hops)
+    got = route_walk.walk_shared(start, hops, kind, arc_dst, 1 << 41, next_hops)
+    assert_same_routes(got, [want.route(i) for i in range(2)])
+    assert got.route(1)[0].tolist() == [1, 3, 5]
 
 
 @pytest.mark.parametrize("long_block", [1, 10**9])
