@@ -13,17 +13,29 @@ replaced by a count, plus a probe) and sends batches of seeded random gestures
 - model == saved file: the file on disk, loaded here, has the model's digest;
 - no exception: the crash handler counted none and the log file holds no warning or
   error (a failed autosave is logged as a warning);
-- no thread left: the application's Python threads are those after the warm-up, and
-  its kernel threads (``/proc/PID/status``) no more than after the warm-up plus
-  `THREAD_SLACK`;
-- memory: resident memory after the warm-up grows less than `RSS_GROWTH_PER_1000` of
-  itself per 1,000 gestures (at least that much allowed).
+- no thread left: the application's Python threads are those after the warm-up (but
+  ``Dummy-N``, Qt's pool threads that ran Python), and its kernel threads
+  (``/proc/PID/status``) no more than after the warm-up plus `THREAD_SLACK`; the
+  checks first wait for the work that ends by itself (the reader of a design being
+  opened, the autosave writer: Qt thread-pool workers, or `TRANSIENT_THREADS`) and
+  fail, naming it, if it does not end within `PROBE_TIMEOUT_S`;
+- memory: the memory in use, glibc's heap in use plus Python's objects (measured in the
+  application by `designer.memory.heap_in_use` and ``sys._debugmallocstats``), grows
+  less than `IN_USE_GROWTH_PER_1000` (10 %) per 1,000 gestures after the warm-up (at
+  least that much allowed): the median of the last `MEMORY_WINDOW` batches against the
+  median of the warm-up's last batches.  This is the issue's bound, and it is on memory
+  in use, not on the resident size: the application keeps up to 512 MB of what it frees
+  for the next solve (`designer.memory.keep_freed_memory`), so its resident size is a
+  high-water mark that rises with the largest analysis so far and never falls.  The
+  resident size is still reported and bounded loosely: no more than after the warm-up,
+  plus the allowed growth, plus what the allocator may keep (`RSS_KEPT_MB`).
 
 Marked ``soak`` (deselected by default).  CI runs ``pytest -m soak tests/gui/test_x11_soak.py
 --x11-gestures 1000`` (about 9 minutes on 2 cores); ``FABRIC_X11_SOAK_SEED`` runs another
 seed, ``FABRIC_X11_SOAK_SHOTS=<folder>`` keeps a screenshot per batch.  Every batch's
-xdotool command is written to ``gestures.txt`` in the test's folder, and the screen at
-the end to ``last-screen.png``.  Figures are printed as ``[x11-soak]`` lines.
+xdotool command is written to ``gestures.txt`` in the test's folder, its memory
+figures to ``memory.txt``, and the screen at the end to ``last-screen.png``.  Figures
+are printed as ``[x11-soak]`` lines.
 
 The same seed sends the same gestures from the same reported state, but the
 application's timing (a solve still running, a menu slower to open) can change where a
@@ -36,6 +48,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -43,6 +56,7 @@ from pathlib import Path
 
 import pytest
 
+from designer.memory import KEEP_TRIM_BYTES
 from tests.gui.x11_gestures import CLOSE_POPUP, Gestures
 
 pytestmark = [pytest.mark.soak, pytest.mark.timeout(3600)]
@@ -54,18 +68,32 @@ DEFAULT_GESTURES = 1000
 BATCH = 25
 #: Gestures before the memory and thread baselines (caches, fonts, the first solves).
 WARMUP = 200
-#: Allowed resident-memory growth after the warm-up, as a fraction of the warm-up's,
-#: per 1,000 gestures (the issue's bound).
-RSS_GROWTH_PER_1000 = 0.10
+#: Allowed growth of the memory in use after the warm-up (glibc's heap in use plus
+#: Python's objects), as a fraction of the warm-up's, per 1,000 gestures (the issue's
+#: bound; see the module docstring for why not the resident size).
+IN_USE_GROWTH_PER_1000 = 0.10
+#: Batches whose median memory in use is compared (~100 gestures): one batch's figure
+#: moves by +-10 % with what the last gestures left cached (the analysis of the scenario
+#: chosen, the undo history, garbage not yet collected), a median of several does not.
+MEMORY_WINDOW = 8
+#: Resident memory allowed above the warm-up's (and its allowed growth), in MiB: the
+#: freed memory the application's allocator may keep for reuse
+#: (`designer.memory.KEEP_TRIM_BYTES`).
+RSS_KEPT_MB = KEEP_TRIM_BYTES / 2**20
 #: Kernel threads allowed above the warm-up count (Qt's thread pool parks idle workers
 #: for 30 s before ending them).
 THREAD_SLACK = 2
 #: Seconds to wait for the application to answer the probe, idle.
 PROBE_TIMEOUT_S = 120
-#: Seconds to wait for a dialog a gesture opens (saving 1,024 GPUs comes first).
+#: Seconds to wait for a dialog a gesture opens (saving 1,024 GPUs comes first)...
 DIALOG_TIMEOUT_S = 20
-#: The autosave writer's thread: the checks wait for it to end (it writes for a moment).
-AUTOSAVE_THREAD = "fabric-designer-autosave"
+#: ... or, once the window has handled the gesture, for a dialog it opens later.
+MARK_SETTLE_S = 0.5
+#: Python threads that end by themselves (the autosave writer, the reader of a design
+#: being opened, where they are threads of their own and not work on Qt's thread pool).
+#: The checks wait for them, for the pool's workers and for the solver's helper to be
+#: idle, up to `PROBE_TIMEOUT_S`, and fail naming what still runs.
+TRANSIENT_THREADS = ("fabric-designer-autosave", "open-design")
 SCREEN = "1600x1000x24"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,13 +183,25 @@ class App:
             assert time.monotonic() < deadline, "the application did not answer the probe"
             time.sleep(0.05)
 
-    def answer_dialog(self, title: str, keys: list[str], wid: int) -> bool:
-        """Type ``keys`` into the dialog ``title`` once it is open (False if it does not
-        open within `DIALOG_TIMEOUT_S`), then give the main window (``wid``) the keyboard
-        back: with no window manager, X gives the focus to no one when a window closes."""
+    def answer_dialog(self, title: str, keys: list[str], wid: int, mark: list[int]) -> bool:
+        """Type ``keys`` into the dialog ``title`` once it is open, then give the main
+        window (``wid``) the keyboard back: with no window manager, X gives the focus to
+        no one when a window closes.
+
+        False if it does not open: the mouse moves to ``mark`` (a point of the main
+        window where that does nothing) after the gesture, and once the window has seen
+        that move, it has handled the gesture; with no dialog open `MARK_SETTLE_S` later,
+        none is coming (a gesture that opens none: Ctrl+G with fewer than two nodes
+        selected).  Otherwise it waits up to `DIALOG_TIMEOUT_S`."""
+        self.xdotool(["mousemove", str(mark[0]), str(mark[1])])
         deadline = time.monotonic() + DIALOG_TIMEOUT_S
+        seen = None
         while time.monotonic() < deadline:
             data = self.ask(time.monotonic() + PROBE_TIMEOUT_S)
+            if data["modal"] is None and data["last_move"] == mark:
+                seen = seen or time.monotonic()
+                if time.monotonic() - seen > MARK_SETTLE_S:
+                    return False
             if (data["modal"] or "").endswith(":" + title):
                 focus = ["windowfocus", "--sync", str(data["modal_wid"])]
                 for part in _split(keys, CLOSE_POPUP):
@@ -184,6 +224,11 @@ class App:
         escaped: list[str] = []
         while True:
             data = self.ask(deadline)
+            running = sorted(set(TRANSIENT_THREADS) & set(data["python_threads"]))
+            if data["pool_active"]:
+                running.append(f"{data['pool_active']} Qt thread pool worker(s)")
+            if data["solver_forks"]:
+                running.append(f"{data['solver_forks']} call(s) on the solver's helper")
             busy = (data["modal"] or "").startswith(("OpenProgress", "QProgressDialog"))
             if (data["modal"] or data["popup"]) and not busy:
                 if dismiss:
@@ -191,17 +236,23 @@ class App:
                     focus = ["windowfocus", str(data["modal_wid"])] if data["modal_wid"] else []
                     self.xdotool([*focus, "key", "Escape", *self.focus(data["wid"])])
                     time.sleep(0.2)
-            elif data["idle"] and data["path"] and AUTOSAVE_THREAD not in data["python_threads"]:
+            elif data["idle"] and data["path"] and not running:
                 data["escaped"] = escaped
                 return data
-            assert time.monotonic() < deadline, f"never idle: {data['modal']} {data['popup']}"
+            assert time.monotonic() < deadline, (
+                f"the application was not idle within {PROBE_TIMEOUT_S} s: dialog "
+                f"{data['modal']}, menu {data['popup']}, analysis idle {data['idle']}, "
+                f"threads still running {running}")
             time.sleep(0.1)
 
-    def proc_status(self) -> dict[str, int]:
+    def proc_status(self, state: dict) -> dict[str, float]:
+        """Resident memory, memory in use (from ``state``, the probe's last answer: glibc's
+        heap in use plus Python's objects) in MiB, and kernel threads."""
         text = Path(f"/proc/{self.proc.pid}/status").read_text()
         rss = int(re.search(r"VmRSS:\s+(\d+)", text).group(1)) / 1024
         threads = int(re.search(r"Threads:\s+(\d+)", text).group(1))
-        return {"rss_mb": rss, "threads": threads}
+        in_use = (state["heap_in_use"] + state["python_objects_in_use"]) / 2**20
+        return {"rss_mb": rss, "in_use_mb": in_use, "threads": threads}
 
     def log_errors(self) -> list[str]:
         """Warnings and errors in the application's log: a traceback, an error, and a
@@ -221,6 +272,14 @@ class App:
                 self.proc.kill()
                 self.proc.wait()
         self.stderr.close()
+
+
+def _own_threads(state: dict) -> list[str]:
+    """The application's Python threads, but those Python only knows as ``Dummy-N``: a
+    thread Qt's pool started ran Python code there (a superqt worker); the pool ends it
+    when idle, Python keeps the name, and the next pool thread gets another.  The kernel
+    thread count covers them."""
+    return [name for name in state["python_threads"] if not name.startswith("Dummy-")]
 
 
 def _split(keys: list[str], mark: str) -> list:
@@ -263,13 +322,16 @@ def test_x11_soak(xserver, tmp_path, capsys, request):
     try:
         state = app.state()
         assert state["model"]["nodes"] > 1024, state["model"]
-        start = app.proc_status()
+        if state["heap_in_use"] is None:
+            pytest.skip("the memory check needs glibc's mallinfo2 (glibc 2.33 or later)")
+        start = app.proc_status(state)
         _report(capsys, f"seed {seed}; opened {state['model']} in "
                         f"{time.perf_counter() - t0:.1f} s; RSS {start['rss_mb']:.0f} MiB, "
-                        f"{start['threads']} threads")
+                        f"in use {start['in_use_mb']:.0f} MiB, {start['threads']} threads")
         done, batches, escapes, answered = 0, 0, 0, 0
         t_gestures = 0.0
         warm = warm_threads = None
+        in_use: list[float] = []  # per batch, MiB
         t_warm = time.perf_counter()
         while done < gestures_wanted:
             t = time.perf_counter()
@@ -278,7 +340,8 @@ def test_x11_soak(xserver, tmp_path, capsys, request):
                 f.write(f"{batches + 1} {names} then {then}\nxdotool {' '.join(args)}\n")
             app.xdotool(args)
             if then is not None:
-                ok = app.answer_dialog(*then, state["wid"])
+                mark = [state["mark"][0] + batches % 7 - 3, state["mark"][1]]  # (moved)
+                ok = app.answer_dialog(*then, state["wid"], mark)
                 answered += ok
                 with open(tmp_path / "gestures.txt", "a", encoding="utf-8") as f:
                     f.write(f"dialog {then[0]!r} {'answered' if ok else 'did not open'}\n")
@@ -305,25 +368,42 @@ def test_x11_soak(xserver, tmp_path, capsys, request):
                 (where, "the saved file differs from the model")
             assert state["crash_errors"] == 0, (where, app.log_errors()[-5:])
             assert not app.log_errors(), (where, app.log_errors()[-5:])
-            status = app.proc_status()
+            status = app.proc_status(state)
+            in_use.append(status["in_use_mb"])
+            recent = statistics.median(in_use[-MEMORY_WINDOW:])
+            with open(tmp_path / "memory.txt", "a", encoding="utf-8") as f:
+                f.write(f"{done} gestures: RSS {status['rss_mb']:.1f} MiB, in use "
+                        f"{status['in_use_mb']:.1f} MiB (heap {state['heap_in_use'] / 2**20:.1f}, "
+                        f"Python {state['python_objects_in_use'] / 2**20:.1f}), model "
+                        f"{state['model']}, undo {state['undo_count']}\n")
             if batches % 10 == 0:
                 _report(capsys, f"{done} gestures, {time.perf_counter() - t0:.0f} s "
                                 f"({t_gestures:.0f} s sending): RSS {status['rss_mb']:.0f} MiB, "
+                                f"in use {status['in_use_mb']:.0f} MiB, "
                                 f"{status['threads']} threads, model {state['model']}")
             if warm is None and done >= min(WARMUP, gestures_wanted // 4):
-                warm, warm_threads, warm_at = status, state["python_threads"], done
+                warm, warm_threads, warm_at = status, _own_threads(state), done
+                warm["in_use_median_mb"] = recent
                 t_warm = time.perf_counter()
                 _report(capsys, f"after warm-up ({done} gestures, "
                                 f"{time.perf_counter() - t0:.0f} s): RSS "
-                                f"{warm['rss_mb']:.0f} MiB, {warm['threads']} threads, "
+                                f"{warm['rss_mb']:.0f} MiB, in use {warm['in_use_mb']:.0f} MiB "
+                                f"(median of the last {len(in_use[-MEMORY_WINDOW:])} batches "
+                                f"{recent:.0f} MiB), "
+                                f"{warm['threads']} threads, "
                                 f"model {state['model']}")
             elif warm is not None:
                 # ---- no thread left, memory bounded
-                assert state["python_threads"] == warm_threads, (where, state["python_threads"])
+                assert _own_threads(state) == warm_threads, (where, state["python_threads"])
                 assert status["threads"] <= warm["threads"] + THREAD_SLACK, (where, status)
-                allowed = RSS_GROWTH_PER_1000 * max(1.0, (done - warm_at) / 1000)
-                assert status["rss_mb"] < warm["rss_mb"] * (1 + allowed), (where, status, warm)
-        end = app.proc_status()
+                allowed = IN_USE_GROWTH_PER_1000 * max(1.0, (done - warm_at) / 1000)
+                assert recent < warm["in_use_median_mb"] * (1 + allowed), \
+                    (where, f"memory in use grew: median of the last batches {recent:.1f} MiB "
+                     f"(each {[round(m, 1) for m in in_use[-MEMORY_WINDOW:]]}), after the "
+                     f"warm-up {warm['in_use_median_mb']:.1f} MiB", status)
+                assert status["rss_mb"] < warm["rss_mb"] * (1 + allowed) + RSS_KEPT_MB, \
+                    (where, "resident memory grew beyond what the allocator keeps", status, warm)
+        end = app.proc_status(state)
         elapsed = time.perf_counter() - t0
         _report(capsys, f"{done} gestures in {batches} batches, {elapsed:.0f} s "
                         f"({done / elapsed:.1f} gestures/s; steady part "
@@ -332,7 +412,11 @@ def test_x11_soak(xserver, tmp_path, capsys, request):
                         "sending gestures, the rest saving and checking")
         _report(capsys, f"gestures: {dict(sorted(gestures.counts.items()))}")
         _report(capsys, f"end: RSS {end['rss_mb']:.0f} MiB ({end['rss_mb'] - warm['rss_mb']:+.1f} "
-                        f"since warm-up), {end['threads']} threads; model {state['model']}, "
+                        f"since warm-up), in use {end['in_use_mb']:.0f} MiB, median of the last "
+                        f"batches {recent:.0f} MiB ({recent - warm['in_use_median_mb']:+.1f} "
+                        f"since warm-up; {min(in_use):.0f}-{max(in_use):.0f} over the run), "
+                        f"{end['threads']} "
+                        f"threads; model {state['model']}, "
                         f"canvas {state['scene']}, undo {state['undo_index']}/"
                         f"{state['undo_count']}")
     finally:  # the screen as the soak left it, beside gestures.txt and probe/state.json

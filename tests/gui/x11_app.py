@@ -14,7 +14,9 @@ shown), with two differences a test needs:
   writes ``PROBE_DIR/state.json`` with that number and what the test cannot read from
   outside the process: the model's digest, how the canvas agrees with the model
   (`tests.gui.soak_checks.scene_problems`), whether the live analysis is idle, any
-  dialog or menu open, and where nodes, links, groups and scenario fields are on screen.
+  dialog or menu open, the memory in use (glibc's heap and Python's objects: the
+  resident size, read from outside, does not fall when memory is freed), and where
+  nodes, links, groups and scenario fields are on screen.
 
 The probe lives in the test tree, not in the application: nothing in ``designer``
 changes for the soak.  The file, the log and ``/proc/PID`` are read by the test itself.
@@ -25,11 +27,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, QTimer
+from PySide6.QtCore import QEvent, QObject, QPoint, QThreadPool, QTimer
 from PySide6.QtWidgets import QApplication, QTabBar
 
 #: How often the probe looks for a request (ms).
@@ -38,9 +42,53 @@ POLL_MS = 50
 MAX_POSITIONS = 300
 
 
+def python_objects_in_use() -> int:
+    """Bytes in Python's small-object arenas held by live objects (``sys._debugmallocstats``
+    prints it to file descriptor 2, read back here): Python maps those arenas itself, so
+    `designer.memory.heap_in_use` does not count them."""
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        text = f.read().decode("ascii", "replace")
+    found = re.search(r"# bytes in allocated blocks\s*=\s*([\d,]+)", text)
+    return int(found.group(1).replace(",", "")) if found else 0
+
+
+def _center(widget) -> list[int]:
+    c = widget.mapToGlobal(widget.rect().center())
+    return [c.x(), c.y()]
+
+
+def _solver_forks() -> int:
+    parallel = sys.modules.get("designer.solver.parallel")
+    return 0 if parallel is None else parallel.busy()
+
+
 def state_digest(state: dict) -> str:
     """A digest of a `Topology.state()` snapshot: equal designs, equal digests."""
     return hashlib.sha256(repr(state).encode("utf-8")).hexdigest()[:16]
+
+
+class _LastMove(QObject):
+    """Where the main window last saw the mouse move (global coordinates): the test moves
+    the mouse to a mark after a batch's events, and once the window reports the mark, it
+    has handled every event sent before it."""
+
+    def __init__(self, parent):
+        super().__init__(parent)
+        self.at: list[int] | None = None
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.MouseMove:
+            p = event.globalPosition().toPoint()
+            self.at = [p.x(), p.y()]
+        return False
 
 
 class Probe:
@@ -50,6 +98,8 @@ class Probe:
         self.window, self.crash, self.folder = window, crash, folder
         self.request = folder / "request"
         self.answered = None
+        self.last_move = _LastMove(window)
+        self._watched = None
         self.timer = QTimer(window)
         self.timer.timeout.connect(self._on_timer_timeout)
         self.timer.start(POLL_MS)
@@ -61,6 +111,10 @@ class Probe:
             return
         if not seq or seq == self.answered:
             return
+        handle = self.window.windowHandle()
+        if handle is not None and handle is not self._watched:  # (the main window's only)
+            handle.installEventFilter(self.last_move)
+            self._watched = handle
         app = QApplication.instance()
         if app.activeModalWidget() is None and app.activePopupWidget() is None \
                 and app.activeWindow() is None:
@@ -82,6 +136,7 @@ class Probe:
         return g.x(), g.y()
 
     def state(self) -> dict:
+        from designer.memory import heap_in_use
         from tests.gui.soak_checks import dock_problems, scene_problems
 
         window = self.window
@@ -90,7 +145,9 @@ class Probe:
         app = QApplication.instance()
         modal = app.activeModalWidget()
         popup = app.activePopupWidget()
-        idle = not runner.busy and not runner.pending
+        # Idle: no solve running or due, and the scene's deferred refresh (frames,
+        # bundles) done, as the user sees it a frame later.
+        idle = not runner.busy and not runner.pending and not scene.refresh_pending
         problems = scene_problems(window) if idle and modal is None and popup is None else []
         nodes, links, groups = [], [], []
         for nid, item in scene.nodes.items():
@@ -150,7 +207,15 @@ class Probe:
             "popup": type(popup).__name__ if popup else None,
             "crash_errors": self.crash.errors,
             "python_threads": sorted(t.name for t in threading.enumerate()),
+            # Work on Qt's thread pool (the file being opened, the autosave copy, a
+            # solve) and calls forked onto the solver's helper thread, running now.
+            "pool_active": QThreadPool.globalInstance().activeThreadCount(),
+            "solver_forks": _solver_forks(),
+            "heap_in_use": heap_in_use(), "python_objects_in_use": python_objects_in_use(),
             "viewport": [top_left.x(), top_left.y(), vp.width(), vp.height()],
+            # The mark: a point on the status bar, where a mouse move does nothing.
+            "mark": _center(window.statusBar()),
+            "last_move": self.last_move.at,
             "nodes_on_screen": nodes, "links_on_screen": links, "groups_on_screen": groups,
             "scenario_fields": fields, "tabs": tabs, "wid": int(window.winId()),
             "selected": len(scene.selectedItems()),
