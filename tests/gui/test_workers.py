@@ -161,3 +161,28 @@ def test_a_big_open_reads_the_file_on_a_pool_worker(window, qtbot, monkeypatch, 
     assert seen == {"pool": 1, "threads": []}
     assert topology is not None and len(list(topology.links())) > 0
     dialog.close()
+
+
+def test_a_warning_during_a_solve_is_logged_and_the_result_applied(
+    window, qtbot, monkeypatch, caplog
+):
+    """superqt catches warnings on its workers; the runner logs them instead of dropping
+    them, and the solve goes on."""
+    import warnings
+
+    runner = window.analysis.runner
+    _quiet(qtbot, runner)
+    real = runner_module.analyse
+
+    def warns(*args, **options):
+        warnings.warn("an odd figure in the solve", RuntimeWarning, stacklevel=1)
+        return real(*args, **options)
+
+    monkeypatch.setattr(runner_module, "analyse", warns)
+    with caplog.at_level("WARNING", logger=runner_module.__name__):
+        with qtbot.waitSignal(runner.result_ready, timeout=TIMEOUT_MS) as done:
+            window.document.push(SetLinkProps([NVLINK], failed=True))
+        qtbot.waitUntil(lambda: not runner.busy, timeout=TIMEOUT_MS)
+    assert done.args[0].generation == window.document.topology.generation
+    assert any("an odd figure in the solve" in r.getMessage() for r in caplog.records)
+    runner.shutdown()

@@ -15,9 +15,11 @@ down it retries after `RETRY_MS`.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from functools import partial
@@ -46,6 +48,8 @@ from designer.solver import (
     solve_collective,
     training_report,
 )
+
+log = logging.getLogger(__name__)
 
 DEBOUNCE_MS = 200
 RETRY_MS = 20
@@ -364,6 +368,7 @@ class SolveRunner(QObject):
                                _connect={"yielded": self._on_worker_yielded,
                                          "returned": self._on_worker_returned,
                                          "errored": self._on_worker_errored,
+                                         "warned": self._on_worker_warned,
                                          "finished": self._on_worker_finished})
         self._worker = worker
         worker.start()
@@ -375,6 +380,12 @@ class SolveRunner(QObject):
     def _on_worker_yielded(self, message: str) -> None:
         if self._current(self._job):
             self.progress.emit(message)
+
+    def _on_worker_warned(self, args: tuple) -> None:
+        """A warning raised during the solve (superqt catches them on the worker): into
+        the log, where the program's other warnings go."""
+        message, category, filename, lineno = args[:4]
+        log.warning("%s", warnings.formatwarning(message, category, filename, lineno).strip())
 
     def _on_worker_focus(self, generation: int, result) -> None:
         if generation == self.document.topology.generation:
