@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
+from itertools import compress, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -103,7 +104,7 @@ def _items_look_valid(
     if not all(required <= set(keys) <= allowed for keys in key_sets):
         return False
     for name, definition in fields.items():
-        if name in required:
+        if name in required or all(name in keys for keys in key_sets):
             values = list(map(itemgetter(name), items))
         elif any(name in keys for keys in key_sets):
             values = [d[name] for d in items if name in d]
@@ -133,7 +134,9 @@ def _column_looks_valid(values: list, definition: Mapping[str, Any]) -> bool:
             return False
         if not set(values) <= set(enum):
             return False
-    strings = [v for v in values if type(v) is str] if types - {str} else values
+    strings = values
+    if types - {str}:
+        strings = list(compress(values, map(isinstance, values, repeat(str))))
     if (
         "pattern" in definition
         and strings

@@ -300,7 +300,11 @@ def _report(progress: Progress | None, stage: str, done: int, total: int) -> Non
         raise LoadCancelled(f"stopped while {stage}")
 
 
-def _build(data: Any, catalog: Catalog | None, progress: Progress | None = None) -> Topology:
+def _build(
+    data: Any, catalog: Catalog | None, progress: Progress | None = None, owned: bool = False
+) -> Topology:
+    """The design ``data`` describes (``owned``: nobody else holds ``data``, whose item
+    dicts may become the graph's, see `Topology.add_parts`)."""
     check_header(data)
     total = sum(len(data.get(k, ())) for k in ("groups", "nodes", "links")
                 if isinstance(data.get(k), list))
@@ -334,6 +338,7 @@ def _build(data: Any, catalog: Catalog | None, progress: Progress | None = None)
         topology.add_parts(
             [g for _, g in groups], nodes, links,
             progress=None if progress is None else building, every=PROGRESS_EVERY,
+            adopt=owned,
         )
     except PartError as err:
         raise _invalid(err, groups, data) from None
@@ -375,9 +380,15 @@ def from_dict(data: Any, *, source: str = "<memory>", catalog: Catalog | None = 
     FileFormatError
         ``"<source>: <where>: <what>"`` for the first problem found.
     """
+    return _from_dict(data, source, catalog, progress)
+
+
+def _from_dict(
+    data: Any, source: str, catalog: Catalog | None, progress: Progress | None, owned=False
+) -> Topology:
     try:
         with collector_paused():
-            return _build(data, catalog, progress)
+            return _build(data, catalog, progress, owned)
     except Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     except RecursionError:
@@ -411,7 +422,8 @@ Fabric Designer (format version 9); this version reads up to 1
     except Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     try:
-        return from_dict(data, source=source, catalog=catalog, progress=progress)
+        # The parsed value is ours alone: its item dicts become the graph's.
+        return _from_dict(data, source, catalog, progress, owned=True)
     except (FileFormatError, LoadCancelled):
         raise
     except Exception as err:

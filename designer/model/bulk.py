@@ -22,7 +22,7 @@ Example
 
 from __future__ import annotations
 
-from collections import ChainMap
+from collections import ChainMap, deque
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import MISSING, fields
 from functools import partial
@@ -35,7 +35,7 @@ import networkx as nx
 from designer.model.catalog import NODE_KINDS, PLANES, Catalog
 from designer.model.checks import check_group, check_link, check_node, ids_look_valid
 from designer.model.columns import DesignColumns
-from designer.model.elements import LINK_FIELDS, NODE_FIELDS, Group, Link, Node
+from designer.model.elements import Group, Link, Node
 from designer.model.errors import DesignError
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "checked_groups",
     "link_columns",
     "node_columns",
+    "with_attributes",
     "write_links",
     "write_nodes",
     "write_parts",
@@ -257,13 +258,36 @@ class EitherOf:
 # --------------------------------------------------------------------------- writing
 
 
+#: The key of `with_attributes`'s column of attribute dicts.
+ATTRS = "attributes"
+
+
+def with_attributes(cls: type, cols: dict[str, list], items: list, adopt: bool) -> None:
+    """Add to ``cols`` (the `node_columns` or `link_columns` of ``items``) the graph's
+    attribute dict of each item, every field but the id, under `ATTRS`.
+
+    With ``adopt``, ``items`` are dicts holding no other keys than ``cls``'s fields,
+    which their caller gives away: each becomes the attribute dict itself (its id
+    removed, missing fields set to their defaults), which saves a dict per item.
+    """
+    names = tuple(f.name for f in fields(cls))[1:]
+    if not adopt:
+        rows = zip(*(cols[f] for f in names), strict=True)
+        cols[ATTRS] = list(map(dict, map(zip, repeat(names), rows)))
+        return
+    deque(map(methodcaller("pop", "id"), items), maxlen=0)
+    for f in fields(cls):
+        if f.default is not MISSING:
+            deque(map(methodcaller("setdefault", f.name, f.default), items), maxlen=0)
+    cols[ATTRS] = items
+
+
 def write_nodes(g: nx.MultiGraph, columns: DesignColumns, cols: dict[str, list]) -> None:
     """Write checked nodes (their `node_columns`) into ``g`` and ``columns``."""
-    ids, names = cols["id"], NODE_FIELDS[1:]
-    rows = zip(*(cols[f] for f in names), strict=True)
+    ids = cols["id"]
     # networkx's own containers, as `add_node` fills them: its add_nodes_from costs a
     # dict copy and two lookups a node.
-    g._node.update(zip(ids, map(dict, map(zip, repeat(names), rows)), strict=True))
+    g._node.update(zip(ids, cols[ATTRS], strict=True))
     g._adj.update([(n, {}) for n in ids])
     nx._clear_cache(g)
     columns.extend_nodes(ids, cols["kind"], cols["model"], cols["failed"])
@@ -274,12 +298,11 @@ def write_links(
 ) -> None:
     """Write checked links (their `link_columns`, ends already in ``g``) into ``g``,
     ``columns`` and ``link_ends`` (link id -> ends)."""
-    ids, a, b, names = cols["id"], cols["a"], cols["b"], LINK_FIELDS[1:]
-    rows = zip(*(cols[f] for f in names), strict=True)
+    ids, a, b = cols["id"], cols["a"], cols["b"]
     adj = g._adj
     # As MultiGraph.add_edge leaves them: one key dict per node pair, shared by both
     # ends, holding each link's attribute dict under its id.
-    for key, u, v, attrs in zip(ids, a, b, map(dict, map(zip, repeat(names), rows)), strict=True):
+    for key, u, v, attrs in zip(ids, a, b, cols[ATTRS], strict=True):
         at_u = adj[u]
         keyed = at_u.get(v)
         if keyed is None:
@@ -312,6 +335,7 @@ def write_parts(
         while start < n:
             stop = min(n, start + every - done % every)
             write(g, columns, cols={k: v[start:stop] for k, v in cols.items()})
+            columns.flush()  # numpy rows, not a list of Python ints per cell
             done += stop - start
             start = stop
             if done % every == 0:

@@ -373,7 +373,12 @@ def _in_natural_order(ids: list[str]) -> bool:
     by that number (then by text, for leading zeros), as their natural keys do; the
     other neighbours by their natural keys.
     """
-    heads = [i.rstrip(_ASCII_DIGITS) for i in ids]
+    heads = list(map(operator.methodcaller("rstrip", _ASCII_DIGITS), ids))
+    if len(set(heads)) == 1 and min(map(len, ids)) > len(heads[0]):
+        # One stem (``g0``, ``g1``...): the numbers ascend, at C speed.
+        numbers = list(map(int, map(operator.itemgetter(slice(len(heads[0]), None)), ids)))
+        if all(map(operator.lt, numbers, numbers[1:])):
+            return True
     for k in range(1, len(ids)):
         head = heads[k]
         if head == heads[k - 1] and len(head) < len(ids[k]) and len(head) < len(ids[k - 1]):

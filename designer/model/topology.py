@@ -398,6 +398,7 @@ class Topology:
         *,
         progress: Callable[[int], None] | None = None,
         every: int = 4096,
+        adopt: bool = False,
     ) -> None:
         """Add groups (parents first), then nodes, then links, all or none.
 
@@ -414,6 +415,10 @@ class Topology:
         each time ``done`` (groups, then nodes, then links) reaches a multiple of
         ``every``; an exception it raises stops the writing, the design then holding
         part of the items (for a loader that discards it when its user cancels).
+
+        ``adopt``: the nodes and links are dicts with no keys but their fields, which
+        the caller gives away (a loader's parsed file): they become the graph's
+        attribute dicts (see `bulk.with_attributes`), a dict less per item.
 
         Raises
         ------
@@ -435,6 +440,8 @@ class Topology:
             bulk.check_links(lcols, links, self.catalog, (new_nodes, graph_nodes),
                              (*taken, new_nodes))
             self._groups.update(new_groups)
+            bulk.with_attributes(Node, ncols, nodes, adopt)
+            bulk.with_attributes(Link, lcols, links, adopt)
             bulk.write_parts(self._g, self._columns, self._link_ends, ncols, lcols,
                              len(groups), progress, every)
         self.flush_columns()
@@ -442,16 +449,16 @@ class Topology:
         if not added:
             return
         self._emit_each(self.group_added, new_groups.values())
-        self._emit_each(self.node_added, nodes, Node)
-        self._emit_each(self.link_added, links, Link)
+        self._emit_each(self.node_added, map(self.node, ncols["id"]))
+        self._emit_each(self.link_added, map(self.link, lcols["id"]))
         self.generation += added - 1  # as many as one call per item makes
         self._bump()
 
     @staticmethod
-    def _emit_each(signal, items: Iterable[Any], cls: type | None = None) -> None:
+    def _emit_each(signal, items: Iterable[Any]) -> None:
         if len(signal):
             for item in items:
-                signal.emit(item if cls is None or isinstance(item, cls) else cls(**item))
+                signal.emit(item)
 
     def state(self) -> dict[str, Any]:
         """A canonical, comparable snapshot of everything the design holds."""

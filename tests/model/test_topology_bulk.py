@@ -240,3 +240,31 @@ def test_natural_order_of_gpu_ids_as_natural_key_says(ids):
     keys = [natural_key(i) for i in ids]
     assert _in_natural_order(ids) == all(a <= b for a, b in itertools.pairwise(keys))
     assert _in_natural_order(sorted(ids, key=natural_key))
+
+
+def test_progress_while_writing_and_adopted_dicts():
+    groups, nodes, links = _hand_made()
+    calls = []
+    t = Topology()
+    t.add_parts(groups, nodes, links, progress=calls.append, every=4)
+    assert calls == [4, 8, 12]  # 3 groups, 5 nodes, 5 links: counted groups first
+    _assert_same(t, _one_by_one(groups, nodes, links, "untitled"))
+
+    node_dicts, link_dicts = _as_dicts(nodes, NODE_FIELDS), _as_dicts(links, LINK_FIELDS)
+    del node_dicts[0]["failed"], link_dicts[0]["plane"]  # defaults filled in
+    adopted = Topology()
+    adopted.add_parts(groups, node_dicts, link_dicts, adopt=True)
+    _assert_same(adopted, _one_by_one(groups, nodes, links, "untitled"))
+    assert "id" not in node_dicts[0] and node_dicts[0]["failed"] is False
+
+
+def test_a_progress_callback_that_raises_stops_the_writing():
+    groups, nodes, links = _hand_made()
+
+    def stop(done):
+        raise KeyboardInterrupt
+
+    t = Topology()
+    with pytest.raises(KeyboardInterrupt):
+        t.add_parts(groups, nodes, links, progress=stop, every=4)
+    assert t.graph.number_of_nodes() < len(nodes)
