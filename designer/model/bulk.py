@@ -156,7 +156,11 @@ def _links_look_valid(
         if not (_unique_and_free(cols["id"], taken) and ids_look_valid(cols["id"])):
             return False
         new, old = nodes
-        if not all(map(old.__contains__, (set(a) | set(b)) - new)) or any(map(eq, a, b)):
+        for ends in (a, b):
+            # Most ends are new nodes: look each up once, building no set.
+            if not new.issuperset(ends) and not all(map(old.__contains__, set(ends) - new)):
+                return False
+        if any(map(eq, a, b)):
             return False
         if not set(cols["tech"]) <= catalog.techs.keys():
             return False
