@@ -186,3 +186,22 @@ def test_a_warning_during_a_solve_is_logged_and_the_result_applied(
     assert done.args[0].generation == window.document.topology.generation
     assert any("an odd figure in the solve" in r.getMessage() for r in caplog.records)
     runner.shutdown()
+
+
+def test_edits_made_in_one_turn_of_the_event_loop_start_one_solve(window, qtbot):
+    """A command that changes the design several times, or several commands pushed by one
+    gesture, solve once, after the gesture: never a half-applied state."""
+    runner = window.analysis.runner
+    _quiet(qtbot, runner)
+    started = []
+    runner.started.connect(started.append)
+    for gpu in range(3):  # no event processed in between
+        window.document.push(SetLinkProps([f"n01-gpu{gpu}:n01-nvs0"], failed=True))
+    assert started == []  # nothing solved inside the gesture
+    final = window.document.topology.generation
+    with qtbot.waitSignal(runner.result_ready, timeout=TIMEOUT_MS) as done:
+        pass
+    qtbot.waitUntil(lambda: not runner.busy, timeout=TIMEOUT_MS)
+    qtbot.wait(2 * runner_module.DEBOUNCE_MS)
+    assert started == [final] and done.args[0].generation == final
+    runner.shutdown()

@@ -1,7 +1,8 @@
 """`SolveRunner`: re-solve the design in the background after every edit.
 
 Edits and scenario changes go through a debouncer (superqt's `qdebounced`, leading and
-trailing edge); when it fires the runner captures the design on the GUI thread
+trailing edge) once the event that made them is handled (a gesture's several changes
+are one edit); when it fires the runner captures the design on the GUI thread
 (`capture_design`: O(1), the columns are shared copy-on-write), and a single superqt
 `GeneratorWorker` on Qt's thread pool builds the `Snapshot` from it, then routes, rates
 and times the scenario.  The worker yields its stage messages and returns the result; both
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from superqt.utils import GeneratorWorker, create_worker, qdebounced
 
 from designer.gui.document import Document
@@ -267,6 +268,7 @@ class SolveRunner(QObject):
     progress = Signal(str)
     cancelled = Signal(int)
     _focus = Signal(int, object)  # from the worker thread: queued to this one
+    _asked = Signal()  # queued to this thread: the edits of one event loop turn settle
 
     def __init__(self, document: Document, parent: QObject | None = None,
                  debounce_ms: int = DEBOUNCE_MS):
@@ -285,6 +287,8 @@ class SolveRunner(QObject):
         self._debounced_start = qdebounced(self._start_solve, timeout=debounce_ms,
                                            leading=True)
         self._focus.connect(self._on_worker_focus)
+        self._asked_posted = False
+        self._asked.connect(self._on_asked, Qt.ConnectionType.QueuedConnection)
         self._topology: Topology | None = None
         # Routes carried from solve to solve of one design (used by one worker at a
         # time; a new design starts a new memo).
@@ -316,7 +320,16 @@ class SolveRunner(QObject):
         if self._job is not None:
             self._job.cancel.set()  # whatever is running is already stale
         self._wanted = True
-        self._debounced_start()
+        # The debouncer hears of it once the current event is handled: a gesture that
+        # changes the design several times is one edit, never solved half-applied.
+        if not self._asked_posted:
+            self._asked_posted = True
+            self._asked.emit()
+
+    def _on_asked(self) -> None:
+        self._asked_posted = False
+        if self.enabled and self._wanted:
+            self._debounced_start()
 
     def set_selection(self, node_ids: list[str]) -> None:
         """GPU selection, for scenarios whose ranks are ``selection``."""
