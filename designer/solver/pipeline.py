@@ -363,15 +363,26 @@ def _timeline(plan: Plan, phases: Sequence[PhaseSolution], total_s: float,
               snap: Snapshot) -> tuple[TimelineBar, ...]:
     """Phase/step bars for the largest size: sequential phases share the total time in
     proportion to their bandwidth time; a ring all-reduce shows its reduce-scatter and
-    all-gather halves."""
+    all-gather halves, a phase with pipelined stages (`Phase.stages`) one bar per stage,
+    each starting a stage's latency after the one before."""
     bars: list[TimelineBar] = []
     weights = [p.seconds_per_byte for p in phases]
     norm = (max(weights) if plan.pipelined else sum(weights)) or 1.0
     start = 0.0
-    for p in phases:
+    for p, planned in zip(phases, plan.phases, strict=True):
         dur = total_s * (p.seconds_per_byte / norm if not plan.pipelined else 1.0)
         bottleneck = snap.arc_name(p.bottleneck_arc) if p.bottleneck_arc >= 0 else ""
-        if plan.algorithm == "ring" and plan.collective == "allreduce":
+        if planned.stages:
+            # Pipelined stages (SHARP up its tree, then down): stage k starts when the
+            # first chunk has crossed the stages before it (a switch latency per step)
+            # and ends as much after stage k - 1.
+            hop = _switch_latency(snap)
+            lag = np.cumsum([0.0] + [hop * s for _, s in planned.stages[:-1]])
+            lag = np.minimum(lag, dur / 2).tolist()
+            for (name, steps), x in zip(planned.stages, lag, strict=True):
+                bars.append(TimelineBar(name, "all ranks", start + x,
+                                        start + dur - lag[-1] + x, steps, bottleneck))
+        elif plan.algorithm == "ring" and plan.collective == "allreduce":
             half = dur / 2
             bars.append(TimelineBar("reduce-scatter", "all ranks", start, start + half,
                                     p.steps // 2, bottleneck))

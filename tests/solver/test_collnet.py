@@ -1,6 +1,7 @@
-"""CollNet (SHARP) availability: the model reduces in each GPU's edge switch and does not
-load the aggregation tree above it, so it must refuse ranks whose edge switches no live
-switch path joins (as ring and tree do), and say what it assumes when it is used."""
+"""CollNet (SHARP) availability: the model reduces up an aggregation tree of live SHARP
+switches (`flows.sharp`; its loads in test_sharp_tree.py), so it must refuse ranks whose
+edge switches no live switch path joins (as ring and tree do), and say what it assumes
+when it is used."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _names(snap) -> set[str]:
 def test_collnet_runs_and_says_what_it_assumes():
     res = solve_collective(take_snapshot(_two_leaves_per_rail()), sizes=BIG, algorithm="collnet")
     assert res.algorithm == "collnet"
-    assert any("edge switch" in n and "not modelled" in n for n in res.notes)
+    assert any("aggregation tree" in n and "not modelled" in n for n in res.notes)
 
 
 def test_no_collnet_without_a_live_path_between_the_edge_switches():

@@ -11,7 +11,7 @@ Algorithms (NCCL's names): ``ring`` (rail-aware ring order, one channel per rail
 ``tree`` (double binary tree across NVLink domains, chains inside), ``nvls`` (in-switch
 reduction inside one NVLink domain), ``hierarchical`` (intra-domain reduce-scatter,
 per-rail inter-domain ring, intra-domain all-gather), ``collnet`` (IB SHARP: in-network
-reduction at the edge switch).
+reduction up an aggregation tree of the fabric's switches, `flows.sharp`).
 
 Plans are built with array code through `phases.FlowBuilder`, which routes whole
 batches of transfers at once.
@@ -35,6 +35,7 @@ from designer.solver.flows.ring_layout import (
     ring_order,
     ring_orders,
 )
+from designer.solver.flows.sharp import sharp_phase
 from designer.solver.routing.router import (
     Router,
     ragged_arange,
@@ -258,9 +259,7 @@ def plan_hierarchical(router: Router, ranks: np.ndarray, collective: str,
     rs = _domain_rings(router, table, "reducescatter", "intra reduce-scatter",
                        "intra-domain reduce-scatter")
     if inter == "collnet":
-        if not snap.net_sharp:
-            raise SolverError("collnet needs in-network reduction (SHARP) on every fabric switch")
-        mid = _sharp_phase(router, srt, g)
+        mid = sharp_phase(router, srt, g)
     else:
         # Rail i: the i-th GPU of every domain, domains in order, one channel each.
         n = len(starts)
@@ -272,49 +271,6 @@ def plan_hierarchical(router: Router, ranks: np.ndarray, collective: str,
     ag = _domain_rings(router, table, "allgather", "intra all-gather", "intra-domain all-gather")
     return Plan(collective, "collnet" if inter == "collnet" else "hierarchical", ranks,
                 len(starts), (rs, mid, ag), False)
-
-
-def _sharp_phase(router: Router, ranks: np.ndarray, g: int) -> Phase:
-    """SHARP: each GPU sends its 1/g shard up to its edge switch and gets the result back
-    (through its NIC, however it reaches it: `RankLinks.access_up`)."""
-    snap, r = router.snap, router
-    ranks = np.asarray(ranks, dtype=np.int64)
-    rl = r.rank_links()
-    bad = np.flatnonzero(~rl.ok[ranks])
-    if bad.size:
-        r.check_rank(int(ranks[bad[0]]))  # raises naming the GPU and what it lacks
-    _check_sharp_reach(r, rl.leaf[ranks].reshape(-1, g))
-    fb = FlowBuilder(r)
-    names = [snap.node_ids[i] for i in rl.gpu[ranks].tolist()]
-    flows = fb.new_flows(np.full(2 * len(ranks), 1.0 / g),
-                         [f"sharp {d} {nid}" for nid in names for d in ("up", "down")])
-    # Per GPU: flow "up" crosses its way to the NIC and the NIC's cable (its access leg
-    # out); flow "down" the cable back and its way from the NIC (its leg in).
-    fb.add_legs(flows[0::2], ranks)
-    fb.add_legs(flows[1::2], len(rl.gpu) + ranks)
-    fb.net_fixed = 2
-    return fb.phase("SHARP in-network all-reduce", 2)
-
-
-def _check_sharp_reach(router: Router, leaf: np.ndarray) -> None:
-    """Raise `SolverError` unless, in every column of ``leaf`` (the edge switches of the
-    ranks that reduce one shard together, one row per domain), a live switch path joins
-    every edge switch to the first.
-
-    The model reduces in the edge switches and does not load the aggregation tree above
-    them, but that tree cannot exist without such a path: without this check a fabric
-    whose spines have all failed would still report a collnet bandwidth.  One hop count
-    per distinct pair of switches (`Router.fabric_hops`).
-    """
-    first = np.broadcast_to(leaf[0], leaf.shape)
-    hops = router.fabric_hops(first.ravel(), leaf.ravel())
-    cut = np.flatnonzero(hops < 0)
-    if cut.size:
-        # The lowest pair of node ids, so the message does not depend on rank order.
-        pairs = np.unique(np.stack([first.ravel()[cut], leaf.ravel()[cut]], axis=1), axis=0)
-        a, b = (router.snap.node_ids[int(x)] for x in pairs[0])
-        raise SolverError(f"collnet: no fabric path from {a} to {b}: SHARP needs a live "
-                          "switch path between the edge switches of the ranks it reduces")
 
 
 def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall") -> Plan:

@@ -71,6 +71,9 @@ class Phase:
     fabric, fabric DAGs (adaptive routing), NVLink sprays that several flows cross."""
     recipe: PhaseRecipe | None = field(default=None, repr=False)
     """How the pairs and routes were assembled (`flows.recipe`), for `reuse`."""
+    stages: tuple[tuple[str, int], ...] = ()
+    """Pipelined stages of the phase, ``(name, steps)`` each, that the timeline shows as
+    overlapping bars (SHARP's reduction up its tree and multicast down); () for none."""
 
     @property
     def n_flows(self) -> int:

@@ -97,6 +97,10 @@ class Snapshot:
     # Where the names come from (`node_kind`, `node_model`, `arc_plane`): the design's
     # columns, through their cache, so snapshots of one design share the arrays.
     names: NameSource | None = None
+    # Per node: its device model does in-network reduction (the catalog's ``sharp``),
+    # for the SHARP aggregation tree (`flows.sharp`); None: not given (then every
+    # switch does where `net_sharp` says so).
+    node_sharp: np.ndarray | None = None
 
     def link_positions(self) -> LinkPositions:
         """``{link id: index in link_ids}``, as a read-only mapping.
@@ -395,6 +399,7 @@ def _arcs(capture: DesignCapture) -> _Arcs:
                 fabric=kind("leaf", "spine", "core", "switch"),
                 nvls=model_flag("nvls"), sharp=model_flag("sharp"),
                 nvls_eff=model_value("nvls_efficiency"))
+    fields["node_sharp"] = node["sharp"]
     link_family = t_fam[tech_of]
     # Structural positions, from every link, failed or not (`structure`).
     inside = (link_family == NVLINK) | (link_family == PCIE)

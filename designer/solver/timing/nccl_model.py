@@ -102,12 +102,16 @@ _ALGO_PROTOCOLS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     }
 )
 
-#: What the collnet figures assume (`caveats`): the flow model reduces in each GPU's
-#: edge switch and loads nothing above it.
+#: What the collnet figures assume (`caveats`): the flow model reduces up an aggregation
+#: tree of the fabric's SHARP switches (`flows.sharp`) at line rate and loads its links;
+#: each tree level adds a switch hop up and one down to the network step (``net_hops``,
+#: whose hops past the NIC cables ``net_latency_us`` charges).  The switches' SHARP
+#: resources are not modelled.
 COLLNET_NOTE = (
-    "collnet (SHARP) is modelled as a reduction in the edge switches at line rate; the "
-    "aggregation tree above them is not modelled and loads no leaf-spine link, so read "
-    "the collnet figures as an upper bound"
+    "collnet (SHARP) is modelled as a reduction up an aggregation tree of the fabric's "
+    "SHARP switches at line rate, loading the tree's links; the switches' SHARP resources "
+    "(aggregation nodes, concurrent trees) are not modelled, so read the collnet figures "
+    "as an upper bound"
 )
 
 #: Algorithms whose channel count NCCL fixes (no ramp with the message size).
@@ -143,7 +147,8 @@ class CollectiveShape:
         constant is charged once per path.
     net_hops : int
         Switches crossed by an inter-node step (1 on the same leaf or rail, 3 through a
-        spine...); must be >= 1 when ``n_nodes > 1`` and 0 otherwise.  Its physical cost
+        spine...; collnet: the two NIC cables plus a hop up and a hop down per level of
+        its SHARP tree); must be >= 1 when ``n_nodes > 1`` and 0 otherwise.  Its physical cost
         comes in through ``net_latency_us``; NCCL's per-step network constant is charged
         once per step.
     net_latency_us : float

@@ -98,13 +98,14 @@ def phase_kind(phase: str) -> str:
 def phase_scope(phase: str, bottleneck: str, snap: Snapshot) -> str:
     """``intra`` (inside an NVLink domain) or ``inter`` (across the network).
 
-    The phase name says so for hierarchical algorithms; a flat one is judged by its
-    bottleneck link: an NVLink or PCIe bottleneck keeps it inside the domain.
+    The phase name says so for hierarchical algorithms (SHARP's stages run in the
+    fabric's switches); a flat one is judged by its bottleneck link: an NVLink or PCIe
+    bottleneck keeps it inside the domain.
     """
     name = phase.lower()
     if "intra" in name:
         return "intra"
-    if "inter" in name or "rail" in name or "in-network" in name:
+    if "inter" in name or "rail" in name or "in-network" in name or "sharp" in name:
         return "inter"
     k = _link_index(snap).get(bottleneck.split(" (", 1)[0])
     if k is None:
