@@ -362,7 +362,10 @@ def test_x11_soak(xserver, tmp_path, capsys, request):
                 subprocess.run(["import", "-window", "root", "-display", xserver,
                                 f"{shots}/batch-{batches:04d}.png"], check=False)
             # ---- model == canvas == saved file, nothing logged
-            assert not state["scene_problems"], (where, state["scene_problems"])
+            assert not state["scene_problems"], (
+                where, state["scene_problems"],
+                {k: state[k] for k in ("drag_in_progress", "mouse_grabber", "mouse_buttons",
+                                       "selected", "undo_index", "undo_count")})
             assert not state["modified"], (where, "Ctrl+S left the design unsaved")
             assert _saved_digest(state["path"]) == state["model_digest"], \
                 (where, "the saved file differs from the model")

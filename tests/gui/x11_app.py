@@ -219,6 +219,12 @@ class Probe:
             "nodes_on_screen": nodes, "links_on_screen": links, "groups_on_screen": groups,
             "scenario_fields": fields, "tabs": tabs, "wid": int(window.winId()),
             "selected": len(scene.selectedItems()),
+            # For a failure's message: a node drag the canvas still carries (its release
+            # went elsewhere), the item holding the mouse, the buttons Qt thinks are down.
+            "drag_in_progress": getattr(scene, "_drag", None) is not None,
+            "mouse_grabber": type(scene.mouseGrabberItem()).__name__
+            if scene.mouseGrabberItem() is not None else None,
+            "mouse_buttons": int(app.mouseButtons().value),
             "focus": type(app.focusWidget()).__name__ if app.focusWidget() else None,
             "active_window": type(app.activeWindow()).__name__ if app.activeWindow() else None,
         }
