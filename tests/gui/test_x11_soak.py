@@ -31,7 +31,7 @@ replaced by a count, plus a probe) and sends batches of seeded random gestures
   plus the allowed growth, plus what the allocator may keep (`RSS_KEPT_MB`).
 
 Marked ``soak`` (deselected by default).  CI runs ``pytest -m soak tests/gui/test_x11_soak.py
---x11-gestures 1000`` (about 9 minutes on 2 cores); ``FABRIC_X11_SOAK_SEED`` runs another
+--x11-gestures 1000`` (10-11 minutes on 2 cores); ``FABRIC_X11_SOAK_SEED`` runs another
 seed, ``FABRIC_X11_SOAK_SHOTS=<folder>`` keeps a screenshot per batch.  Every batch's
 xdotool command is written to ``gestures.txt`` in the test's folder, its memory
 figures to ``memory.txt``, and the screen at the end to ``last-screen.png``.  Figures
