@@ -155,5 +155,5 @@ def test_a_what_if_that_takes_sharp_from_an_edge_switch_is_not_patched_over():
     assert res.algorithm == "collnet"
     for leaf in [n.id for n in topo.nodes() if n.kind == "leaf"]:
         topo.update_node(leaf, model=NO_SHARP)
-    with pytest.raises(SolverError, match="edge switch leaf-r.* does no in-network reduction"):
+    with pytest.raises(SolverError, match=r"edge switch leaf-r.* does no in-network reduction"):
         solve_collective(take_snapshot(topo), sizes=BIG, algorithm="collnet", memo=memo)

@@ -63,8 +63,10 @@ class SharpTree:
 
 
 class _SharpGraph:
-    """The live compute-fabric links between switches that do SHARP, as a CSR over node
-    indices with each node's arcs in the structural order of their far ends."""
+    """The live compute-fabric links between switches that do SHARP, as a CSR over the
+    SHARP switches alone (*local* ids: ``nodes[i]`` is local ``i``'s node index, ``local``
+    the reverse, -1 for other nodes), each switch's arcs in the structural order of their
+    far ends."""
 
     def __init__(self, router: Router):
         snap = router.snap
@@ -74,12 +76,16 @@ class _SharpGraph:
         elif not snap.net_sharp:
             sharp[:] = False
         self.sharp = sharp
+        self.nodes = np.flatnonzero(sharp)
+        self.local = np.full(snap.n_nodes, -1, dtype=np.int64)
+        self.local[self.nodes] = np.arange(len(self.nodes))
+        self.pos = snap.node_pos[self.nodes]  # structural position of each local id
         arcs = np.asarray(router.net.arcs, dtype=np.int64)
         arcs = arcs[sharp[snap.arc_src[arcs]] & sharp[snap.arc_dst[arcs]]]
-        src, dst = snap.arc_src[arcs].astype(np.int64), snap.arc_dst[arcs].astype(np.int64)
-        order = np.lexsort((arcs, snap.node_pos[dst], src))
+        src, dst = self.local[snap.arc_src[arcs]], self.local[snap.arc_dst[arcs]]
+        order = np.lexsort((arcs, self.pos[dst], src))
         self.arcs, self.src, self.dst = arcs[order], src[order], dst[order]
-        self.n = snap.n_nodes
+        self.n = len(self.nodes)
         self.ptr = np.zeros(self.n + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.src, minlength=self.n), out=self.ptr[1:])
         # For the batched searches: arcs grouped by their far end.
@@ -90,31 +96,34 @@ class _SharpGraph:
         self._heads, self._targets = heads, d[heads]
 
     def distances(self, sources: np.ndarray) -> np.ndarray:
-        """Hop distance from each of ``sources`` to every node (-1: unreachable), one row
-        per source: breadth-first searches, a block of sources at a time."""
+        """Hop distance from each of ``sources`` (local ids) to every SHARP switch (-1:
+        unreachable), one row per source: breadth-first searches, a block of sources at
+        a time."""
         out = np.full((len(sources), self.n), -1, dtype=np.int32)
         for lo in range(0, len(sources), _BLOCK):
             block = np.asarray(sources[lo : lo + _BLOCK], dtype=np.int64)
-            rows = np.arange(len(block))
-            dist = out[lo : lo + len(block)]
-            dist[rows, block] = 0
-            front = np.zeros((len(block), self.n), dtype=bool)
-            front[rows, block] = True
+            cols = np.arange(len(block))
+            # Switches by rows, sources by columns: each level gathers whole rows.
+            dist = np.full((self.n, len(block)), -1, dtype=np.int32)
+            dist[block, cols] = 0
+            front = np.zeros((self.n, len(block)), dtype=bool)
+            front[block, cols] = True
             level = 0
             while self._heads.size and front.any():
                 level += 1
-                reach = np.logical_or.reduceat(front[:, self._in_src], self._heads, axis=1)
-                sub = dist[:, self._targets]
+                reach = np.logical_or.reduceat(front[self._in_src], self._heads, axis=0)
+                sub = dist[self._targets]
                 new = reach & (sub < 0)
                 sub[new] = level
-                dist[:, self._targets] = sub
+                dist[self._targets] = sub
                 front[:] = False
-                front[:, self._targets] = new
+                front[self._targets] = new
+            out[lo : lo + len(block)] = dist.T
         return out
 
-    def out(self, node: int) -> tuple[np.ndarray, np.ndarray]:
-        """The arcs out of ``node`` and their far ends, in structural order."""
-        a, b = self.ptr[node], self.ptr[node + 1]
+    def out(self, v: int) -> tuple[np.ndarray, np.ndarray]:
+        """The arcs out of local ``v`` and their far ends (local), in structural order."""
+        a, b = self.ptr[v], self.ptr[v + 1]
         return self.arcs[a:b], self.dst[a:b]
 
 
@@ -127,42 +136,39 @@ def sharp_trees(
     snap = router.snap
     graph = graph or _SharpGraph(router)
     leaf = np.asarray(leaf, dtype=np.int64)
-    bad = np.flatnonzero(~graph.sharp[np.unique(leaf)])
+    members = np.unique(leaf)
+    bad = members[~graph.sharp[members]]
     if bad.size:
-        sw = np.unique(leaf)[bad]
-        sw = int(sw[np.argmin(snap.node_pos[sw])])
+        sw = int(bad[np.argmin(snap.node_pos[bad])])
         raise SolverError(
             f"collnet: edge switch {snap.node_ids[sw]} ({snap.node_model[sw]}) "
             "does no in-network reduction (SHARP)"
         )
-    members = np.unique(leaf)
-    dist = graph.distances(members)
-    row_of = {int(m): i for i, m in enumerate(members.tolist())}
+    dist = graph.distances(graph.local[members])
     trees = []
     for c in range(leaf.shape[1]):
         col = np.unique(leaf[:, c])
         if len(col) == 1:
             trees.append(SharpTree(int(col[0]), np.zeros(0, np.int64), np.zeros(0, np.int64), 0))
             continue
-        d = dist[[row_of[int(m)] for m in col.tolist()]]
+        d = dist[np.searchsorted(members, col)]
         ok = (d >= 0).all(axis=0)
         if not ok.any():
             _raise_no_path(router, graph, col, d)
-        trees.append(_tree(graph, snap.node_pos, col, d, ok, c))
+        trees.append(_tree(graph, graph.local[col], d, ok, c))
     return trees
 
 
-def _tree(
-    graph: _SharpGraph, node_pos: np.ndarray, col: np.ndarray, d: np.ndarray, ok: np.ndarray, c: int
-) -> SharpTree:
-    """Column ``c``'s tree over members ``col`` (``d``: their distances, ``ok``: the
-    nodes every member reaches)."""
+def _tree(graph: _SharpGraph, col: np.ndarray, d: np.ndarray, ok: np.ndarray, c: int) -> SharpTree:
+    """Column ``c``'s tree over members ``col`` (local ids; ``d``: their distances,
+    ``ok``: the switches every member reaches), in node indices."""
+    pos = graph.pos
     cand = np.flatnonzero(ok)
     ecc = d[:, cand].max(axis=0)
     cand = cand[ecc == ecc.min()]
     total = d[:, cand].sum(axis=0)
     cand = cand[total == total.min()]
-    cand = cand[np.argsort(node_pos[cand], kind="stable")]
+    cand = cand[np.argsort(pos[cand], kind="stable")]
     root = int(cand[c % len(cand)])
     to_root = graph.distances(np.array([root]))[0]
     levels = int(to_root[col].max())
@@ -170,37 +176,35 @@ def _tree(
     level_nodes = set(col.tolist())
     for lvl in range(levels, 0, -1):
         # Members at this level join the switches climbing from below.
-        here = sorted((v for v in level_nodes if to_root[v] == lvl), key=lambda v: node_pos[v])
+        here = sorted((v for v in level_nodes if to_root[v] == lvl), key=lambda v: pos[v])
         for v in here:
             _, nxt = graph.out(v)
             up = nxt[to_root[nxt] == lvl - 1]
             parent_of[v] = int(up[c % len(up)])
         level_nodes = {v for v in level_nodes if to_root[v] < lvl} | {parent_of[v] for v in here}
-    child = np.array(sorted(parent_of, key=lambda v: node_pos[v]), dtype=np.int64)
+    child = np.array(sorted(parent_of, key=lambda v: pos[v]), dtype=np.int64)
     parent = np.array([parent_of[v] for v in child.tolist()], dtype=np.int64)
-    return SharpTree(root, child, parent, levels)
+    return SharpTree(int(graph.nodes[root]), graph.nodes[child], graph.nodes[parent], levels)
 
 
 def _raise_no_path(router: Router, graph: _SharpGraph, col: np.ndarray, d: np.ndarray):
-    """Raise `SolverError` naming two members that no SHARP path joins: the first in
-    structural order and the first it cannot reach, and why (no switch path at all, or
-    only through switches without SHARP)."""
+    """Raise `SolverError` naming two members (node indices ``col``, distances ``d``)
+    that no SHARP path joins: the first in structural order and the first it cannot
+    reach, and why (no switch path at all, or only through switches without SHARP)."""
     snap = router.snap
     order = np.argsort(snap.node_pos[col], kind="stable")
     a = int(col[order[0]])
-    cut = [int(col[i]) for i in order.tolist() if d[order[0], col[i]] < 0]
-    b = cut[0]
+    reach = d[order[0], graph.local[col]]
+    b = int(col[order[np.flatnonzero(reach[order] < 0)[0]]])
     ids = snap.node_ids
     if router.fabric_hops(np.array([a]), np.array([b]))[0] < 0:
         raise SolverError(
             f"collnet: no fabric path from {ids[a]} to {ids[b]}: SHARP needs a "
             "live switch path between the edge switches of the ranks it reduces"
         )
-    lacking = np.flatnonzero(
-        snap.node_switch
-        & ~graph.sharp
-        & np.isin(np.arange(snap.n_nodes), snap.arc_src[router.net.arcs])
-    )
+    on_fabric = np.zeros(snap.n_nodes, dtype=bool)
+    on_fabric[snap.arc_src[router.net.arcs]] = True
+    lacking = np.flatnonzero(snap.node_switch & ~graph.sharp & on_fabric)
     models = sorted({str(snap.node_model[v]) for v in lacking.tolist()})
     raise SolverError(
         f"collnet: no SHARP-capable path from {ids[a]} to {ids[b]}: every live "
@@ -258,7 +262,7 @@ def _edge_arcs(
     """The arcs from ``a[i]`` to ``b[i]`` for every ``i`` (parallel links split by
     capacity), with their weights."""
     arcs, weights = [], []
-    for x, y in zip(a.tolist(), b.tolist(), strict=True):
+    for x, y in zip(graph.local[a].tolist(), graph.local[b].tolist(), strict=True):
         out, far = graph.out(x)
         hit = out[far == y]
         share = cap[hit]
