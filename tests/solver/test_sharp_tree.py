@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from designer.io.fabric_json import from_dict, to_dict
 from designer.model.templates import build_template
 from designer.solver.errors import SolverError
 from designer.solver.flows.sharp import STAGE_DOWN, STAGE_UP
@@ -157,3 +158,18 @@ def test_a_what_if_that_takes_sharp_from_an_edge_switch_is_not_patched_over():
         topo.update_node(leaf, model=NO_SHARP)
     with pytest.raises(SolverError, match=r"edge switch leaf-r.* does no in-network reduction"):
         solve_collective(take_snapshot(topo), sizes=BIG, algorithm="collnet", memo=memo)
+
+
+def test_nics_cabled_back_to_back_have_no_switch_to_reduce_in():
+    data = to_dict(build_template("rail-cluster", nodes=2, gpus_per_node=2))
+    switches = {n["id"] for n in data["nodes"] if n["kind"] in ("leaf", "spine")}
+    cable = next(x for x in data["links"] if x["b"] in switches)
+    data["nodes"] = [n for n in data["nodes"] if n["id"] not in switches]
+    data["links"] = [x for x in data["links"] if not {x["a"], x["b"]} & switches]
+    for rail in range(2):
+        a, b = f"n01-nic{rail}", f"n02-nic{rail}"
+        data["links"].append({**cable, "id": f"{a}:{b}", "a": a, "b": b})
+    snap = take_snapshot(from_dict(data))
+    assert solve_collective(snap, sizes=BIG, algorithm="hierarchical").algorithm == "hierarchical"
+    with pytest.raises(SolverError, match=r"cabled to n0\d-nic\d, not to a switch"):
+        solve_collective(snap, sizes=BIG, algorithm="collnet")

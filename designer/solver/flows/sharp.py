@@ -140,6 +140,11 @@ def sharp_trees(
     bad = members[~graph.sharp[members]]
     if bad.size:
         sw = int(bad[np.argmin(snap.node_pos[bad])])
+        if not snap.node_switch[sw]:
+            raise SolverError(
+                f"collnet: a rank's NIC is cabled to {snap.node_ids[sw]}, not to a switch: "
+                "SHARP reduces in the fabric's switches"
+            )
         raise SolverError(
             f"collnet: edge switch {snap.node_ids[sw]} ({snap.node_model[sw]}) "
             "does no in-network reduction (SHARP)"
