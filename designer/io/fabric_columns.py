@@ -46,16 +46,33 @@ _WORDS = frozenset(("title", "description", "default"))
 _ID_PATTERN = r"^[A-Za-z0-9_.:/\-]{1,128}$"
 
 
-def validate(data: Any) -> None:
+#: Per section, the columns `validate` read: field -> one value per item, for each field
+#: every item has, or None for a field no item has.
+Columns = dict[str, dict[str, "list | None"]]
+
+
+def validate(data: Any) -> Columns:
     """What `fabric_schema.validate` does, in a fraction of the time for a big design.
+
+    Returns
+    -------
+    dict
+        The columns the check read, per section it checked column by column (every
+        section, for a valid design): ``{"nodes": {"id": [...], "plane": None, ...}}``,
+        a list for each field every item has, None for a field no item has (a field
+        some items have is left out).  The loader hands them to the model, which then
+        need not read the items again.  Empty when the schema checked the file.
 
     Raises
     ------
     SchemaViolation
         The first problem, as `fabric_schema.validate` names it.
     """
-    if not _looks_valid(data):
+    columns: Columns = {}
+    if not _looks_valid(data, columns):
         fabric_schema.validate(data)
+        return {}
+    return columns
 
 
 @cache
@@ -77,8 +94,9 @@ def _item_rules() -> dict[str, tuple[frozenset[str], frozenset[str], dict[str, A
     return out
 
 
-def _looks_valid(data: Any) -> bool:
-    """The file certainly passes the schema (False: maybe not)."""
+def _looks_valid(data: Any, columns: Columns) -> bool:
+    """The file certainly passes the schema (False: maybe not); ``columns`` gets each
+    section's columns (see `validate`)."""
     if type(data) is not dict:
         return False
     rules = _item_rules()
@@ -90,13 +108,23 @@ def _looks_valid(data: Any) -> bool:
         fabric_schema.validate(rest)
     except fabric_schema.SchemaViolation:
         return False
-    return all(_items_look_valid(data[s], *rules[s]) for s in SECTIONS if type(data.get(s)) is list)
+    return all(
+        _items_look_valid(data[s], *rules[s], columns.setdefault(s, {}))
+        for s in SECTIONS
+        if type(data.get(s)) is list
+    )
 
 
 def _items_look_valid(
-    items: list, required: frozenset[str], allowed: frozenset[str], fields: Mapping[str, Any]
+    items: list,
+    required: frozenset[str],
+    allowed: frozenset[str],
+    fields: Mapping[str, Any],
+    columns: dict[str, list | None],
 ) -> bool:
+    """The items certainly pass their schema; ``columns`` gets the columns read."""
     if not items:
+        columns.update(dict.fromkeys(fields))
         return True
     if set(map(type, items)) != {dict}:
         return False
@@ -105,10 +133,11 @@ def _items_look_valid(
         return False
     for name, definition in fields.items():
         if name in required or all(name in keys for keys in key_sets):
-            values = list(map(itemgetter(name), items))
+            values = columns[name] = list(map(itemgetter(name), items))
         elif any(name in keys for keys in key_sets):
             values = [d[name] for d in items if name in d]
         else:
+            columns[name] = None
             continue
         if not _column_looks_valid(values, definition):
             return False

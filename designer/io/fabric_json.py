@@ -62,11 +62,12 @@ from designer.io.fabric_read import (
     VERSION,
     Invalid,
     check_header,
+    check_records,
     decode_text,
+    float_positions,
     item_where,
     order_groups,
     parse_items,
-    parse_records,
     strip_subject,
 )
 from designer.io.fabric_schema import SchemaViolation
@@ -312,7 +313,7 @@ def _build(
     # The schema describes the current version.  An older version, once there is one,
     # is to be migrated to the current shape here, before the schema sees it.
     try:
-        fabric_columns.validate(data)
+        columns = fabric_columns.validate(data) or {}
     except SchemaViolation as err:
         raise Invalid(err.where, err.what) from None
     # From here on the shape is right (every key known, every value of its type and
@@ -329,7 +330,8 @@ def _build(
     groups = order_groups(
         [(item_where("groups", i, g), g) for i, g in parse_items(data, "groups", Group, seen)]
     )
-    nodes, links = parse_records(data, seen)
+    nodes, known_nodes = float_positions(data.get("nodes", []), columns.get("nodes", {}))
+    links = data.get("links", [])
 
     def building(done: int) -> None:
         _report(progress, "building", done, total)
@@ -338,9 +340,12 @@ def _build(
         topology.add_parts(
             [g for _, g in groups], nodes, links,
             progress=None if progress is None else building, every=PROGRESS_EVERY,
-            adopt=owned,
+            adopt=owned, columns=(known_nodes, columns.get("links", {})),
         )
     except PartError as err:
+        # The model refuses duplicate ids and fractional counts too, but the file's
+        # words for them come first, as the file's checks come before the model's.
+        check_records(data, seen)
         raise _invalid(err, groups, data) from None
     topology.flush_columns()  # as part of loading, not of the first snapshot
     return topology

@@ -90,15 +90,14 @@ def parse_items(
     return out
 
 
-def parse_records(
-    data: Mapping[str, Any], seen: dict[str, tuple[str, int]]
-) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
-    """The nodes and links of ``data`` (already checked by the schema) as mappings of
-    their fields, for `Topology.add_parts`: what `parse_items` checks (ids unique across
-    sections, ``seen`` holding the groups', whole link counts), over whole columns.
+def check_records(data: Mapping[str, Any], seen: dict[str, tuple[str, int]]) -> None:
+    """Check the nodes and links of ``data`` (already checked by the schema) as
+    `parse_items` does (ids unique across sections, ``seen`` holding the groups', whole
+    link counts), over whole columns; when a column check fails, `parse_items` walks the
+    items to name the first problem as it always has.
 
-    When a column check fails, `parse_items` walks the items to name the first
-    problem as it always has.
+    `Topology.add_parts` refuses all of these too, with the model's words: the loader
+    calls this when the model refuses an item, so that the file's words name it.
     """
     nodes, links = data.get("nodes", []), data.get("links", [])
     ids = list(map(itemgetter("id"), nodes))
@@ -119,15 +118,30 @@ def parse_records(
     ):
         parse_items(data, "nodes", Node, seen)
         parse_items(data, "links", Link, seen)
-    # The model holds floats; JSON may say 3 for 3.0 (the saver never does).
-    xs = list(map(methodcaller("get", "x", 0.0), nodes))
-    ys = list(map(methodcaller("get", "y", 0.0), nodes))
+
+
+def float_positions(
+    nodes: list[Mapping[str, Any]], known: Mapping[str, list | None]
+) -> tuple[list[Mapping[str, Any]], dict[str, list | None]]:
+    """The nodes (already checked by the schema) with float positions, and ``known``
+    (columns of their fields, see `fabric_columns.validate`) to match: the model holds
+    floats, and JSON may say 3 for 3.0 (the saver never does)."""
+    known = dict(known)
+    columns = []
+    for axis in ("x", "y"):
+        column = known.get(axis)
+        if column is None:
+            column = list(map(methodcaller("get", axis, 0.0), nodes))
+        columns.append(column)
+    xs, ys = columns
     if nodes and not set(map(type, xs)) == set(map(type, ys)) == {float}:
         nodes = [
             d if type(x) is float and type(y) is float else dict(d, x=float(x), y=float(y))
             for d, x, y in zip(nodes, xs, ys, strict=True)
         ]
-    return nodes, links
+        # Every node now has both: the columns of the values it holds.
+        known["x"], known["y"] = list(map(float, xs)), list(map(float, ys))
+    return nodes, known
 
 
 def is_count(v: Any) -> bool:

@@ -40,6 +40,7 @@ from designer.model.errors import DesignError
 
 __all__ = [
     "EitherOf",
+    "Known",
     "PartError",
     "check_links",
     "check_nodes",
@@ -68,13 +69,25 @@ class PartError(DesignError):
 # --------------------------------------------------------------------------- columns
 
 
-def _columns(cls: type, items: Sequence[Any]) -> dict[str, list]:
+#: Columns a caller has already read (`node_columns`' ``known``): field -> the value of
+#: every item, or None when no item has the field (it takes its default).
+Known = Mapping[str, "list | None"]
+
+
+def _columns(cls: type, items: Sequence[Any], known: Known | None = None) -> dict[str, list]:
     """One list per field of ``cls`` over ``items`` (all ``cls`` values, or all mappings
-    of its field names, a missing optional field taking its default)."""
+    of its field names, a missing optional field taking its default); the columns in
+    ``known`` are taken as they are."""
     out: dict[str, list] = {}
     values = bool(items) and not isinstance(items[0], Mapping)
+    known = known or {}
     for f in fields(cls):
-        if values:
+        column = known.get(f.name, MISSING)
+        if column is None and f.default is not MISSING:
+            out[f.name] = [f.default] * len(items)
+        elif column is not None and column is not MISSING:
+            out[f.name] = column  # type: ignore[assignment]
+        elif values:
             out[f.name] = list(map(attrgetter(f.name), items))
         elif f.default is MISSING:
             out[f.name] = list(map(itemgetter(f.name), items))
@@ -83,14 +96,20 @@ def _columns(cls: type, items: Sequence[Any]) -> dict[str, list]:
     return out
 
 
-def node_columns(nodes: Sequence[Node | Mapping[str, Any]]) -> dict[str, list]:
-    """The nodes' fields as columns (``{"id": [...], "kind": [...], ...}``)."""
-    return _columns(Node, nodes)
+def node_columns(
+    nodes: Sequence[Node | Mapping[str, Any]], known: Known | None = None
+) -> dict[str, list]:
+    """The nodes' fields as columns (``{"id": [...], "kind": [...], ...}``); ``known``:
+    the mappings' columns a caller has already read (see `Known`)."""
+    return _columns(Node, nodes, known)
 
 
-def link_columns(links: Sequence[Link | Mapping[str, Any]]) -> dict[str, list]:
-    """The links' fields as columns (``{"id": [...], "a": [...], ...}``)."""
-    return _columns(Link, links)
+def link_columns(
+    links: Sequence[Link | Mapping[str, Any]], known: Known | None = None
+) -> dict[str, list]:
+    """The links' fields as columns (``{"id": [...], "a": [...], ...}``); ``known`` as
+    for `node_columns`."""
+    return _columns(Link, links, known)
 
 
 def _as_values(cls: type, items: Sequence[Any]) -> list[Any]:
@@ -266,13 +285,16 @@ class EitherOf:
 ATTRS = "attributes"
 
 
-def with_attributes(cls: type, cols: dict[str, list], items: list, adopt: bool) -> None:
+def with_attributes(
+    cls: type, cols: dict[str, list], items: list, adopt: bool, present: Container[str] = ()
+) -> None:
     """Add to ``cols`` (the `node_columns` or `link_columns` of ``items``) the graph's
     attribute dict of each item, every field but the id, under `ATTRS`.
 
     With ``adopt``, ``items`` are dicts holding no other keys than ``cls``'s fields,
     which their caller gives away: each becomes the attribute dict itself (its id
     removed, missing fields set to their defaults), which saves a dict per item.
+    ``present``: the fields every one of them is known to have.
     """
     names = tuple(f.name for f in fields(cls))[1:]
     if not adopt:
@@ -281,7 +303,7 @@ def with_attributes(cls: type, cols: dict[str, list], items: list, adopt: bool) 
         return
     deque(map(methodcaller("pop", "id"), items), maxlen=0)
     for f in fields(cls):
-        if f.default is not MISSING:
+        if f.default is not MISSING and f.name not in present:
             deque(map(methodcaller("setdefault", f.name, f.default), items), maxlen=0)
     cols[ATTRS] = items
 

@@ -65,6 +65,11 @@ DEFAULT_SETTINGS: Mapping[str, Any] = {
 _ID_RE = ID_RE  # (tests compare it with the file schema's id pattern)
 
 
+def _listed(known: bulk.Known) -> set[str]:
+    """The fields every item has: those ``known`` gives a column of values for."""
+    return {name for name, column in known.items() if column is not None}
+
+
 def _emit(signal, *args) -> None:
     """``signal.emit(*args)`` when a slot is connected: psygnal's emit costs ~4 us even
     with none, 1.3 s of opening a 16,384-GPU design (two events per node and link)."""
@@ -399,6 +404,7 @@ class Topology:
         progress: Callable[[int], None] | None = None,
         every: int = 4096,
         adopt: bool = False,
+        columns: tuple[bulk.Known, bulk.Known] | None = None,
     ) -> None:
         """Add groups (parents first), then nodes, then links, all or none.
 
@@ -420,6 +426,11 @@ class Topology:
         the caller gives away (a loader's parsed file): they become the graph's
         attribute dicts (see `bulk.with_attributes`), a dict less per item.
 
+        ``columns``: for nodes and links given as mappings, the columns of their fields
+        the caller has already read (a list for a field every item has, None for a
+        field none has, see `bulk.Known`), which are then not read again.  They are
+        checked like the others.
+
         Raises
         ------
         PartError
@@ -432,16 +443,17 @@ class Topology:
         with collector_paused():
             new_groups = bulk.checked_groups(groups, old_groups, (graph_nodes, ends))
             taken = (graph_nodes, ends, old_groups, new_groups)
-            ncols = bulk.node_columns(nodes)
+            known_nodes, known_links = columns or ({}, {})
+            ncols = bulk.node_columns(nodes, known_nodes)
             known_groups = ChainMap(new_groups, old_groups)
             bulk.check_nodes(ncols, nodes, self.catalog, known_groups, taken)
             new_nodes = set(ncols["id"])
-            lcols = bulk.link_columns(links)
+            lcols = bulk.link_columns(links, known_links)
             bulk.check_links(lcols, links, self.catalog, (new_nodes, graph_nodes),
                              (*taken, new_nodes))
             self._groups.update(new_groups)
-            bulk.with_attributes(Node, ncols, nodes, adopt)
-            bulk.with_attributes(Link, lcols, links, adopt)
+            bulk.with_attributes(Node, ncols, nodes, adopt, _listed(known_nodes))
+            bulk.with_attributes(Link, lcols, links, adopt, _listed(known_links))
             bulk.write_parts(self._g, self._columns, self._link_ends, ncols, lcols,
                              len(groups), progress, every)
         self.flush_columns()
