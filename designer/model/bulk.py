@@ -286,7 +286,12 @@ ATTRS = "attributes"
 
 
 def with_attributes(
-    cls: type, cols: dict[str, list], items: list, adopt: bool, present: Container[str] = ()
+    cls: type,
+    cols: dict[str, list],
+    items: list,
+    adopt: bool,
+    present: Container[str] = (),
+    absent: Container[str] = (),
 ) -> None:
     """Add to ``cols`` (the `node_columns` or `link_columns` of ``items``) the graph's
     attribute dict of each item, every field but the id, under `ATTRS`.
@@ -294,7 +299,8 @@ def with_attributes(
     With ``adopt``, ``items`` are dicts holding no other keys than ``cls``'s fields,
     which their caller gives away: each becomes the attribute dict itself (its id
     removed, missing fields set to their defaults), which saves a dict per item.
-    ``present``: the fields every one of them is known to have.
+    ``present``: the fields every one of them is known to have; ``absent``: those none
+    of them has (set with one call per item).
     """
     names = tuple(f.name for f in fields(cls))[1:]
     if not adopt:
@@ -302,8 +308,14 @@ def with_attributes(
         cols[ATTRS] = list(map(dict, map(zip, repeat(names), rows)))
         return
     deque(map(methodcaller("pop", "id"), items), maxlen=0)
-    for f in fields(cls):
-        if f.default is not MISSING and f.name not in present:
+    defaults = [f for f in fields(cls) if f.default is not MISSING and f.name not in present]
+    if all(f.name in absent for f in defaults):
+        # In field order, as the setdefault calls below would add them.
+        missing = {f.name: f.default for f in defaults}
+        if missing:
+            deque(map(dict.update, items, repeat(missing)), maxlen=0)
+    else:
+        for f in defaults:
             deque(map(methodcaller("setdefault", f.name, f.default), items), maxlen=0)
     cols[ATTRS] = items
 

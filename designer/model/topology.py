@@ -65,9 +65,13 @@ DEFAULT_SETTINGS: Mapping[str, Any] = {
 _ID_RE = ID_RE  # (tests compare it with the file schema's id pattern)
 
 
-def _listed(known: bulk.Known) -> set[str]:
-    """The fields every item has: those ``known`` gives a column of values for."""
-    return {name for name, column in known.items() if column is not None}
+def _listed(known: bulk.Known) -> tuple[set[str], set[str]]:
+    """The fields every item has (those ``known`` gives a column of values for), and
+    those no item has."""
+    return (
+        {name for name, column in known.items() if column is not None},
+        {name for name, column in known.items() if column is None},
+    )
 
 
 def _emit(signal, *args) -> None:
@@ -452,8 +456,8 @@ class Topology:
             bulk.check_links(lcols, links, self.catalog, (new_nodes, graph_nodes),
                              (*taken, new_nodes))
             self._groups.update(new_groups)
-            bulk.with_attributes(Node, ncols, nodes, adopt, _listed(known_nodes))
-            bulk.with_attributes(Link, lcols, links, adopt, _listed(known_links))
+            bulk.with_attributes(Node, ncols, nodes, adopt, *_listed(known_nodes))
+            bulk.with_attributes(Link, lcols, links, adopt, *_listed(known_links))
             bulk.write_parts(self._g, self._columns, self._link_ends, ncols, lcols,
                              len(groups), progress, every)
         self.flush_columns()
