@@ -23,6 +23,14 @@ from typing import Any
 
 #: Name -> the module that defines it.
 _EXPORTS = {
+    # one analysis as the GUI shows it (collective at its size, sweep, training)
+    "AnalysisResult": "designer.solver.analysis",
+    "Cancelled": "designer.solver.analysis",
+    "GroupRanks": "designer.solver.analysis",
+    "analyse": "designer.solver.analysis",
+    "failed_elements": "designer.solver.analysis",
+    "rank_spec": "designer.solver.analysis",
+    "resolve_ranks": "designer.solver.analysis",
     # a design as arrays
     "Snapshot": "designer.solver.snapshot.build",
     "take_snapshot": "designer.solver.snapshot.build",
