@@ -419,11 +419,18 @@ def loads(
     designer.io.design_file.FileFormatError: <memory>: version: written by a newer \
 Fabric Designer (format version 9); this version reads up to 1
     """
+    return _loads([text], source, catalog, progress)
+
+
+def _loads(
+    box: list[str | bytes], source: str, catalog: Catalog | None, progress: Progress | None
+) -> Topology:
+    """`loads` of the one text in ``box``, which it takes out: nothing holds the text of
+    a big file (up to 256 MiB) once it is parsed, while the design is built."""
     try:
-        text = decode_text(text)
         # Counts, item shapes and name lengths checked before anything big is built
         # (`designer.io.fabric_limits`, `designer.io.fabric_parse`).
-        data = fabric_parse.parse(text)
+        data = fabric_parse.parse(decode_text(box.pop()))
     except Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     try:
@@ -463,8 +470,8 @@ def load(path: str | os.PathLike[str], *, catalog: Catalog | None = None,
         raise FileFormatError(
             f"{source}: too big (the limit is {design_file.MAX_FILE_BYTES:,} bytes)")
     try:
-        text = decode_text(data)
+        box: list[str | bytes] = [decode_text(data)]
     except Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     del data  # the text alone from here: a 256 MiB file is not held twice
-    return loads(text, source=source, catalog=catalog, progress=progress)
+    return _loads(box, source, catalog, progress)

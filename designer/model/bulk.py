@@ -22,11 +22,12 @@ Example
 
 from __future__ import annotations
 
+from array import array
 from collections import ChainMap, deque
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import MISSING, fields
 from functools import partial
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter, eq, itemgetter, methodcaller
 from typing import Any
 
@@ -167,9 +168,12 @@ def _nodes_look_valid(
 def _links_look_valid(
     cols: dict[str, list],
     catalog: Catalog,
-    nodes: tuple[set[str], Container[str]],
+    nodes: tuple[Mapping[str, int], Container[str]],
     taken: Sequence,
+    rows: list[array],
 ) -> bool:
+    """The links are certainly valid (False: maybe not); ``rows`` gets, per end, each
+    link's end's place among the new nodes (-1 for a node already there)."""
     a, b, counts = cols["a"], cols["b"], cols["count"]
     try:
         if not (_unique_and_free(cols["id"], taken) and ids_look_valid(cols["id"])):
@@ -177,7 +181,11 @@ def _links_look_valid(
         new, old = nodes
         for ends in (a, b):
             # Most ends are new nodes: look each up once, building no set.
-            if not new.issuperset(ends) and not all(map(old.__contains__, set(ends) - new)):
+            at = array("q", map(new.get, ends, repeat(-1)))  # no list of ints to hold
+            rows.append(at)
+            if -1 in at and not all(
+                map(old.__contains__, set(compress(ends, map(eq, at, repeat(-1)))))
+            ):
                 return False
         if any(map(eq, a, b)):
             return False
@@ -249,17 +257,26 @@ def check_links(
     cols: dict[str, list],
     links: Sequence[Link | Mapping[str, Any]],
     catalog: Catalog,
-    nodes: tuple[set[str], Container[str]],
+    nodes: tuple[Mapping[str, int], Container[str]],
     taken: Sequence[Container[str]],
-) -> None:
+) -> tuple[Sequence[int], Sequence[int]] | None:
     """Raise `PartError` for the first link ``add_link`` would refuse (``nodes``: the
-    ids of the nodes being added and the container of those already there, which its
-    ends may name; the rest as `check_nodes`)."""
-    if not _links_look_valid(cols, catalog, nodes, taken):
+    nodes being added, id -> place among them, and the container of those already
+    there, which its ends may name; the rest as `check_nodes`).
+
+    Returns the place of each link's ends among the new nodes (a list per end) when
+    every end is a new node, for `write_links`; else None.
+    """
+    rows: list[array] = []
+    if not _links_look_valid(cols, catalog, nodes, taken, rows):
         known = EitherOf(*nodes)
         _walk(
             "links", _as_values(Link, links), taken, lambda link: check_link(link, catalog, known)
         )
+        return None
+    if any(-1 in at for at in rows):
+        return None
+    return rows[0], rows[1]
 
 
 class EitherOf:
@@ -283,6 +300,10 @@ class EitherOf:
 
 #: The key of `with_attributes`'s column of attribute dicts.
 ATTRS = "attributes"
+#: The keys of the links' columns of their ends' places among the new nodes.
+A_ROW, B_ROW = "a at", "b at"
+#: The key of the nodes' column of neighbour dicts (`write_parts`).
+ADJACENCY = "adjacency"
 
 
 def with_attributes(
@@ -326,29 +347,51 @@ def write_nodes(g: nx.MultiGraph, columns: DesignColumns, cols: dict[str, list])
     # networkx's own containers, as `add_node` fills them: its add_nodes_from costs a
     # dict copy and two lookups a node.
     g._node.update(zip(ids, cols[ATTRS], strict=True))
-    g._adj.update([(n, {}) for n in ids])
+    if ADJACENCY in cols:  # made for the links' writing (`write_parts`)
+        g._adj.update(zip(ids, cols[ADJACENCY], strict=True))
+    else:
+        g._adj.update([(n, {}) for n in ids])
     nx._clear_cache(g)
     columns.extend_nodes(ids, cols["kind"], cols["model"], cols["failed"])
 
 
 def write_links(
-    g: nx.MultiGraph, columns: DesignColumns, link_ends: dict, cols: dict[str, list]
+    g: nx.MultiGraph,
+    columns: DesignColumns,
+    link_ends: dict,
+    cols: dict[str, list],
+    adjacency: list[dict] | None = None,
+    first: int = 0,
 ) -> None:
     """Write checked links (their `link_columns`, ends already in ``g``) into ``g``,
-    ``columns`` and ``link_ends`` (link id -> ends)."""
+    ``columns`` and ``link_ends`` (link id -> ends).
+
+    When ``cols`` holds `A_ROW` and `B_ROW`, the ends' places among the nodes just
+    written, ``adjacency`` holds those nodes' neighbour dicts in that order and
+    ``first`` is the first one's row in ``columns``: the ends are then found by place,
+    not looked up by id in dicts of every node (a memory access less per end).
+    """
     ids, a, b = cols["id"], cols["a"], cols["b"]
-    adj = g._adj
     # As MultiGraph.add_edge leaves them: one key dict per node pair, shared by both
     # ends, holding each link's attribute dict under its id.
-    for key, u, v, attrs in zip(ids, a, b, cols[ATTRS], strict=True):
-        at_u = adj[u]
+    if A_ROW in cols and adjacency is not None:
+        at_a = map(adjacency.__getitem__, cols[A_ROW])
+        at_b = map(adjacency.__getitem__, cols[B_ROW])
+        rows = (cols[A_ROW], cols[B_ROW], first)
+    else:
+        adj = g._adj
+        at_a, at_b = map(adj.__getitem__, a), map(adj.__getitem__, b)
+        rows = None
+    for key, u, v, at_u, at_v, attrs in zip(ids, a, b, at_a, at_b, cols[ATTRS], strict=True):
         keyed = at_u.get(v)
         if keyed is None:
-            keyed = at_u[v] = adj[v][u] = {}
+            keyed = at_u[v] = at_v[u] = {}
         keyed[key] = attrs
     nx._clear_cache(g)
     link_ends.update(zip(ids, zip(a, b, strict=True), strict=True))
-    columns.extend_links(ids, a, b, cols["tech"], cols["count"], cols["plane"], cols["failed"])
+    columns.extend_links(
+        ids, a, b, cols["tech"], cols["count"], cols["plane"], cols["failed"], rows=rows
+    )
 
 
 def write_parts(
@@ -363,8 +406,16 @@ def write_parts(
 ) -> None:
     """Write checked nodes, then links (their columns) after ``done`` items; with
     ``progress``, in blocks that end where the count reaches a multiple of ``every``,
-    calling ``progress(count)`` there."""
-    for cols, write in ((nodes, write_nodes), (links, partial(write_links, link_ends=link_ends))):
+    calling ``progress(count)`` there.
+
+    Links whose columns hold their ends' places among these nodes (`A_ROW`, `B_ROW`,
+    from `check_links`) are joined to them by place.
+    """
+    first, adjacency = len(columns.node_ids), None
+    if A_ROW in links:
+        adjacency = nodes[ADJACENCY] = [{} for _ in range(len(nodes["id"]))]
+    write_all = partial(write_links, link_ends=link_ends, adjacency=adjacency, first=first)
+    for cols, write in ((nodes, write_nodes), (links, write_all)):
         n = len(cols["id"])
         if progress is None:
             write(g, columns, cols=cols)

@@ -34,6 +34,7 @@ Example
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 
@@ -267,16 +268,23 @@ class DesignColumns:
         self.link_gone.append(False)
 
     def extend_links(self, ids: list[str], a: list[str], b: list[str], techs: list[str],
-                     counts: list[int], planes: list[str], failed: list[bool]) -> None:
-        """`add_link` for each row of these columns, in order, at list speed."""
+                     counts: list[int], planes: list[str], failed: list[bool],
+                     rows: tuple[Sequence[int], Sequence[int], int] | None = None) -> None:
+        """`add_link` for each row of these columns, in order, at list speed (``rows``:
+        the ends' node rows, as places from a first row, when the caller knows them)."""
         if self._shared:
             self._own_all(self._LINK_SHARED)
         first = len(self.keys)
         self.link_pos.update(zip(ids, range(first, first + len(ids)), strict=True))
         self.keys.extend(ids)
-        row = self.node_row.__getitem__
-        self.a_idx.pending.extend(map(row, a))
-        self.b_idx.pending.extend(map(row, b))
+        if rows is None:
+            row = self.node_row.__getitem__
+            self.a_idx.pending.extend(map(row, a))
+            self.b_idx.pending.extend(map(row, b))
+        else:
+            a_at, b_at, first = rows
+            self.a_idx.pending.extend(map(first.__add__, a_at))
+            self.b_idx.pending.extend(map(first.__add__, b_at))
         self.tech_of.pending.extend(_coded(self.techs, techs))
         self.counts.pending.extend(counts)
         self.planes.extend(planes)

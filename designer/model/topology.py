@@ -451,10 +451,13 @@ class Topology:
             ncols = bulk.node_columns(nodes, known_nodes)
             known_groups = ChainMap(new_groups, old_groups)
             bulk.check_nodes(ncols, nodes, self.catalog, known_groups, taken)
-            new_nodes = set(ncols["id"])
+            new_nodes = dict(zip(ncols["id"], range(len(nodes)), strict=True))
             lcols = bulk.link_columns(links, known_links)
-            bulk.check_links(lcols, links, self.catalog, (new_nodes, graph_nodes),
-                             (*taken, new_nodes))
+            ends_at = bulk.check_links(lcols, links, self.catalog, (new_nodes, graph_nodes),
+                                       (*taken, new_nodes))
+            del new_nodes
+            if ends_at is not None:  # every end a new node: joined by place
+                lcols[bulk.A_ROW], lcols[bulk.B_ROW] = ends_at
             self._groups.update(new_groups)
             bulk.with_attributes(Node, ncols, nodes, adopt, *_listed(known_nodes))
             bulk.with_attributes(Link, lcols, links, adopt, *_listed(known_links))
