@@ -129,6 +129,11 @@ class PointerMixin:
             event.accept()
             return
         super().mousePressEvent(event)
+        self._start_node_drag()
+
+    def _start_node_drag(self) -> None:
+        """After Qt handled a left press on a node: a drag of the selected nodes, the
+        grabbed one as the anchor (none if Qt grabbed no node)."""
         selected = [i for i in self.selectedItems() if isinstance(i, NodeItem)]
         grabbed = self.mouseGrabberItem()
         if selected and isinstance(grabbed, NodeItem):
@@ -203,7 +208,12 @@ class PointerMixin:
             self.toggle_collapsed(hit.group.id)  # double-click a frame or a box
             event.accept()
             return
+        if self._drag is not None:
+            self._cancel_drag()
         super().mouseDoubleClickEvent(event)
+        # Qt takes a double-click's second press as a press: it grabs the node and drags
+        # it if the mouse moves on, so that drag is ours to follow and commit too.
+        self._start_node_drag()
 
     def push_move(self, positions: dict[str, tuple[float, float]], text: str = "Move") -> None:
         """One undo step for a whole drag (or nudge / align)."""
