@@ -28,10 +28,15 @@ def _send(view, kind, scene_pos, button, buttons) -> None:
                                            button, buttons, NO_MOD))
 
 
+def _gpu_on_grid(topo, where: float):
+    """A GPU standing on the grid, ``where`` of the way through the design's GPUs."""
+    nodes = [n for n in topo.nodes("gpu") if n.x % GRID == 0 and n.y % GRID == 0]
+    return nodes[int(len(nodes) * where)]
+
+
 def _interrupted_drag(window, release_left: bool):
     scene, topo, view = window.scene, window.document.topology, window.view
-    nodes = [n for n in topo.nodes("gpu") if n.x % GRID == 0 and n.y % GRID == 0]
-    node = nodes[len(nodes) // 2]
+    node = _gpu_on_grid(topo, 1 / 2)
     start = scene.nodes[node.id].pos()
     _send(view, QEvent.Type.MouseButtonPress, start, LEFT, LEFT)
     for i in range(1, 4):
@@ -75,8 +80,7 @@ def test_a_drag_found_interrupted_after_the_model_moved_follows_the_model(window
     a move) changed the model: the nodes go where the model has them now, not back to
     where the drag started."""
     scene, topo, view = window.scene, window.document.topology, window.view
-    nodes = [n for n in topo.nodes("gpu") if n.x % GRID == 0 and n.y % GRID == 0]
-    node = nodes[len(nodes) // 3]
+    node = _gpu_on_grid(topo, 1 / 3)
     start = scene.nodes[node.id].pos()
     _send(view, QEvent.Type.MouseButtonPress, start, LEFT, LEFT)
     for i in range(1, 4):
@@ -102,8 +106,7 @@ def test_a_drag_that_starts_as_a_double_click_moves_the_model_too(window):
     it and its links where the model had it.  The drag is the model's move, one undo
     step, the links following."""
     scene, topo, view = window.scene, window.document.topology, window.view
-    nodes = [n for n in topo.nodes("gpu") if n.x % GRID == 0 and n.y % GRID == 0]
-    node = nodes[len(nodes) // 2]
+    node = _gpu_on_grid(topo, 1 / 2)
     start = scene.nodes[node.id].pos()
     _send(view, QEvent.Type.MouseButtonPress, start, LEFT, LEFT)
     _send(view, QEvent.Type.MouseButtonRelease, start, LEFT, Qt.MouseButton.NoButton)
