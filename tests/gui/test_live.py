@@ -322,12 +322,15 @@ def test_colour_mode_is_a_view_menu_action_with_a_shortcut(qtbot, live):
 
 
 def test_a_long_solve_shows_a_busy_bar_and_can_be_cancelled(live, qtbot, monkeypatch):
+    import time
+
     from designer.gui.analysis import runner as runner_module
+    from designer.solver import Cancelled
 
     def endless(snap, scenario, ranks, training, cancelled, **_options):
         while not cancelled():  # a solve that only stops when asked to
-            runner_module.time.sleep(0.005)
-        raise runner_module._Cancelled
+            time.sleep(0.005)
+        raise Cancelled
 
     monkeypatch.setattr(runner_module, "analyse", endless)
     runner = live.analysis.runner
