@@ -162,44 +162,20 @@ def _rank_spec(text: str):
 
 
 def _ranks(spec, snap, topo, *, from_file: bool) -> list[int] | None:
-    """Rank indices for a ranks spec (see `_rank_spec`), like the GUI resolves them:
-    a group's or a list's GPUs in id order, failed GPUs left out.
+    """Rank indices for a ranks spec (see `_rank_spec`), resolved as the GUI resolves
+    them (`designer.solver.resolve_ranks`).
 
     A spec the design cannot satisfy is a `UsageError` when typed, a `DesignError` (a
-    bad file) when read from the file.
+    bad file) when read from the file; either names the spec.
     """
+    from designer.solver import SolverError, rank_spec, resolve_ranks
+
     shown = ",".join(spec) if isinstance(spec, list) else spec
     where = f"the file's scenario: ranks {shown}" if from_file else f"--ranks {shown}"
-    error = DesignError if from_file else UsageError
-    if spec == "all":
-        return None
-    if isinstance(spec, int):
-        if spec < 2:
-            raise error(f"{where}: a collective needs at least 2 ranks")
-        if spec > snap.n_gpus:
-            raise error(f"{where}: the design has only {snap.n_gpus} GPUs")
-        from designer.solver import first_ranks
-
-        return first_ranks(snap, spec)
-    index = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
-    if isinstance(spec, str):  # group:<id>
-        gid = spec.split(":", 1)[1]
-        if not topo.has_group(gid):
-            raise error(f"{where}: no group {gid!r} in the design")
-        ranks = sorted(index[n] for n in topo.members(gid) if n in index)
-        if len(ranks) < 2:
-            raise error(f"{where}: the group has {len(ranks)} working GPU(s); a collective "
-                        "needs at least 2")
-        return ranks
-    missing = [x for x in spec if x not in index]
-    if missing:
-        raise error(f"{where}: no working GPU {missing[0]!r} in the design")
-    twice = [x for i, x in enumerate(spec) if x in spec[:i]]
-    if twice:
-        raise error(f"{where}: GPU {twice[0]!r} is listed twice")
-    if len(spec) < 2:
-        raise error(f"{where}: a collective needs at least 2 ranks")
-    return sorted(index[x] for x in spec)
+    try:
+        return resolve_ranks(snap, rank_spec(topo, spec))
+    except SolverError as exc:
+        raise (DesignError if from_file else UsageError)(f"{where}: {exc}") from None
 
 
 def _sizes(args: argparse.Namespace, saved: Scenario) -> list[int]:

@@ -8,6 +8,7 @@ GUI's `designer.gui.analysis.runner` schedules it.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,34 +65,49 @@ def rank_spec(topo: Topology, spec):
     if isinstance(spec, str) and spec.startswith("group:"):
         gid = spec.split(":", 1)[1]
         if not topo.has_group(gid):
-            raise SolverError(f"scenario ranks: no group {gid!r}")
+            raise SolverError(f"no group {gid!r} in the design")
         return GroupRanks(gid, tuple(topo.members(gid)))
     return spec
 
 
-def resolve_ranks(snap: Snapshot, spec, selection: list[str]) -> list[int] | None:
-    """Rank indices for a scenario's ``ranks`` (``all``, N, ids, ``selection``, or a
-    group as `rank_spec` gives it)."""
+def resolve_ranks(snap: Snapshot, spec, selection: Sequence[str] = ()) -> list[int] | None:
+    """Rank indices for a scenario's ``ranks``: ``"all"`` (None: every GPU), N (the
+    first N in structural order, `first_ranks`), a list of GPU ids, ``"selection"``
+    (the selected GPUs) or a group as `rank_spec` gives it; failed GPUs left out.
+
+    The GUI and the CLI both resolve ranks here, so they agree on which GPUs a spec
+    means and refuse the same specs.  ``SolverError`` says what is wrong with the spec;
+    callers prefix where it came from.
+    """
     if spec == "all":
         return None
     index = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
     if spec == "selection":
         ranks = [index[n] for n in selection if n in index]
         if len(ranks) < 2:
-            raise SolverError("select at least two GPUs to use the selection as ranks")
+            raise SolverError("select at least two working GPUs to use the selection as "
+                              "ranks")
         return sorted(ranks)
     if isinstance(spec, int):
+        if spec < 2:
+            raise SolverError("a collective needs at least 2 ranks")
         if spec > snap.n_gpus:
-            raise SolverError(f"scenario ranks {spec}: the design has {snap.n_gpus} GPUs")
+            raise SolverError(f"the design has only {snap.n_gpus} GPUs")
         return first_ranks(snap, spec)
     if isinstance(spec, GroupRanks):
         ranks = sorted(index[n] for n in spec.members if n in index)
         if len(ranks) < 2:
-            raise SolverError(f"group {spec.group_id!r} has fewer than two working GPUs")
+            raise SolverError(f"group {spec.group_id!r} has {len(ranks)} working GPU(s); "
+                              "a collective needs at least 2")
         return ranks
     missing = [x for x in spec if x not in index]
     if missing:
-        raise SolverError(f"scenario ranks: no working GPU {missing[0]!r}")
+        raise SolverError(f"no working GPU {missing[0]!r} in the design")
+    twice = [x for i, x in enumerate(spec) if x in spec[:i]]
+    if twice:
+        raise SolverError(f"GPU {twice[0]!r} is listed twice")
+    if len(spec) < 2:
+        raise SolverError("a collective needs at least 2 ranks")
     return sorted(index[x] for x in spec)
 
 
