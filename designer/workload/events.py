@@ -1,0 +1,225 @@
+"""The event loop: every job's tasks in time, communication sharing the links.
+
+A task starts the moment its last dependency ends.  A compute span ends after its fixed
+time.  A communication task is one collective per group; each group's collective first
+waits its fixed time (`lone.LoneCollective.fixed_s`: latencies and protocol
+losses, no traffic), then runs its phases
+(one after the other, or all at once when pipelined), each phase a bandwidth term that
+advances at the phase's speed (`shares.SharedRates`): ``dt`` of wall time completes
+``speed * dt`` of the phase's alone seconds.  The task ends when its last group ends.
+
+Between two events nothing changes, so the loop jumps from event to event: the next
+compute end, fixed-time end or phase end; the speeds are re-solved whenever the set of
+running phases changed (the caches of `shares` make a repeated set free).  Link loads
+are constant between events, so bytes are integrated exactly.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from designer.solver import Cancelled
+from designer.workload.lone import LoneCollective
+from designer.workload.shares import SharedRates
+from designer.workload.tasks import Comm, JobTraffic
+
+__all__ = ["Run", "run_jobs"]
+
+#: Relative slack under which two event times are one (rounding of sums of times).
+_SAME_TIME = 1e-12
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """What one simulation of some jobs produced.
+
+    Attributes
+    ----------
+    start, end : list of ndarray
+        Per job, per task (in the job's task order), when it started and ended (s).
+    arc_bytes : ndarray, shape (jobs, arcs)
+        Bytes each job put on each arc.
+    arc_peak_GBps : ndarray, shape (arcs,)
+        The highest load each arc carried at any moment.
+    makespan : float
+        When the last task of any job ended.
+    events : int
+        Event steps taken.
+    """
+
+    start: list[np.ndarray]
+    end: list[np.ndarray]
+    arc_bytes: np.ndarray
+    arc_peak_GBps: np.ndarray
+    makespan: float
+    events: int
+
+
+class _Group:
+    """One group's collective in flight: its stage (-1 fixed time, then phase index or 0
+    for all pipelined phases) and what is left of the stage, in alone seconds."""
+
+    __slots__ = ("job", "lone", "remaining", "stage", "task")
+
+    def __init__(self, job: int, task: int, lone: LoneCollective):
+        self.job, self.task, self.lone = job, task, lone
+        self.stage, self.remaining = -1, lone.fixed_s
+
+    def phases(self):
+        if self.stage < 0:
+            return ()
+        return self.lone.phases if self.lone.pipelined else (self.lone.phases[self.stage],)
+
+    def advance(self) -> bool:
+        """Move to the next stage; False once the collective is done."""
+        n = 1 if self.lone.pipelined else len(self.lone.phases)
+        while True:
+            self.stage += 1
+            if self.stage >= n or not self.lone.phases:
+                return False
+            self.remaining = (
+                self.lone.bandwidth_s
+                if self.lone.pipelined
+                else self.lone.phases[self.stage].seconds
+            )
+            if self.remaining > 0:
+                return True
+
+
+def run_jobs(
+    jobs: Sequence[JobTraffic],
+    lones: Callable[[int, Comm], list[LoneCollective]],
+    rates: SharedRates,
+    n_arcs: int,
+    cancelled: Callable[[], bool] | None = None,
+) -> Run:
+    """Simulate ``jobs`` together from time 0 (each already validated).
+
+    Parameters
+    ----------
+    jobs : sequence of JobTraffic
+    lones : callable
+        ``lones(job_index, comm)``: the comm's collective alone, one per group.
+    rates : SharedRates
+        The shared max-min solver (and its caches) of the fabric.
+    n_arcs : int
+    cancelled : callable, optional
+        Polled between events; True raises `designer.solver.Cancelled`.
+    """
+    n_jobs = len(jobs)
+    pos = [{t.id: i for i, t in enumerate(j.tasks)} for j in jobs]
+    waiting = [np.array([len(t.deps) for t in j.tasks], dtype=np.int64) for j in jobs]
+    after: list[list[list[int]]] = [[[] for _ in j.tasks] for j in jobs]
+    for jx, j in enumerate(jobs):
+        for i, t in enumerate(j.tasks):
+            for d in t.deps:
+                after[jx][pos[jx][d]].append(i)
+    start = [np.full(len(j.tasks), np.nan) for j in jobs]
+    end = [np.full(len(j.tasks), np.nan) for j in jobs]
+    left = [np.zeros(len(j.tasks), dtype=np.int64) for j in jobs]  # groups still running
+    clock: list[tuple[float, int, int]] = []  # compute ends: (time, job, task)
+    groups: list[_Group] = []
+    arc_bytes = np.zeros(n_jobs * n_arcs)
+    peak = np.zeros(n_arcs)
+    now, events = 0.0, 0
+    ready: list[tuple[int, int]] = [
+        (jx, i) for jx in range(n_jobs) for i in np.flatnonzero(waiting[jx] == 0).tolist()
+    ]
+
+    def finish(jx: int, i: int) -> None:
+        end[jx][i] = now
+        for k in after[jx][i]:
+            waiting[jx][k] -= 1
+            if waiting[jx][k] == 0:
+                ready.append((jx, k))
+
+    while True:
+        while ready:
+            jx, i = ready.pop()
+            task = jobs[jx].tasks[i]
+            start[jx][i] = now
+            if isinstance(task, Comm):
+                mine = [_Group(jx, i, lone) for lone in lones(jx, task)]
+                mine = [g for g in mine if g.remaining > 0 or g.advance()]
+                left[jx][i] = len(mine)
+                groups.extend(mine)
+                if not mine:
+                    finish(jx, i)
+            else:
+                heapq.heappush(clock, (now + task.seconds, jx, i))
+        if not groups and not clock:
+            break
+        if cancelled is not None and cancelled():
+            raise Cancelled
+        events += 1
+        flowing = [g for g in groups if g.stage >= 0]
+        flat = [p for g in flowing for p in g.phases()]
+        speed_of = rates.speeds(flat)
+        speed = np.ones(len(groups))
+        at = 0
+        ix = {id(g): k for k, g in enumerate(groups)}
+        for g in flowing:
+            n = len(g.phases())
+            speed[ix[id(g)]] = speed_of[at : at + n].min()
+            at += n
+        need = np.array([g.remaining for g in groups]) / speed if groups else np.zeros(0)
+        dt = float(need.min()) if groups else np.inf
+        if clock and clock[0][0] - now <= dt:
+            dt = max(clock[0][0] - now, 0.0)
+            until = clock[0][0]
+        else:
+            until = now + dt
+        if flat:
+            _load(flowing, speed_of, arc_bytes, peak, dt, n_arcs, rates.capacity)
+        now = until
+        done: list[_Group] = []
+        for k, g in enumerate(groups):
+            if need[k] <= dt * (1 + _SAME_TIME) + 1e-18:
+                done.append(g)
+            else:
+                g.remaining -= speed[k] * dt
+        for g in done:
+            if not g.advance():
+                groups.remove(g)
+                left[g.job][g.task] -= 1
+                if left[g.job][g.task] == 0:
+                    finish(g.job, g.task)
+        while clock and clock[0][0] <= now * (1 + _SAME_TIME) + 1e-18:
+            _, jx, i = heapq.heappop(clock)
+            finish(jx, i)
+    return Run(
+        start,
+        end,
+        arc_bytes.reshape(n_jobs, n_arcs),
+        peak,
+        max((float(e.max()) for e in end if e.size), default=0.0),
+        events,
+    )
+
+
+def _load(
+    flowing: list[_Group],
+    speed_of: np.ndarray,
+    arc_bytes: np.ndarray,
+    peak: np.ndarray,
+    dt: float,
+    n_arcs: int,
+    capacity: np.ndarray,
+) -> None:
+    """Add ``dt`` seconds of the running phases' loads to each job's bytes, and raise
+    the arcs' peak loads to the load of this moment."""
+    idx, val = [], []
+    at = 0
+    for g in flowing:
+        for p in g.phases():
+            idx.append(p.arcs + g.job * n_arcs)
+            val.append(p.load_GBps * speed_of[at])
+            at += 1
+    idx_all, val_all = np.concatenate(idx), np.concatenate(val)
+    arc_bytes += np.bincount(idx_all, weights=val_all * (dt * 1e9), minlength=len(arc_bytes))
+    now = np.bincount(idx_all % n_arcs, weights=val_all, minlength=n_arcs)
+    np.maximum(peak, now, out=peak)

@@ -1,0 +1,168 @@
+"""One group's collective solved alone on an idle fabric, as the simulation replays it.
+
+`lone_collective` runs the solver's own path (`designer.solver.solve_collective` at the
+one message size), so a collective replayed alone takes exactly today's solve time ``T``
+(algorithm choice, protocol, channels, latencies: the NCCL-grade model).  It splits
+``T`` into the two parts the simulation treats differently:
+
+* the **bandwidth term** ``B``: the time the chosen plan's phases take at their exact
+  max-min rates alone (``size x seconds per byte``, summed over sequential phases, the
+  slowest of pipelined ones), the part that stretches when links are shared;
+* the **fixed part** ``T - B``: latencies, and what the protocol and the channel count
+  leave below the flow ceiling; it does not depend on the traffic around.
+
+For each phase it keeps the flows (flow-arc pairs with split weights) and each flow's
+*pace*, the rate it runs at alone (``flow_bytes / seconds_per_byte``: the slowest flow's
+max-min rate, the others paced to it), which is also what it asks for when shared.
+
+Example
+-------
+>>> from designer.model.templates import build_template
+>>> from designer.solver import solve_collective, take_snapshot
+>>> snap = take_snapshot(build_template("hgx"))
+>>> lone = lone_collective(snap, "allreduce", (0, 1, 2, 3), 1 << 26, cache={})
+>>> t = float(solve_collective(snap, sizes=[1 << 26], ranks=[0, 1, 2, 3]).time_s[0])
+>>> abs(lone.fixed_s + lone.bandwidth_s - t) < 1e-15, 0 < lone.bandwidth_s < t
+(True, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from designer.solver import SolverError, solve_collective
+
+__all__ = ["LoneCollective", "PhaseFlows", "lone_collective"]
+
+
+@dataclass(frozen=True, eq=False)
+class PhaseFlows:
+    """The flows of one phase of one group's collective.
+
+    Attributes
+    ----------
+    pair_flow, pair_arc, pair_weight : ndarray
+        Flow-arc incidence (flows numbered from 0 within the phase), shared routes
+        expanded.
+    pace_GBps : ndarray
+        Per flow, the rate it runs at alone (its demand when shared).
+    seconds : float
+        The phase's bandwidth term: how long it runs alone, at its pace.
+    arcs : ndarray
+        The distinct arcs the phase loads.
+    load_GBps : ndarray
+        What the phase puts on each of ``arcs`` while it runs alone (its flows at their
+        pace); shared, it is scaled by the phase's speed.
+    """
+
+    pair_flow: np.ndarray
+    pair_arc: np.ndarray
+    pair_weight: np.ndarray
+    pace_GBps: np.ndarray
+    seconds: float
+    arcs: np.ndarray
+    load_GBps: np.ndarray
+
+    @property
+    def n_flows(self) -> int:
+        return len(self.pace_GBps)
+
+
+@dataclass(frozen=True, eq=False)
+class LoneCollective:
+    """One group's collective alone: its time, split, and the flows of its phases.
+
+    ``pipelined``: the phases run at once (one progress for all of them); otherwise one
+    after the other.
+    """
+
+    collective: str
+    algorithm: str
+    protocol: str
+    time_s: float
+    fixed_s: float
+    bandwidth_s: float
+    phases: tuple[PhaseFlows, ...]
+    pipelined: bool
+
+
+def lone_collective(
+    snap, collective: str, ranks, nbytes: float, *, cache: dict, launch: str = "eager"
+) -> LoneCollective:
+    """Solve one group's collective alone and split its time (see the module).
+
+    Parameters
+    ----------
+    snap : Snapshot
+    collective : str
+        A `designer.workload.tasks.COMM_KINDS` name.
+    ranks : sequence of int
+        The group's ranks (indices into ``snap.gpus``) in rank order; for ``sendrecv``
+        ``(sender, receiver)``.
+    nbytes : float
+        The message size (nccl-tests size); > 0.
+    cache : dict
+        `solve_collective`'s cache for this snapshot (routes and plans kept per group).
+    launch : {"eager", "graph"}
+
+    Returns
+    -------
+    LoneCollective
+
+    Raises
+    ------
+    SolverError
+        When the fabric cannot run it (no route between the group's GPUs...).
+    """
+    ranks = np.asarray(ranks, dtype=np.int64)
+    size = max(round(nbytes), 1)
+    res = solve_collective(snap, collective, sizes=[size], ranks=ranks, launch=launch, cache=cache)
+    total = float(res.time_s[0])
+    plan = res.plan
+    spb = [p.seconds_per_byte for p in res.phases]
+    # The phases at their max-min pace; never more than the whole time (the NCCL model
+    # only adds to the flow time, but a ceiling it lowers must not make it negative).
+    band = size * (max(spb) if plan.pipelined else sum(spb))
+    shrink = min(1.0, total / band) if band > 0 else 1.0
+    phases = []
+    for solved, planned in zip(res.phases, plan.phases, strict=True):
+        if planned.n_flows == 0 or solved.seconds_per_byte <= 0:
+            continue
+        per_byte = max(spb) if plan.pipelined else solved.seconds_per_byte
+        flow, arc, weight = (np.asarray(x) for x in planned.pairs())
+        arc = arc.astype(np.int64)
+        if collective == "sendrecv" and not np.any(snap.arc_src[arc] == snap.gpus[ranks[0]]):
+            arc = _reversed(snap, arc)  # the plan sends the other way: take the return arcs
+        weight = np.asarray(weight, float)
+        pace = np.asarray(planned.flow_bytes, float) / (per_byte * 1e9)
+        arcs, inv = np.unique(arc, return_inverse=True)
+        load = np.bincount(inv, weights=weight * pace[flow], minlength=len(arcs))
+        phases.append(
+            PhaseFlows(
+                flow.astype(np.int64), arc, weight, pace, size * per_byte * shrink, arcs, load
+            )
+        )
+    band = min(band, total) if phases else 0.0
+    return LoneCollective(
+        collective,
+        res.algorithm,
+        str(res.protocol[0]),
+        total,
+        total - band,
+        band,
+        tuple(phases),
+        plan.pipelined,
+    )
+
+
+def _reversed(snap, arc: np.ndarray) -> np.ndarray:
+    """The opposite direction of each arc (a link's two arcs are ``2k`` and ``2k + 1``)."""
+    back = arc ^ 1
+    if not (
+        np.array_equal(snap.arc_src[back], snap.arc_dst[arc])
+        and np.array_equal(snap.arc_dst[back], snap.arc_src[arc])
+    ):
+        raise SolverError("a link's two directions are not paired as the simulation expects")
+    return back

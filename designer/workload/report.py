@@ -1,0 +1,200 @@
+"""What a simulation reports: per job (times, slowdown, breakdown), per link
+(utilisation, bytes, which jobs), and the timeline of tasks.
+
+The **breakdown** of a job's iteration follows its critical path: from the task that
+ends last back through, at each step, the dependency that ended last.  The path covers
+the iteration without overlap; its time in compute spans is ``compute``, its time in
+communication tasks is charged to their lane (``tp``, ``pp``, ``dp``, ``ep``, ``cp``,
+``storage``, ``background``: communication that nothing hid), ``exposed_comm`` is their
+sum, and ``bubble`` is the time the path waited with nothing of its own running (a task
+that started after its last dependency ended, or the path's first task starting late).
+Compute spans name no GPUs in the task contract, so pipeline idle time shows as the
+other stages' compute on the path, not as bubble.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from designer.workload.tasks import LANES, Comm, JobTraffic
+
+__all__ = [
+    "BUSIEST",
+    "JobResult",
+    "LinkStats",
+    "TimelineEvent",
+    "breakdown",
+    "link_stats",
+    "timeline",
+]
+
+#: How many links `SimulationResult.busiest` names.
+BUSIEST = 10
+
+#: The breakdown's keys, in order.
+BREAKDOWN = (*LANES, "bubble", "exposed_comm")
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """One job's figures (seconds).  ``memory_gb_per_gpu`` and ``fits`` are the
+    memory check's, filled by a caller that has the job's model (None: unknown)."""
+
+    name: str
+    gpus: int
+    iteration_s: float
+    alone_s: float | None
+    slowdown: float | None
+    breakdown: dict[str, float]
+    memory_gb_per_gpu: float | None = None
+    fits: bool | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "gpus": self.gpus,
+            "iteration_s": self.iteration_s,
+            "alone_s": self.alone_s,
+            "slowdown": self.slowdown,
+            "breakdown": dict(self.breakdown),
+            "memory_gb_per_gpu": self.memory_gb_per_gpu,
+            "fits": self.fits,
+        }
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    """One task as it ran: ``bytes`` is a communication's message size per group
+    (nccl-tests size), run by ``groups`` groups at once; 0 for compute."""
+
+    job: str
+    task: int
+    lane: str
+    label: str
+    start_s: float
+    end_s: float
+    bytes: float
+    groups: int
+
+    def to_json(self) -> dict:
+        return {
+            "job": self.job,
+            "task": self.task,
+            "lane": self.lane,
+            "label": self.label,
+            "start_s": self.start_s,
+            "end_s": self.end_s,
+            "bytes": self.bytes,
+            "groups": self.groups,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class LinkStats:
+    """Per link (``ids``, the design's link ids), over the simulated iteration.
+
+    ``mean_util`` and ``peak_util`` are the busier direction's (load / capacity, the
+    mean over the whole run, the peak at any moment); ``bytes`` counts both directions,
+    ``job_bytes[j]`` job ``j``'s part of it.
+    """
+
+    ids: Sequence[str]
+    jobs: tuple[str, ...]
+    mean_util: np.ndarray
+    peak_util: np.ndarray
+    bytes: np.ndarray
+    job_bytes: np.ndarray
+
+    def busiest(self, top: int) -> tuple[tuple[str, float], ...]:
+        """The ``top`` links of highest mean utilisation (ties in link order)."""
+        order = np.argsort(-np.round(self.mean_util, 9), kind="stable")[:top]
+        return tuple(
+            (self.ids[k], float(self.mean_util[k])) for k in order.tolist() if self.mean_util[k] > 0
+        )
+
+    def to_json(self) -> list[dict]:
+        out = []
+        for k in np.flatnonzero(self.bytes > 0).tolist():
+            total = float(self.bytes[k])
+            out.append(
+                {
+                    "id": self.ids[k],
+                    "mean_util": round(float(self.mean_util[k]), 6),
+                    "peak_util": round(float(self.peak_util[k]), 6),
+                    "bytes": total,
+                    "jobs": {
+                        name: round(float(self.job_bytes[j, k]) / total, 6)
+                        for j, name in enumerate(self.jobs)
+                        if self.job_bytes[j, k] > 0
+                    },
+                }
+            )
+        return out
+
+
+def link_stats(snap, run, names: Sequence[str]) -> LinkStats:
+    """Per-link figures of ``run`` on ``snap`` (a link's arcs are ``2k`` and ``2k+1``)."""
+    cap = np.asarray(snap.arc_cap, dtype=float)
+    arc_total = run.arc_bytes.sum(axis=0)
+    span = run.makespan
+    mean = np.divide(
+        arc_total, cap * 1e9 * span, out=np.zeros_like(arc_total), where=(cap > 0) & (span > 0)
+    )
+    peak = np.divide(run.arc_peak_GBps, cap, out=np.zeros_like(cap), where=cap > 0)
+    by_link = lambda a: a.reshape(*a.shape[:-1], -1, 2)  # noqa: E731
+    return LinkStats(
+        ids=snap.link_ids,
+        jobs=tuple(names),
+        mean_util=by_link(mean).max(axis=-1),
+        peak_util=by_link(peak).max(axis=-1),
+        bytes=by_link(arc_total).sum(axis=-1),
+        job_bytes=by_link(run.arc_bytes).sum(axis=-1),
+    )
+
+
+def breakdown(job: JobTraffic, start: np.ndarray, end: np.ndarray) -> dict[str, float]:
+    """Where the job's iteration went, along its critical path (see the module)."""
+    out = dict.fromkeys(BREAKDOWN, 0.0)
+    if not job.tasks:
+        return out
+    pos = {t.id: i for i, t in enumerate(job.tasks)}
+    ids = np.array([t.id for t in job.tasks])
+    # The task that ends last (the highest id among equals: independent of list order).
+    cur = int(np.lexsort((ids, end))[-1])
+    while True:
+        task = job.tasks[cur]
+        out[task.lane if isinstance(task, Comm) else "compute"] += float(end[cur] - start[cur])
+        if not task.deps:
+            out["bubble"] += float(start[cur])
+            break
+        deps = [pos[d] for d in task.deps]
+        prev = max(deps, key=lambda i: (end[i], job.tasks[i].id))
+        out["bubble"] += float(start[cur] - end[prev])
+        cur = prev
+    out["exposed_comm"] = sum(out[k] for k in LANES if k != "compute")
+    return out
+
+
+def timeline(jobs: Sequence[JobTraffic], run) -> tuple[TimelineEvent, ...]:
+    """Every task of every job, by start time (then job and task id)."""
+    events = []
+    for jx, job in enumerate(jobs):
+        for i, t in enumerate(job.tasks):
+            comm = isinstance(t, Comm)
+            events.append(
+                TimelineEvent(
+                    job.job,
+                    t.id,
+                    t.lane,
+                    t.label,
+                    float(run.start[jx][i]),
+                    float(run.end[jx][i]),
+                    float(t.nbytes) if comm else 0.0,
+                    len(t.groups) if comm else 0,
+                )
+            )
+    events.sort(key=lambda e: (e.start_s, e.job, e.task))
+    return tuple(events)

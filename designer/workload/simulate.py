@@ -1,0 +1,267 @@
+"""Several jobs' iterations on one fabric at once: a flow-level event simulation.
+
+``simulate(snap, jobs)`` runs every job's task graph (`designer.workload.tasks`) from
+time 0, all jobs together, and each job alone on the same idle fabric, and reports per
+job its iteration time shared and alone, the slowdown and where the time went, and per
+link its utilisation and who sent what over it.
+
+The model, in short (``docs/model.md`` has it in full):
+
+* Each group of a communication task runs today's collective (`solve_collective` at the
+  task's size: the same algorithm choice, protocol, channels and latencies).  Its time
+  alone ``T`` splits into the bandwidth term ``B``, its phases at their exact max-min
+  rates alone, and a fixed part ``T - B`` (latencies, protocol and channel limits;
+  `designer.workload.lone`).
+* The group first waits the fixed part; then its phases' flows join every other flow in
+  flight in one exact max-min problem, each flow capped at its pace alone.  A phase
+  advances at ``speed = min over its flows of shared rate / pace alone``, so its share
+  of ``B`` stretches by the ratio of its alone rate to its shared rate, as the rates
+  change over time (`designer.workload.shares`, `designer.workload.events`).  Alone,
+  every speed is 1 and the group takes exactly ``T``.
+* While a phase runs, a link carries its flows at their pace times its speed: per-link
+  bytes are the collective's bytes, utilisation is load / capacity.
+
+Example
+-------
+>>> from designer.model.templates import build_template
+>>> from designer.solver import solve_collective, take_snapshot
+>>> from designer.workload.tasks import Comm, JobTraffic
+>>> snap = take_snapshot(build_template("hgx"))
+>>> gpus = tuple(snap.node_ids[g] for g in snap.gpus[:4])
+>>> job = JobTraffic("a", (Comm(0, "tp", "allreduce", (gpus,), 1 << 26),))
+>>> res = simulate(snap, [job])
+>>> t = float(solve_collective(snap, sizes=[1 << 26], ranks=[0, 1, 2, 3]).time_s[0])
+>>> abs(res.jobs[0].iteration_s - t) <= 1e-12 * t
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from designer.solver import SolverError
+from designer.workload.events import Run, run_jobs
+from designer.workload.lone import LoneCollective, lone_collective
+from designer.workload.report import (
+    BUSIEST,
+    JobResult,
+    LinkStats,
+    TimelineEvent,
+    breakdown,
+    link_stats,
+    timeline,
+)
+from designer.workload.shares import SharedRates
+from designer.workload.tasks import Comm, JobTraffic
+
+__all__ = ["SimulationResult", "simulate"]
+
+
+@dataclass(frozen=True, eq=False)
+class SimulationResult:
+    """What `simulate` found (``to_json`` gives the issue's JSON contract).
+
+    Attributes
+    ----------
+    jobs : tuple of JobResult
+        Per job, in the order given.
+    links : LinkStats
+        Per link: utilisation (time-averaged over the longest iteration, and peak),
+        bytes, and each job's bytes.
+    timeline : tuple of TimelineEvent
+        Every task of every job as it ran together.
+    busiest : tuple of (str, float)
+        The most utilised links (link id, time-averaged utilisation), busiest first.
+    timing_ms : dict
+        Wall-clock time of the stages.
+    stats : dict
+        Event steps, max-min solves and collectives solved alone (for benchmarks).
+    """
+
+    jobs: tuple[JobResult, ...]
+    links: LinkStats
+    timeline: tuple[TimelineEvent, ...]
+    busiest: tuple[tuple[str, float], ...]
+    timing_ms: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self, *, timeline: bool = True) -> dict:
+        """The JSON contract: ``{"jobs", "links", "busiest", "timeline", "timing_ms"}``
+        (links that carried no byte left out)."""
+        return {
+            "jobs": [j.to_json() for j in self.jobs],
+            "links": self.links.to_json(),
+            "busiest": [{"id": k, "mean_util": round(u, 6)} for k, u in self.busiest],
+            "timeline": [e.to_json() for e in self.timeline] if timeline else [],
+            "timing_ms": {k: round(v, 3) for k, v in self.timing_ms.items()},
+        }
+
+
+class _Lones:
+    """Each distinct (collective, group, size) solved alone once, per snapshot."""
+
+    def __init__(self, snap, jobs: Sequence[JobTraffic], launch: str):
+        self.snap, self.jobs, self.launch = snap, jobs, launch
+        self.rank_of = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
+        self.solver_cache: dict = {}
+        self.known: dict[tuple, LoneCollective] = {}
+
+    def __call__(self, jx: int, comm: Comm) -> list[LoneCollective]:
+        if not comm.nbytes > 0:
+            return []
+        job = self.jobs[jx].job
+        out = []
+        for group in comm.groups:
+            try:
+                ranks = tuple(self.rank_of[g] for g in group)
+            except KeyError as exc:
+                raise SolverError(
+                    f"job {job!r}, task {comm.id} ({comm.label or comm.lane}): "
+                    f"{exc.args[0]!r} is not a GPU of this design"
+                ) from None
+            key = (comm.collective, ranks, float(comm.nbytes))
+            lone = self.known.get(key)
+            if lone is None:
+                try:
+                    lone = lone_collective(
+                        self.snap,
+                        comm.collective,
+                        ranks,
+                        comm.nbytes,
+                        cache=self.solver_cache,
+                        launch=self.launch,
+                    )
+                except SolverError as exc:
+                    raise SolverError(
+                        f"job {job!r}, task {comm.id} ({comm.label or comm.lane}), group "
+                        f"{', '.join(group)}: {exc}"
+                    ) from exc
+                self.known[key] = lone
+            out.append(lone)
+        return out
+
+
+def simulate(
+    snap,
+    jobs: Sequence[JobTraffic],
+    *,
+    routing: str | None = None,
+    alone: bool | None = None,
+    launch: str = "eager",
+    reuse: bool = True,
+    cancelled: Callable[[], bool] | None = None,
+) -> SimulationResult:
+    """Simulate one iteration of every job at once on ``snap``'s fabric.
+
+    Parameters
+    ----------
+    snap : Snapshot
+        The design (`designer.solver.take_snapshot`).
+    jobs : sequence of JobTraffic
+        The jobs; their GPUs must be GPUs of the design, each GPU in one job.
+    routing : {"ecmp", "adaptive", "static"}, optional
+        Routing to use instead of the design's own.
+    alone : bool, optional
+        Also run each job alone on the idle fabric for its ``alone_s`` (default: when
+        there are several jobs; one job alone is its shared run).
+    launch : {"eager", "graph"}
+        Kernel launch mode of every collective.
+    reuse : bool
+        Reuse max-min solutions of sets of phases seen before and of identical
+        independent parts (`shares.SharedRates`); False solves every set afresh (the
+        reference the tests compare with).
+    cancelled : callable, optional
+        Polled between events; True raises `designer.solver.Cancelled`.
+
+    Returns
+    -------
+    SimulationResult
+
+    Raises
+    ------
+    SolverError
+        A task the fabric cannot run (GPUs it does not connect, a GPU not in the
+        design), naming the job, the task and the group.
+    ValueError
+        A malformed job (`JobTraffic.validate`), two jobs with one name or sharing a GPU.
+    """
+    t0 = time.perf_counter()
+    if routing is not None and routing != snap.routing:
+        snap = dataclasses.replace(snap, routing=routing)
+    jobs = list(jobs)
+    _check(jobs)
+    lones = _Lones(snap, jobs, launch)
+    rates = SharedRates(snap.arc_cap, reuse=reuse)
+    together = run_jobs(jobs, lones, rates, snap.n_arcs, cancelled)
+    t1 = time.perf_counter()
+    if alone is None:
+        alone = len(jobs) > 1
+    alone_s = []
+    for jx, job in enumerate(jobs):
+        if alone and len(jobs) > 1:
+            own = run_jobs([job], lambda _, c, jx=jx: lones(jx, c), rates, snap.n_arcs, cancelled)
+            alone_s.append(own.makespan)
+        elif len(jobs) == 1:
+            alone_s.append(together.makespan)
+        else:
+            alone_s.append(None)
+    t2 = time.perf_counter()
+    results = tuple(_job_result(job, together, jx, alone_s[jx]) for jx, job in enumerate(jobs))
+    links = link_stats(snap, together, [j.job for j in jobs])
+    events = timeline(jobs, together)
+    t3 = time.perf_counter()
+    return SimulationResult(
+        jobs=results,
+        links=links,
+        timeline=events,
+        busiest=links.busiest(BUSIEST),
+        timing_ms={
+            "together": (t1 - t0) * 1e3,
+            "alone": (t2 - t1) * 1e3,
+            "report": (t3 - t2) * 1e3,
+            "total": (t3 - t0) * 1e3,
+        },
+        stats={
+            "events": together.events,
+            "maxmin_solves": rates.solves,
+            "lone_collectives": len(lones.known),
+        },
+    )
+
+
+def _check(jobs: list[JobTraffic]) -> None:
+    names: set[str] = set()
+    owner: dict[str, str] = {}
+    for job in jobs:
+        job.validate()
+        if job.job in names:
+            raise ValueError(f"two jobs are named {job.job!r}")
+        names.add(job.job)
+        for gpu in _gpus(job):
+            other = owner.setdefault(gpu, job.job)
+            if other != job.job:
+                raise ValueError(f"GPU {gpu!r} is in job {other!r} and in job {job.job!r}")
+
+
+def _gpus(job: JobTraffic) -> list[str]:
+    """The job's GPUs, each once, in order of first use."""
+    return list(
+        dict.fromkeys(g for t in job.tasks if isinstance(t, Comm) for grp in t.groups for g in grp)
+    )
+
+
+def _job_result(job: JobTraffic, run: Run, jx: int, alone_s: float | None) -> JobResult:
+    ends = run.end[jx]
+    iteration = float(ends.max()) if ends.size else 0.0
+    slowdown = (iteration / alone_s if alone_s else 1.0) if alone_s is not None else None
+    return JobResult(
+        name=job.job,
+        gpus=len(_gpus(job)),
+        iteration_s=iteration,
+        alone_s=alone_s,
+        slowdown=slowdown,
+        breakdown=breakdown(job, run.start[jx], run.end[jx]),
+    )

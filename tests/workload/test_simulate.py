@@ -1,0 +1,245 @@
+"""The event simulation of jobs sharing a fabric: a collective alone keeps today's solve
+time, shared ones slow down as a hand max-min says, in time; errors name job and task."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from designer.model.templates import build_template
+from designer.solver import Cancelled, SolverError, solve_collective, take_snapshot
+from designer.workload.lone import lone_collective
+from designer.workload.simulate import simulate
+from designer.workload.tasks import Comm, Compute, JobTraffic
+
+
+@pytest.fixture(scope="module")
+def rail():
+    return take_snapshot(build_template("rail-cluster", nodes=2))
+
+
+@pytest.fixture(scope="module")
+def hgx():
+    return take_snapshot(build_template("hgx"))
+
+
+@pytest.fixture(scope="module")
+def leafspine():
+    """2 leaves of 4 one-GPU hosts, 2 uplinks per leaf to one spine: 2:1."""
+    return take_snapshot(
+        build_template("leaf-spine", leaves=2, spines=1, hosts_per_leaf=4, uplinks=2)
+    )
+
+
+def _gpus(snap, ranks):
+    return tuple(snap.node_ids[g] for g in snap.gpus[list(ranks)].tolist())
+
+
+def _alone_job(snap, collective, ranks, nbytes):
+    return JobTraffic("j", (Comm(0, "dp", collective, (_gpus(snap, ranks),), nbytes),))
+
+
+@pytest.mark.parametrize(
+    ("which", "collective", "ranks", "nbytes"),
+    [
+        ("hgx", "allreduce", range(4), 64 << 20),
+        ("hgx", "allreduce", range(8), 1 << 30),
+        ("hgx", "allgather", range(8), 32 << 10),
+        ("rail", "allreduce", range(16), 1 << 30),
+        ("rail", "allreduce", range(16), 256 << 10),
+        ("rail", "reducescatter", range(16), 96 << 20),
+        ("rail", "alltoall", range(16), 64 << 20),
+        ("rail", "broadcast", (3, 9, 12), 8 << 20),
+        ("rail", "sendrecv", (2, 10), 16 << 20),
+        ("rail", "sendrecv", (10, 2), 16 << 20),
+    ],
+)
+def test_one_collective_alone_takes_the_solve_time(request, which, collective, ranks, nbytes):
+    snap = request.getfixturevalue(which)
+    res = simulate(snap, [_alone_job(snap, collective, ranks, nbytes)])
+    want = float(solve_collective(snap, collective, sizes=[nbytes], ranks=list(ranks)).time_s[0])
+    assert res.jobs[0].iteration_s == pytest.approx(want, rel=1e-12)
+    assert res.jobs[0].alone_s == res.jobs[0].iteration_s
+    assert res.jobs[0].slowdown == 1.0
+
+
+def _dp_job(name, groups, nbytes, lead=0.0):
+    """A compute span of ``lead`` seconds, then an all-reduce over ``groups``."""
+    return JobTraffic(
+        name,
+        (
+            Compute(0, "compute", lead, label="bwd"),
+            Comm(1, "dp", "allreduce", groups, nbytes, deps=(0,), label="grad all-reduce"),
+        ),
+    )
+
+
+def _hand_rate(snap, n_flows):
+    """Max-min by hand: ``n_flows`` rings each cross a leaf's uplink bundle once per
+    direction and their own NIC cables: each gets the smaller of the NIC cable and an
+    equal share of the uplink."""
+    names = [snap.arc_name(a) for a in range(snap.n_arcs)]
+    up = [snap.arc_cap[a] for a, n in enumerate(names) if "(leaf-0 -> spine-0)" in n]
+    nic = [snap.arc_cap[a] for a, n in enumerate(names) if "(n01-nic0 -> leaf-0)" in n]
+    return min(nic[0], up[0] / n_flows), nic[0]
+
+
+@pytest.mark.parametrize(
+    ("groups_a", "groups_b"),
+    [
+        (((0, 4), (1, 5)), ((2, 6), (3, 7))),  # 4 rings on the 2:1 uplinks: half rate each
+        (((0, 4), (1, 5)), ((2, 6),)),  # 3 rings: two thirds each
+    ],
+)
+def test_two_jobs_on_a_2_to_1_leaf_spine_slow_down_as_hand_max_min(leafspine, groups_a, groups_b):
+    snap = leafspine
+    shared_rate, alone_rate = _hand_rate(snap, len(groups_a) + len(groups_b))
+    # Alone, neither job fills the uplinks: its rings run at the NIC cable's rate.
+    assert alone_rate == _hand_rate(snap, max(len(groups_a), len(groups_b)))[0]
+    nbytes = 1 << 30
+    a = _dp_job("a", tuple(_gpus(snap, g) for g in groups_a), nbytes)
+    b = _dp_job("b", tuple(_gpus(snap, g) for g in groups_b), nbytes)
+    res = simulate(snap, [a, b])
+    # A 2-rank ring all-reduce moves the message once each way (2 (n - 1) / n = 1): the
+    # bandwidth term goes from S / alone rate to S / shared rate; the rest is unchanged.
+    extra = nbytes / (shared_rate * 1e9) - nbytes / (alone_rate * 1e9)
+    for job in res.jobs:
+        assert job.iteration_s - job.alone_s == pytest.approx(extra, rel=1e-9)
+        assert job.slowdown > 1.4
+
+
+def test_rates_are_re_solved_when_a_job_joins_and_leaves(leafspine):
+    """Job b starts its all-reduce ``c`` later: a runs alone, then both at half speed
+    until a ends, then b alone: a ends at F + 2B - c, b at F + 2B (alone, B is the
+    bandwidth term and F the rest)."""
+    snap = leafspine
+    nbytes = 1 << 30
+    lone = lone_collective(snap, "allreduce", (0, 4), nbytes, cache={})
+    lat, band = lone.fixed_s, lone.bandwidth_s
+    c = band / 4
+    a = _dp_job("a", (_gpus(snap, (0, 4)), _gpus(snap, (1, 5))), nbytes)
+    b = _dp_job("b", (_gpus(snap, (2, 6)), _gpus(snap, (3, 7))), nbytes, lead=c)
+    res = simulate(snap, [a, b])
+    assert res.jobs[0].iteration_s == pytest.approx(lat + 2 * band - c, rel=1e-9)
+    assert res.jobs[1].iteration_s == pytest.approx(lat + 2 * band, rel=1e-9)
+    assert res.jobs[1].alone_s == pytest.approx(c + lat + band, rel=1e-12)
+
+
+def test_opposite_sends_share_nothing_same_direction_sends_share(leafspine):
+    snap = leafspine
+
+    def there(name, sender, receiver):
+        pair = (_gpus(snap, (sender, receiver)),)
+        return JobTraffic(name, (Comm(0, "pp", "sendrecv", pair, 1 << 30),))
+
+    both_ways = simulate(snap, [there("a", 0, 4), there("b", 5, 1)])
+    assert [j.slowdown for j in both_ways.jobs] == [1.0, 1.0]
+    # Four senders from leaf 0 to leaf 1 over a 2:1 uplink: half rate each.
+    same = simulate(snap, [there("a", 0, 4), there("b", 1, 5), there("c", 2, 6), there("d", 3, 7)])
+    assert all(j.slowdown > 1.5 for j in same.jobs)
+
+
+def test_links_report_bytes_shares_and_utilisation(leafspine):
+    snap = leafspine
+    nbytes = 1 << 30
+    a = _dp_job("a", (_gpus(snap, (0, 4)), _gpus(snap, (1, 5))), nbytes, lead=1e-3)
+    b = _dp_job("b", (_gpus(snap, (2, 6)),), nbytes, lead=1e-3)
+    res = simulate(snap, [a, b])
+    links = {row["id"]: row for row in res.to_json()["links"]}
+    up = links["leaf-0:spine-0"]
+    # A 2-rank ring all-reduce sends the message once each way; 3 rings cross the uplink.
+    assert up["bytes"] == pytest.approx(3 * 2 * nbytes, rel=1e-9)
+    assert up["jobs"] == {"a": pytest.approx(2 / 3), "b": pytest.approx(1 / 3)}
+    assert 0 < up["mean_util"] < up["peak_util"] <= 1.0 + 1e-9
+    assert res.busiest[0][0] in ("leaf-0:spine-0", "leaf-1:spine-0")
+    assert links["n01-nic0:leaf-0"]["jobs"] == {"a": 1.0}
+    assert "n04-nic0:leaf-0" not in links  # rank 3 sends nothing
+
+
+def test_breakdown_follows_the_critical_path(leafspine):
+    snap = leafspine
+    job = JobTraffic(
+        "a",
+        (
+            Compute(0, "compute", 2e-3, label="fwd"),
+            Comm(1, "tp", "allreduce", (_gpus(snap, (0, 1)),), 1 << 24, deps=(0,)),
+            Compute(2, "compute", 1e-3, deps=(1,), label="bwd"),
+            Comm(3, "dp", "allreduce", (_gpus(snap, (0, 4)),), 1 << 20, deps=(0,)),
+            Compute(4, "compute", 5e-4, deps=(2, 3), label="step"),
+        ),
+    )
+    res = simulate(snap, [job])
+    br = res.jobs[0].breakdown
+    assert br["compute"] == pytest.approx(3.5e-3)
+    assert br["tp"] > 0 and br["dp"] == 0.0  # dp hid behind tp + bwd
+    assert br["exposed_comm"] == br["tp"]
+    total = sum(v for k, v in br.items() if k != "exposed_comm")
+    assert total == pytest.approx(res.jobs[0].iteration_s, rel=1e-12)
+    lanes = [(e.task, e.lane) for e in res.timeline]
+    assert sorted(lanes) == [(0, "compute"), (1, "tp"), (2, "compute"), (3, "dp"), (4, "compute")]
+
+
+def test_repeated_micro_batches_and_identical_groups_are_solved_once(rail):
+    snap = rail
+    tp = tuple(_gpus(snap, range(k, k + 8)) for k in (0, 8))
+    dp = tuple(_gpus(snap, (k, k + 8)) for k in range(8))
+
+    def job(micro):
+        tasks, prev = [], ()
+        for m in range(micro):
+            tasks.append(Compute(3 * m, "compute", 1e-4, deps=prev))
+            tasks.append(Comm(3 * m + 1, "tp", "allreduce", tp, 8 << 20, deps=(3 * m,)))
+            tasks.append(Comm(3 * m + 2, "dp", "allreduce", dp, 4 << 20, deps=(3 * m,)))
+            prev = (3 * m + 1, 3 * m + 2)
+        return JobTraffic("j", tuple(tasks))
+
+    one, many = simulate(snap, [job(1)]), simulate(snap, [job(16)])
+    assert many.stats["maxmin_solves"] == one.stats["maxmin_solves"]
+    assert many.jobs[0].iteration_s == pytest.approx(16 * one.jobs[0].iteration_s, rel=1e-9)
+    plain = simulate(snap, [job(16)], reuse=False)
+    assert plain.stats["maxmin_solves"] > many.stats["maxmin_solves"]
+    assert plain.jobs[0].iteration_s == pytest.approx(many.jobs[0].iteration_s, rel=1e-12)
+    assert np.allclose(plain.links.bytes, many.links.bytes, rtol=1e-12)
+
+
+def test_results_do_not_depend_on_job_or_task_order(leafspine):
+    snap = leafspine
+    a = _dp_job("a", (_gpus(snap, (0, 4)), _gpus(snap, (1, 5))), 1 << 28)
+    b = _dp_job("b", (_gpus(snap, (2, 6)),), 1 << 28, lead=1e-4)
+    b_rev = JobTraffic("b", tuple(reversed(b.tasks)))
+    one = simulate(snap, [a, b]).to_json(timeline=False)
+    two = simulate(snap, [b_rev, a]).to_json(timeline=False)
+    assert sorted(one["jobs"], key=lambda j: j["name"]) == sorted(
+        two["jobs"], key=lambda j: j["name"]
+    )
+    assert one["links"] == [{**r, "jobs": dict(sorted(r["jobs"].items()))} for r in two["links"]]
+
+
+def test_a_group_the_fabric_does_not_connect_names_job_and_task():
+    topo = build_template("leaf-spine", leaves=2, spines=1, hosts_per_leaf=2, uplinks=1)
+    topo.remove_link("leaf-1:spine-0")
+    snap = take_snapshot(topo)
+    job = _alone_job(snap, "allreduce", (0, 3), 1 << 20)
+    with pytest.raises(SolverError, match=r"job 'j', task 0 .*n01-gpu0, n04-gpu0.*no fabric"):
+        simulate(snap, [job])
+    stranger = JobTraffic(
+        "k", (Comm(5, "dp", "allreduce", (("n01-gpu0", "nope"),), 1.0, label="grads"),)
+    )
+    with pytest.raises(SolverError, match=r"job 'k', task 5 \(grads\): 'nope' is not a GPU"):
+        simulate(snap, [stranger])
+
+
+def test_jobs_sharing_a_gpu_or_a_name_are_refused(leafspine):
+    a = _alone_job(leafspine, "allreduce", (0, 1), 1 << 20)
+    b = JobTraffic("b", a.tasks)
+    with pytest.raises(ValueError, match="GPU 'n01-gpu0' is in job 'j' and in job 'b'"):
+        simulate(leafspine, [a, b])
+    with pytest.raises(ValueError, match="two jobs are named 'j'"):
+        simulate(leafspine, [a, _alone_job(leafspine, "allreduce", (2, 3), 1 << 20)])
+
+
+def test_cancelled_between_events(leafspine):
+    job = _dp_job("a", (_gpus(leafspine, (0, 4)),), 1 << 20)
+    polls = []
+    with pytest.raises(Cancelled):
+        simulate(leafspine, [job], cancelled=lambda: polls.append(1) or len(polls) > 1)
