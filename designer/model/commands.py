@@ -5,6 +5,11 @@ command records what it needs for undo when it is first done, so ``do`` after ``
 replays exactly, and undoing any sequence restores the exact prior state (see
 ``tests/model/test_commands.py``, a hypothesis state machine).
 
+A command that changes many items does and undoes them inside
+``topo.events.paused()`` (`designer.model.events`): the design's ``changed`` event fires
+once per command, carrying every item it touched, so the canvas and the solve runner
+react once to a paste of a thousand nodes.
+
 Example
 -------
 >>> from designer.model.topology import Topology, Node
@@ -18,13 +23,25 @@ False
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from designer.model.errors import DesignError
 from designer.model.naming import UniqueNames
 from designer.model.topology import Group, Link, Node, Topology
+
+
+def _one_event(method: Callable[[Command, Topology], None]) -> Callable:
+    """Run a command's ``do`` or ``undo`` with the design's ``changed`` held to one."""
+
+    @functools.wraps(method)
+    def run(self: Command, topo: Topology) -> None:
+        with topo.events.paused():
+            method(self, topo)
+
+    return run
 
 
 class Command:
@@ -60,6 +77,7 @@ class RemoveNodes(Command):
         self._links: dict[str, Link] = {}
         self.text = f"Delete {len(self.node_ids)} node(s)"
 
+    @_one_event
     def do(self, topo: Topology) -> None:
         self._nodes, self._links = [], {}
         for nid in self.node_ids:
@@ -69,6 +87,7 @@ class RemoveNodes(Command):
             node, _ = topo.remove_node(nid)
             self._nodes.append(node)
 
+    @_one_event
     def undo(self, topo: Topology) -> None:
         for node in self._nodes:
             topo.add_node(node)
@@ -84,6 +103,7 @@ class MoveNodes(Command):
         self._old: dict[str, tuple[float, float]] = {}
         self.text = text
 
+    @_one_event
     def do(self, topo: Topology) -> None:
         self._old = {}
         for nid, (x, y) in self.positions.items():
@@ -91,6 +111,7 @@ class MoveNodes(Command):
             self._old[nid] = (n.x, n.y)
             topo.update_node(nid, x=float(x), y=float(y))
 
+    @_one_event
     def undo(self, topo: Topology) -> None:
         for nid, (x, y) in self._old.items():
             topo.update_node(nid, x=x, y=y)
@@ -107,6 +128,7 @@ class _SetProps(Command):
         self.changes = changes
         self._old: dict[str, Any] = {}
 
+    @_one_event
     def do(self, topo: Topology) -> None:
         get, update = getattr(topo, self._kind), getattr(topo, f"update_{self._kind}")
         # Every item first, so an unknown id fails before anything changes.
@@ -120,6 +142,7 @@ class _SetProps(Command):
             self._restore(topo, done)
             raise
 
+    @_one_event
     def undo(self, topo: Topology) -> None:
         self._restore(topo, self.ids)
 
@@ -158,9 +181,11 @@ class RemoveLinks(Command):
         self._links: list[Link] = []
         self.text = f"Delete {len(self.link_ids)} link(s)"
 
+    @_one_event
     def do(self, topo: Topology) -> None:
         self._links = [topo.remove_link(lid) for lid in self.link_ids]
 
+    @_one_event
     def undo(self, topo: Topology) -> None:
         for link in self._links:
             topo.add_link(link)
@@ -325,6 +350,7 @@ class PasteSubgraph(Command):
         self.links = [replace(lk, id=topo.new_id("link"), a=nmap[lk.a], b=nmap[lk.b])
                       for lk in links if lk.a in nmap and lk.b in nmap]
 
+    @_one_event
     def do(self, topo: Topology) -> None:
         if not self.nodes and not self.groups:
             self._remap(topo)
@@ -338,6 +364,7 @@ class PasteSubgraph(Command):
                       for n in self.nodes]
         topo.extend(self.groups, self.nodes, self.links)
 
+    @_one_event
     def undo(self, topo: Topology) -> None:
         for link in reversed(self.links):
             topo.remove_link(link.id)
@@ -365,6 +392,7 @@ class Macro(Command):
         self.commands = list(commands)
         self.text = text
 
+    @_one_event
     def do(self, topo: Topology) -> None:
         done = []
         try:
@@ -376,6 +404,7 @@ class Macro(Command):
                 c.undo(topo)
             raise
 
+    @_one_event
     def undo(self, topo: Topology) -> None:
         for c in reversed(self.commands):
             c.undo(topo)

@@ -5,10 +5,10 @@ link id and hold a `Link`'s fields.  `Node`, `Link` and `Group` (`designer.model
 imported from here) are frozen values, so a command can keep the old value for undo and
 an event can carry the new one.
 
-Events (psygnal signals, no Qt) are named after what changed and are not emitted when
-nothing changed: ``node_added``, ``node_removed``, ``node_changed``, ``node_moved``,
-``link_added``, ``link_removed``, ``link_changed``, ``group_added``, ``group_removed``,
-``group_changed``, ``settings_changed``; ``changed`` follows every one of them.
+Events: ``topology.events``, a psygnal `SignalGroup` (no Qt, `designer.model.events`),
+with one signal per kind of change (``node_added``, ``link_changed``...), none emitted
+when nothing changed, and ``changed(edit)`` after them.  An edit of many items (removing
+a node with its links, `extend`, `add_parts`, the bulk commands) emits ``changed`` once.
 
 Example
 -------
@@ -29,7 +29,6 @@ from dataclasses import replace
 from typing import Any
 
 import networkx as nx
-from psygnal import Signal
 
 from designer.collector import collector_paused
 from designer.model import bulk
@@ -52,6 +51,7 @@ from designer.model.elements import (
     Node,
 )
 from designer.model.errors import DesignError
+from designer.model.events import Edit, TopologyEvents  # noqa: F401  (Edit re-exported)
 from designer.model.scenario import ROUTING_MODES, Scenario, TrainingSpec
 
 #: Design-wide settings and their defaults: the routing mode, and the scenario and
@@ -74,13 +74,6 @@ def _listed(known: bulk.Known) -> tuple[set[str], set[str]]:
     )
 
 
-def _emit(signal, *args) -> None:
-    """``signal.emit(*args)`` when a slot is connected: psygnal's emit costs ~4 us even
-    with none, 1.3 s of opening a 16,384-GPU design (two events per node and link)."""
-    if len(signal):
-        signal.emit(*args)
-
-
 class Topology:
     """Nodes, links and groups of one design, over a networkx ``MultiGraph``.
 
@@ -90,22 +83,17 @@ class Topology:
         Device models and link technologies; the shipped catalog by default.
     name : str
         Design name.
+
+    Attributes
+    ----------
+    events : TopologyEvents
+        The design's signals (`designer.model.events`).
+    generation : int
+        Counts changes: one per item added, removed or changed.
     """
 
-    node_added = Signal(Node)
-    node_removed = Signal(Node)
-    node_changed = Signal(Node, Node)  # old, new (anything but position)
-    node_moved = Signal(Node)
-    link_added = Signal(Link)
-    link_removed = Signal(Link)
-    link_changed = Signal(Link, Link)  # old, new
-    group_added = Signal(Group)
-    group_removed = Signal(Group)
-    group_changed = Signal(Group, Group)
-    settings_changed = Signal(str, object)
-    changed = Signal()
-
     def __init__(self, catalog: Catalog | None = None, name: str = "untitled"):
+        self.events = TopologyEvents(self)
         self.catalog = catalog if catalog is not None else default_catalog()
         self.name = name
         self._g = nx.MultiGraph()
@@ -231,9 +219,10 @@ class Topology:
         check_group(group, self._groups)
 
     # ------------------------------------------------------------------ mutating
-    def _bump(self) -> None:
+    def _bump(self, event: str, *args: Any) -> None:
+        """Count a change and announce it: the item signal ``event``, then ``changed``."""
         self.generation += 1
-        _emit(self.changed)
+        self.events.record(event, *args)
 
     def add_node(self, node: Node) -> Node:
         """Add ``node``; raises `DesignError` if its id is taken or a field is invalid."""
@@ -242,20 +231,19 @@ class Topology:
         self._check_node(node)
         self._g.add_node(node.id, **{f: getattr(node, f) for f in NODE_FIELDS[1:]})
         self._columns.add_node(node.id, node.kind, node.model, node.failed)
-        _emit(self.node_added, node)
-        self._bump()
+        self._bump("node_added", node)
         return node
 
     def remove_node(self, node_id: str) -> tuple[Node, list[Link]]:
         """Remove a node and the links at it; returns both (for undo)."""
         node = self.node(node_id)
         links = self.links_of(node_id)
-        for link in links:
-            self.remove_link(link.id)
-        self._g.remove_node(node_id)
-        self._columns.remove_node(node_id)
-        self.node_removed.emit(node)
-        self._bump()
+        with self.events.paused():  # one ``changed`` for the node and its links
+            for link in links:
+                self.remove_link(link.id)
+            self._g.remove_node(node_id)
+            self._columns.remove_node(node_id)
+            self._bump("node_removed", node)
         return node, links
 
     def update_node(self, node_id: str, **changes: Any) -> Node:
@@ -272,10 +260,9 @@ class Topology:
         self._columns.update_node(node_id, new.kind, new.model, new.failed)
         moved_only = all(getattr(old, f) == getattr(new, f) for f in NODE_FIELDS if f not in "xy")
         if moved_only:
-            self.node_moved.emit(new)
+            self._bump("node_moved", new)
         else:
-            self.node_changed.emit(old, new)
-        self._bump()
+            self._bump("node_changed", old, new)
         return new
 
     def add_link(self, link: Link) -> Link:
@@ -288,8 +275,7 @@ class Topology:
         self._link_ends[link.id] = (link.a, link.b)
         self._columns.add_link(link.id, link.a, link.b, link.tech, link.count, link.plane,
                                link.failed)
-        _emit(self.link_added, link)
-        self._bump()
+        self._bump("link_added", link)
         return link
 
     def remove_link(self, link_id: str) -> Link:
@@ -297,8 +283,7 @@ class Topology:
         self._g.remove_edge(link.a, link.b, key=link_id)
         del self._link_ends[link_id]
         self._columns.remove_link(link_id)
-        self.link_removed.emit(link)
-        self._bump()
+        self._bump("link_removed", link)
         return link
 
     def update_link(self, link_id: str, **changes: Any) -> Link:
@@ -314,8 +299,7 @@ class Topology:
         self._g.edges[old.a, old.b, link_id].update(
             {f: getattr(new, f) for f in LINK_FIELDS[1:]})
         self._columns.update_link(link_id, new.tech, new.count, new.plane, new.failed)
-        self.link_changed.emit(old, new)
-        self._bump()
+        self._bump("link_changed", old, new)
         return new
 
     def add_group(self, group: Group) -> Group:
@@ -323,8 +307,7 @@ class Topology:
             raise DesignError(f"id {group.id!r} is already used")
         self._check_group(group)
         self._groups[group.id] = group
-        self.group_added.emit(group)
-        self._bump()
+        self._bump("group_added", group)
         return group
 
     def remove_group(self, group_id: str) -> Group:
@@ -335,8 +318,7 @@ class Topology:
         if any(d["group"] == group_id for _, d in self._g.nodes(data=True)):
             raise DesignError(f"group {group_id!r} still has nodes")
         del self._groups[group_id]
-        self.group_removed.emit(group)
-        self._bump()
+        self._bump("group_removed", group)
         return group
 
     def update_group(self, group_id: str, **changes: Any) -> Group:
@@ -348,8 +330,7 @@ class Topology:
             return old
         self._check_group(new)
         self._groups[group_id] = new
-        self.group_changed.emit(old, new)
-        self._bump()
+        self._bump("group_changed", old, new)
         return new
 
     def set_setting(self, key: str, value: Any) -> Any:
@@ -365,16 +346,16 @@ class Topology:
         old = self._settings.get(key)
         if old != value:
             self._settings[key] = value
-            self.settings_changed.emit(key, value)
-            self._bump()
+            self._bump("settings_changed", key, value)
         return old
 
     # ------------------------------------------------------------------ bulk / state
     def extend(self, groups: Iterable[Group] = (), nodes: Iterable[Node] = (),
                links: Iterable[Link] = ()) -> None:
-        """Add groups, then nodes, then links one by one, each with its events (a paste
-        into a design on screen); `add_parts` adds many at once."""
-        with collector_paused():
+        """Add groups, then nodes, then links one by one, each with its item event and
+        one ``changed`` for all (a paste into a design on screen); `add_parts` adds many
+        at once."""
+        with collector_paused(), self.events.paused():
             for g in groups:
                 self.add_group(g)
             for n in nodes:
@@ -418,8 +399,9 @@ class Topology:
         (`designer.model.bulk`), and written into the graph in one go: the result is
         the design those calls in this order would build, at a few microseconds an item.
 
-        Events: one ``changed`` at the end.  The per-item events (``node_added``...) are
-        emitted only to connected slots (a design on screen), after everything is in.
+        Events: the item events (``node_added``...) after everything is in, then one
+        ``changed`` carrying them all; none is made when no slot listens (a file being
+        loaded into a design not on screen yet).
 
         ``progress(done)``, if given, is called while the checked items are written,
         each time ``done`` (groups, then nodes, then links) reaches a multiple of
@@ -467,17 +449,11 @@ class Topology:
         added = len(groups) + len(nodes) + len(links)
         if not added:
             return
-        self._emit_each(self.group_added, new_groups.values())
-        self._emit_each(self.node_added, map(self.node, ncols["id"]))
-        self._emit_each(self.link_added, map(self.link, lcols["id"]))
-        self.generation += added - 1  # as many as one call per item makes
-        self._bump()
-
-    @staticmethod
-    def _emit_each(signal, items: Iterable[Any]) -> None:
-        if len(signal):
-            for item in items:
-                signal.emit(item)
+        self.generation += added  # as many as one call per item makes
+        self.events.record_many(itertools.chain(
+            (("group_added", (g,)) for g in new_groups.values()),
+            (("node_added", (self.node(n),)) for n in ncols["id"]),
+            (("link_added", (self.link(lk),)) for lk in lcols["id"])))
 
     def state(self) -> dict[str, Any]:
         """A canonical, comparable snapshot of everything the design holds."""

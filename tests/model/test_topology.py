@@ -65,9 +65,9 @@ def test_invalid_nodes_are_refused(topo, node, fragment):
 
 def test_events_fire_once_and_not_when_nothing_changed(topo):
     seen = []
-    topo.node_moved.connect(lambda n: seen.append(("moved", n.id)))
-    topo.node_changed.connect(lambda old, new: seen.append(("changed", new.id)))
-    topo.changed.connect(lambda: seen.append("any"))
+    topo.events.node_moved.connect(lambda n: seen.append(("moved", n.id)))
+    topo.events.node_changed.connect(lambda old, new: seen.append(("changed", new.id)))
+    topo.events.changed.connect(lambda: seen.append("any"))
     topo.update_node("g0", x=0.0, y=0.0)  # same position: nothing
     assert seen == []
     topo.update_node("g0", x=5.0)
@@ -78,7 +78,7 @@ def test_events_fire_once_and_not_when_nothing_changed(topo):
 def test_remove_node_takes_its_links(topo):
     topo.add_link(Link("l0", "g0", "s0", "nvlink4", count=5))
     removed = []
-    topo.link_removed.connect(lambda lk: removed.append(lk.id))
+    topo.events.link_removed.connect(lambda lk: removed.append(lk.id))
     node, links = topo.remove_node("g0")
     assert node.id == "g0" and [lk.id for lk in links] == ["l0"] and removed == ["l0"]
     assert not topo.has_link("l0")

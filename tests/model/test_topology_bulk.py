@@ -132,16 +132,16 @@ def test_one_changed_event_and_item_events_only_when_someone_listens():
     groups, nodes, links = _hand_made()
     quiet = Topology()
     changes = []
-    quiet.changed.connect(lambda: changes.append(1))
+    quiet.events.changed.connect(lambda: changes.append(1))
     quiet.add_parts(groups, nodes, links)
     assert changes == [1]
     assert quiet.generation == len(groups) + len(nodes) + len(links)
 
     watched = Topology()
     seen = []
-    watched.group_added.connect(lambda g: seen.append(g.id))
-    watched.node_added.connect(lambda n: seen.append(n.id))
-    watched.link_added.connect(lambda lk: seen.append(lk.id))
+    watched.events.group_added.connect(lambda g: seen.append(g.id))
+    watched.events.node_added.connect(lambda n: seen.append(n.id))
+    watched.events.link_added.connect(lambda lk: seen.append(lk.id))
     watched.add_parts(groups, _as_dicts(nodes, NODE_FIELDS), links)
     assert seen == [item.id for item in (*groups, *nodes, *links)]
 

@@ -29,6 +29,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from superqt.utils import GeneratorWorker, create_worker, qdebounced
 
 from designer.gui.document import Document
+from designer.gui.model_events import ModelSlot
 from designer.model.errors import DesignError
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.topology import Topology
@@ -160,6 +161,8 @@ class SolveRunner(QObject):
         self._asked_posted = False
         self._asked.connect(self._on_asked, Qt.ConnectionType.QueuedConnection)
         self._topology: Topology | None = None
+        # Every edit of the design, one ``changed`` per command (`designer.model.events`).
+        self._follow = ModelSlot(self, self.schedule)
         # Routes carried from solve to solve of one design (used by one worker at a
         # time; a new design starts a new memo).
         self._memo = RouteMemo()
@@ -170,10 +173,8 @@ class SolveRunner(QObject):
     def _watch(self, topo: Topology) -> None:
         if not self.enabled:
             return
-        if self._topology is not None:
-            self._topology.changed.disconnect(self.schedule)
         self._topology = topo
-        topo.changed.connect(self.schedule)
+        self._follow.watch(topo.events.changed)
 
     def _on_document_topology_replaced(self, topo: Topology) -> None:
         self._memo = RouteMemo()
@@ -314,9 +315,8 @@ class SolveRunner(QObject):
         """Stop for good (window close): no more solves, cancel the running one and wait
         for its worker."""
         self.enabled = False
-        if self._topology is not None:
-            self._topology.changed.disconnect(self.schedule)
-            self._topology = None
+        self._follow.watch(None)
+        self._topology = None
         self.cancel()
         job, worker = self._job, self._worker
         if worker is not None:

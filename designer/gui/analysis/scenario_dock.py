@@ -31,9 +31,11 @@ from PySide6.QtWidgets import (
 
 from designer.gui.analysis.runner import AnalysisResult, SolveRunner
 from designer.gui.document import Document
+from designer.gui.model_events import ModelSlot
 from designer.gui.wheel import guard_wheel
 from designer.model.commands import SetSetting
 from designer.model.errors import DesignError
+from designer.model.events import Edit
 from designer.model.scenario import ALGORITHMS, COLLECTIVES, DTYPES, ROUTING_MODES
 
 SIZES = [1 << k for k in range(10, 35)]  # 1 KiB .. 16 GiB
@@ -70,6 +72,7 @@ class ScenarioDock(QDockWidget):
         # The topology whose groups the ranks box lists (None: list them again), and
         # how many entries that makes (more: a one-off "N GPUs" entry was added).
         self._groups_seen = None
+        self._follow_groups = ModelSlot(self, self._on_topology_changed)
         self._n_rank_entries = 0
         top = QWidget(self)
         column = QVBoxLayout(top)
@@ -181,16 +184,12 @@ class ScenarioDock(QDockWidget):
     def _watch_groups(self, topo) -> None:
         if self._groups_seen is topo:
             return
-        if self._groups_seen is not None:
-            for signal in (self._groups_seen.group_added, self._groups_seen.group_removed,
-                           self._groups_seen.group_changed):
-                signal.disconnect(self._on_groups_changed)
-        for signal in (topo.group_added, topo.group_removed, topo.group_changed):
-            signal.connect(self._on_groups_changed)
+        self._follow_groups.watch(topo.events.changed)
         self._groups_seen = topo
 
-    def _on_groups_changed(self, *_args) -> None:
-        self._n_rank_entries = -1  # list them again at the next refresh
+    def _on_topology_changed(self, edit: Edit) -> None:
+        if edit.touches("group_"):
+            self._n_rank_entries = -1  # list them again at the next refresh
 
     # ------------------------------------------------------------ settings -> form
     def refresh(self) -> None:

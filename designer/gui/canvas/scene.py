@@ -1,7 +1,9 @@
 """`FabricScene`: graphics items that mirror the open design, both ways.
 
-The scene listens to the `Topology`'s events and adds, removes or updates items; it
-never edits items' models directly.  User gestures on the scene (moving nodes, dragging
+The scene follows the `Topology`'s ``changed`` event, which carries each edit's item
+events in order (one per command however many items it touches, see
+`designer.model.events`), and adds, removes or updates items; it never edits items'
+models directly.  User gestures on the scene (moving nodes, dragging
 a group: `designer.gui.canvas.pointer`) become model commands pushed on the `Document`,
 whose events then update the items — one direction of data, as ``../shared/design.md``
 describes.
@@ -38,7 +40,9 @@ from designer.gui.canvas.pointer import PointerMixin
 from designer.gui.canvas.schematic import Schematic
 from designer.gui.canvas.style import THEME_MODES, Theme, system_theme, theme_for
 from designer.gui.document import Document
+from designer.gui.model_events import ModelSlot
 from designer.model.errors import DesignError
+from designer.model.events import Edit
 from designer.model.topology import Group, Link, Node, Topology
 
 PARALLEL_GAP = 7.0
@@ -93,6 +97,7 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         self.schematic = Schematic(self)
         self._design_rect = QRectF()
         self._topology: Topology | None = None
+        self._follow = ModelSlot(self, self._on_topology_changed)
         self._drag: NodeDrag | None = None
         self._titles: list | None = None  # (frame, name) of expanded groups, outer first
         self._dirty_groups = False
@@ -116,15 +121,12 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
 
     # ------------------------------------------------------------ model -> items
     def _attach(self, topo: Topology) -> None:
+        self._follow.watch(None)
         with collector_paused():  # an item and its wrapper per node and link
             self._build_items(topo)
-        for sig, slot in self._connections():
-            sig(topo).connect(slot)
+        self._follow.watch(topo.events.changed)
 
     def _build_items(self, topo: Topology) -> None:
-        if self._topology is not None:
-            for sig, slot in self._connections():
-                sig(self._topology).disconnect(slot)
         self._topology = topo
         self.clear()
         self.overlays.clear()
@@ -154,19 +156,29 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         self._dirty_groups = True
         self.refresh()
 
-    def _connections(self):
-        return [
-            (lambda t: t.node_added, self._on_node_added),
-            (lambda t: t.node_removed, self._on_node_removed),
-            (lambda t: t.node_changed, self._on_node_changed),
-            (lambda t: t.node_moved, self._on_node_moved),
-            (lambda t: t.link_added, self._on_link_added),
-            (lambda t: t.link_removed, self._on_link_removed),
-            (lambda t: t.link_changed, self._on_link_changed),
-            (lambda t: t.group_added, self._on_group_added),
-            (lambda t: t.group_removed, self._on_group_removed),
-            (lambda t: t.group_changed, self._on_group_changed),
-        ]
+    def _on_topology_changed(self, edit: Edit) -> None:
+        """Mirror one edit of the design, event by event in the order they happened
+        (the item slots defer the bulk work to one `refresh`)."""
+        slots = self._item_slots
+        for name, args in edit:
+            slot = slots.get(name)
+            if slot is not None:  # (settings changes have no item)
+                slot(*args)
+
+    @property
+    def _item_slots(self) -> dict:
+        return {
+            "node_added": self._on_node_added,
+            "node_removed": self._on_node_removed,
+            "node_changed": self._on_node_changed,
+            "node_moved": self._on_node_moved,
+            "link_added": self._on_link_added,
+            "link_removed": self._on_link_removed,
+            "link_changed": self._on_link_changed,
+            "group_added": self._on_group_added,
+            "group_removed": self._on_group_removed,
+            "group_changed": self._on_group_changed,
+        }
 
     def _on_document_topology_replaced(self, topo: Topology) -> None:
         self._attach(topo)

@@ -1,0 +1,103 @@
+"""The window follows the design through one ``changed`` per command: a bulk paste,
+delete, undo or redo refreshes the canvas and asks for a solve a bounded number of times
+whatever its size, the canvas still holds exactly the design's items, and a deleted
+window is no longer called by the design it showed."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from PySide6.QtCore import QCoreApplication, QEvent
+
+from designer.gui.analysis.runner import SolveRunner
+from designer.gui.app import create_window
+from designer.gui.canvas.scene import FabricScene
+from designer.model.commands import PasteSubgraph, RemoveNodes
+from designer.model.topology import Node
+
+from tests.gui.conftest import open_window
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Calls of the scene's refresh and the runner's schedule, from windows made after."""
+    calls = {"refresh": 0, "schedule": 0}
+
+    def counting(cls, name):
+        original = getattr(cls, name)
+
+        @functools.wraps(original)  # (the same signature: psygnal passes no argument)
+        def wrapper(self, *args):
+            calls[name] += 1
+            return original(self, *args)
+
+        monkeypatch.setattr(cls, name, wrapper)
+
+    counting(FabricScene, "refresh")
+    counting(SolveRunner, "schedule")
+    return calls
+
+
+def _items_match(win) -> None:
+    topo = win.document.topology
+    assert set(win.scene.nodes) == {n.id for n in topo.nodes()}
+    assert set(win.scene.links) == {lk.id for lk in topo.links()}
+    assert set(win.scene.groups) == {g.id for g in topo.groups()}
+
+
+def _settle(qtbot, win) -> None:
+    qtbot.waitUntil(lambda: not win.scene.refresh_pending, timeout=5000)
+
+
+@pytest.mark.parametrize("copies", [1, 8])
+def test_bulk_edits_refresh_and_ask_for_a_solve_a_bounded_number_of_times(
+    qtbot, counted, copies
+):
+    win, _ = open_window(qtbot)
+    win.analysis.runner.enabled = False  # schedule is still called; no solve starts
+    topo = win.document.topology
+    stack = win.document.undo_stack
+    groups, nodes, links = list(topo.groups()), list(topo.nodes()), list(topo.links())
+    _settle(qtbot, win)
+    pasted = []
+    for step in range(4):
+        before = dict(counted)
+        if step == 0:
+            for i in range(copies):
+                cmd = PasteSubgraph(groups, nodes, links, offset=(0.0, 2000.0 * (i + 1)))
+                win.document.push(cmd)
+                pasted.append(cmd)
+        elif step == 1:
+            win.document.push(RemoveNodes(n.id for cmd in pasted for n in cmd.nodes))
+        elif step == 2:
+            stack.undo()
+        else:
+            stack.redo()
+        _settle(qtbot, win)
+        _items_match(win)
+        edits = copies if step == 0 else 1
+        assert counted["schedule"] - before["schedule"] == edits
+        assert counted["refresh"] - before["refresh"] <= 2 * edits
+    assert len(pasted[0].nodes) == len(nodes) > 50
+
+
+def test_a_deleted_window_is_no_longer_called_by_its_design(qtbot, counted):
+    win, _ = create_window()
+    win.show()
+    qtbot.waitExposed(win)
+    document = win.document
+    topo = document.topology
+    document.undo_stack.setClean()
+    win.close()
+    win.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    before = dict(counted)
+    with qtbot.captureExceptions() as errors:
+        topo.add_node(Node("late", "gpu", "H100", "A GPU after the window"))
+        document.push(RemoveNodes([n.id for n in list(topo.nodes())[:20]]))
+        document.undo_stack.undo()
+        QCoreApplication.processEvents()
+    assert [str(e[1]) for e in errors] == []
+    assert counted == before
+    assert [len(topo.events[name]) for name in topo.events] == [0] * len(topo.events)
