@@ -16,7 +16,7 @@ PUBLISHED = [
 
 
 def test_every_issue_preset_is_there():
-    assert set(PUBLISHED + ["tiny"]) <= set(preset_names())
+    assert {*PUBLISHED, "tiny"} <= set(preset_names())
 
 
 @pytest.mark.parametrize("name", PUBLISHED)
@@ -68,5 +68,5 @@ def test_bad_models_are_refused_naming_the_field(field, value):
 
 
 def test_unknown_preset_names_the_choices():
-    with pytest.raises(ValueError, match="unknown preset 'llama9'.*tiny"):
+    with pytest.raises(ValueError, match=r"unknown preset 'llama9'.*tiny"):
         preset("llama9")
