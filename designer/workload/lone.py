@@ -166,3 +166,61 @@ def _reversed(snap, arc: np.ndarray) -> np.ndarray:
     ):
         raise SolverError("a link's two directions are not paired as the simulation expects")
     return back
+
+
+def merged(lones: list[LoneCollective]) -> list[LoneCollective]:
+    """Groups of one communication task that take the same times alone, each class as
+    one collective whose phases hold all its groups' flows (so they advance together,
+    at the pace of the most slowed group; see `designer.workload.simulate`)."""
+    classes: dict[tuple, list[LoneCollective]] = {}
+    for lone in lones:
+        key = (
+            lone.collective,
+            lone.algorithm,
+            lone.protocol,
+            lone.time_s,
+            lone.fixed_s,
+            lone.bandwidth_s,
+            lone.pipelined,
+            tuple(p.seconds for p in lone.phases),
+        )
+        classes.setdefault(key, []).append(lone)
+    out = []
+    for same in classes.values():
+        if len(same) == 1:
+            out.append(same[0])
+            continue
+        phases = tuple(_joined([g.phases[i] for g in same]) for i in range(len(same[0].phases)))
+        first = same[0]
+        out.append(
+            LoneCollective(
+                first.collective,
+                first.algorithm,
+                first.protocol,
+                first.time_s,
+                first.fixed_s,
+                first.bandwidth_s,
+                phases,
+                first.pipelined,
+            )
+        )
+    return out
+
+
+def _joined(parts: list[PhaseFlows]) -> PhaseFlows:
+    """One phase holding the flows of ``parts`` (flows renumbered in order)."""
+    offsets = np.cumsum([0] + [p.n_flows for p in parts])
+    arc = np.concatenate([p.pair_arc for p in parts])
+    arcs, inv = np.unique(np.concatenate([p.arcs for p in parts]), return_inverse=True)
+    load = np.bincount(
+        inv, weights=np.concatenate([p.load_GBps for p in parts]), minlength=len(arcs)
+    )
+    return PhaseFlows(
+        np.concatenate([p.pair_flow + o for p, o in zip(parts, offsets, strict=False)]),
+        arc,
+        np.concatenate([p.pair_weight for p in parts]),
+        np.concatenate([p.pace_GBps for p in parts]),
+        parts[0].seconds,
+        arcs,
+        load,
+    )

@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 
 from designer.solver import SolverError
 from designer.workload.events import Run, run_jobs
-from designer.workload.lone import LoneCollective, lone_collective
+from designer.workload.lone import LoneCollective, lone_collective, merged
+from designer.workload.pairs import lone_pairs
 from designer.workload.report import (
     BUSIEST,
     JobResult,
@@ -103,26 +104,45 @@ class SimulationResult:
 class _Lones:
     """Each distinct (collective, group, size) solved alone once, per snapshot."""
 
-    def __init__(self, snap, jobs: Sequence[JobTraffic], launch: str):
-        self.snap, self.jobs, self.launch = snap, jobs, launch
+    def __init__(self, snap, jobs: Sequence[JobTraffic], launch: str, batch: bool):
+        self.snap, self.jobs, self.launch, self.batch = snap, jobs, launch, batch
         self.rank_of = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
         self.solver_cache: dict = {}
         self.known: dict[tuple, LoneCollective] = {}
+        self.tasks: dict[tuple, list[LoneCollective]] = {}
 
     def __call__(self, jx: int, comm: Comm) -> list[LoneCollective]:
         if not comm.nbytes > 0:
             return []
+        key = (comm.collective, comm.groups, float(comm.nbytes))
+        got = self.tasks.get(key)
+        if got is None:
+            got = self.tasks[key] = merged(self._each(jx, comm))
+        return got
+
+    def _each(self, jx: int, comm: Comm) -> list[LoneCollective]:
         job = self.jobs[jx].job
-        out = []
-        for group in comm.groups:
+        where = f"job {job!r}, task {comm.id} ({comm.label or comm.lane})"
+        try:
+            groups = [tuple(self.rank_of[g] for g in group) for group in comm.groups]
+        except KeyError as exc:
+            raise SolverError(f"{where}: {exc.args[0]!r} is not a GPU of this design") from None
+        size = float(comm.nbytes)
+        if self.batch and comm.collective == "sendrecv" and len(groups) > 1:
+            todo = [g for g in dict.fromkeys(groups) if ("sendrecv", g, size) not in self.known]
             try:
-                ranks = tuple(self.rank_of[g] for g in group)
-            except KeyError as exc:
-                raise SolverError(
-                    f"job {job!r}, task {comm.id} ({comm.label or comm.lane}): "
-                    f"{exc.args[0]!r} is not a GPU of this design"
-                ) from None
-            key = (comm.collective, ranks, float(comm.nbytes))
+                found = (
+                    lone_pairs(self.snap, todo, size, cache=self.solver_cache, launch=self.launch)
+                    if todo
+                    else []
+                )
+            except SolverError as exc:
+                raise SolverError(f"{where}: {exc}") from exc
+            for g, lone in zip(todo, found, strict=True):
+                self.known[("sendrecv", g, size)] = lone
+        out = []
+        for group, ranks in zip(comm.groups, groups, strict=True):
+            key = (comm.collective, ranks, size)
             lone = self.known.get(key)
             if lone is None:
                 try:
@@ -130,15 +150,12 @@ class _Lones:
                         self.snap,
                         comm.collective,
                         ranks,
-                        comm.nbytes,
+                        size,
                         cache=self.solver_cache,
                         launch=self.launch,
                     )
                 except SolverError as exc:
-                    raise SolverError(
-                        f"job {job!r}, task {comm.id} ({comm.label or comm.lane}), group "
-                        f"{', '.join(group)}: {exc}"
-                    ) from exc
+                    raise SolverError(f"{where}, group {', '.join(group)}: {exc}") from exc
                 self.known[key] = lone
             out.append(lone)
         return out
@@ -171,8 +188,9 @@ def simulate(
         Kernel launch mode of every collective.
     reuse : bool
         Reuse max-min solutions of sets of phases seen before and of identical
-        independent parts (`shares.SharedRates`); False solves every set afresh (the
-        reference the tests compare with).
+        independent parts (`shares.SharedRates`), and time the pairs of a send task by
+        class (`pairs.lone_pairs`); False solves every set afresh and every pair on its
+        own (the reference the tests compare with).
     cancelled : callable, optional
         Polled between events; True raises `designer.solver.Cancelled`.
 
@@ -193,7 +211,7 @@ def simulate(
         snap = dataclasses.replace(snap, routing=routing)
     jobs = list(jobs)
     _check(jobs)
-    lones = _Lones(snap, jobs, launch)
+    lones = _Lones(snap, jobs, launch, batch=reuse)
     rates = SharedRates(snap.arc_cap, reuse=reuse)
     together = run_jobs(jobs, lones, rates, snap.n_arcs, cancelled)
     t1 = time.perf_counter()

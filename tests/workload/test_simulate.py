@@ -243,3 +243,30 @@ def test_cancelled_between_events(leafspine):
     polls = []
     with pytest.raises(Cancelled):
         simulate(leafspine, [job], cancelled=lambda: polls.append(1) or len(polls) > 1)
+
+
+def test_send_pairs_timed_by_class_match_each_pair_solved_alone():
+    """A pipeline send over many pairs: routed in one batch and timed by class, it gives
+    what solving every pair on its own gives (crossing leaves or not, either way)."""
+    snap = take_snapshot(build_template("rail-cluster", nodes=4))
+    forward = tuple(_gpus(snap, (k, k + 8)) for k in range(8)) + tuple(
+        _gpus(snap, (k + 24, k + 16)) for k in range(4)
+    )
+    inside = tuple(_gpus(snap, (k, k + 1)) for k in range(8, 16, 2))
+    job = JobTraffic(
+        "pp",
+        (
+            Comm(0, "pp", "sendrecv", forward, 48 << 20),
+            Comm(1, "pp", "sendrecv", inside, 48 << 20, deps=(0,)),
+            Comm(2, "pp", "sendrecv", forward, 1 << 16, deps=(1,)),
+        ),
+    )
+    other = _dp_job("dp", (_gpus(snap, (20, 28)), _gpus(snap, (21, 29))), 1 << 28)
+    fast = simulate(snap, [job, other])
+    plain = simulate(snap, [job, other], reuse=False)
+    assert fast.stats["lone_collectives"] == plain.stats["lone_collectives"]
+    for f, p in zip(fast.jobs, plain.jobs, strict=True):
+        assert f.iteration_s == pytest.approx(p.iteration_s, rel=1e-12)
+        assert f.alone_s == pytest.approx(p.alone_s, rel=1e-12)
+    assert np.allclose(fast.links.job_bytes, plain.links.job_bytes, rtol=1e-12)
+    assert np.allclose(fast.links.peak_util, plain.links.peak_util, rtol=1e-12)

@@ -1,0 +1,226 @@
+"""Speed of the workload simulation (`designer.workload.simulate`) on hand-built jobs.
+
+Run ``python benchmarks/workload.py`` (a minute or so) or ``--case a``.  Each case runs
+in a fresh process, so the peak RSS printed is the case's own (``peak``: the process's
+peak resident memory, the built design included; ``design``: once the design is built).
+
+The jobs are built here by hand (`hand_job`), not by the traffic generator: a
+tensor x pipeline x data-parallel job, TP innermost on a server, then DP, then PP;
+per micro-batch and stage a forward span, its TP all-reduce, the activations sent to
+the next stage; then the backward pass the other way (GPipe order); then each stage's
+DP gradient all-reduce.
+
+Cases (issue 32, "Speed"):
+
+a. one job on the "1,024-GPU" SuperPOD (4 SUs of 32 servers less one each for the
+   management appliances: 1,016 H100): TP8 x PP8 x DP15 on 960 GPUs, 16 micro-batches
+   (64 DP groups of 15 GPUs, 120 TP groups).  No goal of its own; the
+   issue's 16,384-GPU goal (<= 2 s) needs the traffic generator.
+b. four jobs of 224 GPUs (TP8 x PP4 x DP7, 8 micro-batches each) on the same SuperPOD,
+   each also alone: the first simulation of a design (``cold``), and the simulation
+   again after a one-link edit (a leaf-spine bundle loses a link; new snapshot, new
+   simulation: ``edit``).  Goal: <= 400 ms after an edit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import resource
+import time
+
+from designer.memory import tune_process
+from designer.model.templates import build_template
+from designer.solver import take_snapshot
+from designer.workload.simulate import simulate
+from designer.workload.tasks import Comm, Compute, JobTraffic
+
+
+def hand_job(
+    name: str,
+    gpus: list[str],
+    tp: int,
+    pp: int,
+    dp: int,
+    micro: int,
+    *,
+    fwd_s: float = 20e-3,
+    tp_bytes: float = 64 << 20,
+    pp_bytes: float = 8 << 20,
+    grad_bytes: float = 2e9,
+) -> JobTraffic:
+    """A TP x PP x DP job over ``gpus`` (TP innermost, then DP, then PP), GPipe order."""
+    if len(gpus) != tp * pp * dp:
+        raise ValueError(f"{name}: {len(gpus)} GPUs for tp {tp} x pp {pp} x dp {dp}")
+
+    def gpu(t, d, p):
+        return gpus[t + tp * (d + dp * p)]
+
+    tp_groups = [
+        tuple(tuple(gpu(t, d, p) for t in range(tp)) for d in range(dp)) for p in range(pp)
+    ]
+    dp_groups = [
+        tuple(tuple(gpu(t, d, p) for d in range(dp)) for t in range(tp)) for p in range(pp)
+    ]
+
+    def pairs(p, q):
+        return tuple((gpu(t, d, p), gpu(t, d, q)) for d in range(dp) for t in range(tp))
+
+    tasks: list = []
+    last = [()] * pp  # the stage's last op (its GPUs run one op at a time)
+    sent: dict = {}
+
+    def add(kind, *args, deps=(), label=""):
+        tid = len(tasks)
+        tasks.append(kind(tid, *args, deps=tuple(deps), label=label))
+        return tid
+
+    for direction, stages, secs in (
+        ("fwd", range(pp), fwd_s),
+        ("bwd", range(pp - 1, -1, -1), 2 * fwd_s),
+    ):
+        step = 1 if direction == "fwd" else -1
+        for m in range(micro):
+            for p in stages:
+                deps = list(last[p]) + (
+                    [sent[(direction, m, p - step)]] if (direction, m, p - step) in sent else []
+                )
+                c = add(Compute, "compute", secs, deps=deps, label=f"{direction} mb{m} s{p}")
+                a = add(
+                    Comm,
+                    "tp",
+                    "allreduce",
+                    tp_groups[p],
+                    tp_bytes,
+                    deps=[c],
+                    label=f"tp {direction} mb{m} s{p}",
+                )
+                last[p] = (a,)
+                if 0 <= p + step < pp:
+                    sent[(direction, m, p)] = add(
+                        Comm,
+                        "pp",
+                        "sendrecv",
+                        pairs(p, p + step),
+                        pp_bytes,
+                        deps=[a],
+                        label=f"pp {direction} mb{m} s{p}",
+                    )
+    for p in range(pp):
+        add(Comm, "dp", "allreduce", dp_groups[p], grad_bytes, deps=last[p], label=f"dp grads s{p}")
+    return JobTraffic(name, tuple(tasks))
+
+
+def _nudge(topology) -> None:
+    """A what-if edit: the first leaf-spine bundle gains a link (or loses one)."""
+    for link in topology.links():
+        if {topology.node(link.a).kind, topology.node(link.b).kind} == {"leaf", "spine"}:
+            topology.update_link(
+                link.id, count=link.count + 1 if link.count % 2 else link.count - 1
+            )
+            return
+
+
+def _rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def case_a(out) -> None:
+    topo = build_template("superpod", sus=4)
+    snap = take_snapshot(topo)
+    gpus = [snap.node_ids[g] for g in snap.gpus.tolist()]
+    job = hand_job("a", gpus[:960], 8, 8, 15, 16)
+    design = _rss_mib()
+    t0 = time.perf_counter()
+    res = simulate(snap, [job])
+    wall = time.perf_counter() - t0
+    out.put(
+        (
+            "a",
+            "TP8 PP8 DP15 x 16 mb, 960 GPUs",
+            wall,
+            None,
+            design,
+            _rss_mib(),
+            res.stats,
+            len(job.tasks),
+            res.jobs[0].iteration_s,
+        )
+    )
+
+
+def case_b(out) -> None:
+    topo = build_template("superpod", sus=4)
+    snap = take_snapshot(topo)
+    gpus = [snap.node_ids[g] for g in snap.gpus.tolist()]
+    jobs = [hand_job(f"job{k}", gpus[224 * k : 224 * (k + 1)], 8, 4, 7, 8) for k in range(4)]
+    design = _rss_mib()
+    t0 = time.perf_counter()
+    cold = simulate(snap, jobs)
+    t_cold = time.perf_counter() - t0
+    _nudge(topo)
+    t1 = time.perf_counter()
+    edited = simulate(take_snapshot(topo), jobs)
+    t_edit = time.perf_counter() - t1
+    out.put(
+        (
+            "b cold",
+            "4 jobs x 224 GPUs, alone runs too",
+            t_cold,
+            None,
+            design,
+            _rss_mib(),
+            cold.stats,
+            sum(len(j.tasks) for j in jobs),
+            max(j.slowdown for j in cold.jobs),
+        )
+    )
+    out.put(
+        (
+            "b edit",
+            "the same after a one-link edit",
+            t_edit,
+            0.4,
+            design,
+            _rss_mib(),
+            edited.stats,
+            sum(len(j.tasks) for j in jobs),
+            max(j.slowdown for j in edited.jobs),
+        )
+    )
+
+
+CASES = {"a": case_a, "b": case_b}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", choices=sorted(CASES), action="append")
+    args = parser.parse_args()
+    ctx = mp.get_context("spawn")
+    print(
+        f"{'case':8s} {'what':36s} {'time':>8s} {'goal':>7s} {'design':>8s} {'peak':>8s} "
+        f"{'tasks':>6s} {'events':>7s} {'solves':>7s} {'lone':>5s}  result"
+    )
+    for name in args.case or sorted(CASES):
+        out = ctx.Queue()
+        proc = ctx.Process(target=_run, args=(name, out))
+        proc.start()
+        proc.join()
+        while not out.empty():
+            case, what, wall, goal, design, peak, stats, tasks, result = out.get()
+            print(
+                f"{case:8s} {what:36s} {wall * 1e3:6.0f}ms "
+                f"{'' if goal is None else f'<={goal * 1e3:.0f}ms':>7s} {design:6.0f}MB "
+                f"{peak:6.0f}MB {tasks:6d} {stats['events']:7d} "
+                f"{stats['maxmin_solves']:7d} {stats['lone_collectives']:5d}  {result:.4g}"
+            )
+
+
+def _run(name: str, out) -> None:
+    tune_process()
+    CASES[name](out)
+
+
+if __name__ == "__main__":
+    main()
