@@ -8,6 +8,8 @@ Two kinds of entry:
 ``[device.<key>]``
     A product (H100, QM9700, ConnectX-7...).  ``category`` says what it is (gpu, switch,
     nvswitch, nvlink-switch-tray, nic, host, storage); ``ports`` lists its port groups.
+    ``status = "announced"`` with ``announced = "YYYY-MM-DD"`` marks a product that is
+    announced but not shipping (Vera Rubin, Helios...); the default is ``"shipping"``.
 ``[tech.<key>]``
     A link technology (nvlink4, ib-ndr, roce-400...): per-direction rate of one link,
     latency, header overhead, lossless flag and the efficiency the solver will use.
@@ -27,6 +29,7 @@ Example
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +39,8 @@ from types import MappingProxyType
 from typing import Any
 
 from designer.model.errors import CatalogError
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 #: Device categories and the node kinds (roles) a device of that category can play.
 CATEGORY_KINDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
@@ -64,8 +69,13 @@ NODE_KINDS: tuple[str, ...] = (
     "storage",
 )
 
-#: Link families; a port group accepts exactly one family.
+#: Link families; a port group accepts exactly one family.  ``nvlink`` is the scale-up
+#: family: memory-semantic accelerator-to-accelerator links (NVLink, and by protocol
+#: AMD xGMI, UALink, Google ICI and AWS NeuronLink), the links that make a scale-up domain.
 FAMILIES: tuple[str, ...] = ("nvlink", "pcie", "infiniband", "ethernet")
+
+#: Whether a product ships or is only announced (`DeviceModel.status`).
+STATUSES: tuple[str, ...] = ("shipping", "announced")
 
 PLANES: tuple[str, ...] = ("compute", "storage", "frontend", "management")
 
@@ -108,6 +118,10 @@ class PortGroup:
             return False
         if self.protocols is not None and tech.protocol not in self.protocols:
             return False
+        # A scale-up port that names no protocol is an NVLink port: it does not take
+        # xGMI, UALink, ICI or NeuronLink links of the same generation number.
+        if self.protocols is None and self.family == "nvlink" and tech.protocol != "nvlink":
+            return False
         # NVLink generations do not interoperate; PCIe negotiates down (speed range).
         if self.family == "nvlink" and self.generation is not None:
             return tech.generation == self.generation
@@ -127,7 +141,8 @@ class PortGroup:
 @dataclass(frozen=True, slots=True)
 class DeviceModel:
     """A catalog product.  ``specs`` holds category-specific figures (``nvls``,
-    ``sharp``, ``latency_ns``, ``nvlink_generation``...)."""
+    ``sharp``, ``latency_ns``, ``nvlink_generation``...); ``status`` is ``"shipping"``
+    or ``"announced"`` (then ``announced`` is the announcement date, ISO format)."""
 
     key: str
     category: str
@@ -140,6 +155,8 @@ class DeviceModel:
     source: str
     sources: Mapping[str, str] = field(default_factory=dict)
     assumption_note: str = ""
+    status: str = "shipping"
+    announced: str = ""
 
     def port_group_for(self, tech: LinkTech) -> PortGroup | None:
         """The port group a link of ``tech`` plugs into, or ``None`` if none accepts it.
@@ -355,6 +372,12 @@ def _parse_device(key: str, entry: Mapping[str, Any], file: str) -> DeviceModel:
             )
         )
     price, power, note = _assumptions(entry, where)
+    status = str(entry.get("status", "shipping"))
+    announced = str(entry.get("announced", ""))
+    if status not in STATUSES:
+        raise CatalogError(f"{where}: status must be one of {', '.join(STATUSES)}")
+    if status == "announced" and not _ISO_DATE.fullmatch(announced):
+        raise CatalogError(f"{where}: an announced part needs its date, announced = 'YYYY-MM-DD'")
     return DeviceModel(
         key=key,
         category=category,
@@ -367,6 +390,8 @@ def _parse_device(key: str, entry: Mapping[str, Any], file: str) -> DeviceModel:
         source=_need(entry, "source", where, str),
         sources=MappingProxyType(dict(entry.get("sources", {}))),
         assumption_note=note,
+        status=status,
+        announced=announced,
     )
 
 

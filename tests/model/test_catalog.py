@@ -17,6 +17,7 @@ from designer.model.catalog import (
     load_catalog,
     resources_dir,
 )
+from designer.model.catalog_sources import unsourced_figures
 from designer.model.errors import CatalogError
 
 GPUS = ("A100", "H100", "H200", "H800", "B200", "GB200")
@@ -92,6 +93,17 @@ def test_every_entry_is_sourced(cat):
         for field, text in entry.sources.items():
             assert isinstance(text, str) and text.strip(), f"{entry.key}.sources.{field}"
         assert entry.name.strip(), entry.key
+
+
+def test_every_figure_has_a_source(cat):
+    """Each number and feature flag has its own ``sources.<field>`` line or is stated in
+    the entry's ``source`` (`catalog_sources.unsourced_figures`)."""
+    missing = {
+        e.key: unsourced_figures(e)
+        for e in [*cat.devices.values(), *cat.techs.values()]
+        if unsourced_figures(e)
+    }
+    assert missing == {}
 
 
 def test_prices_and_power_are_labelled_assumptions(cat):
