@@ -186,6 +186,26 @@ class ModelSpec:
             + self.hidden
         )
 
+    def stage_params(self, layers: range, first: bool, last: bool) -> tuple[int, int]:
+        """Weights of a pipeline stage holding ``layers``: ``(dense, routed experts)``.
+
+        ``first`` adds the input embedding (and learned positions), ``last`` the output
+        head (unless tied) and the final norm."""
+        dense = expert = 0
+        for i in layers:
+            if self.is_moe_layer(i):
+                full = self.layer_params(True)
+                expert += self.experts * self.expert_params()
+                dense += full - self.experts * self.expert_params()
+            else:
+                dense += self.layer_params(False)
+        if first:
+            dense += self.vocab * self.hidden
+            dense += self.seq_len * self.hidden if self.learned_positions else 0
+        if last:
+            dense += self.hidden + (0 if self.tied_embeddings else self.vocab * self.hidden)
+        return dense, expert
+
     # ------------------------------------------------------------------ flops
     def layer_flops_per_token(self, moe: bool) -> float:
         """Forward FLOPs of one layer per token: 2 per active weight, plus attention's

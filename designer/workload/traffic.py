@@ -204,17 +204,7 @@ def iteration_traffic(job: Job, placement: Placement, tflops: float | None = Non
         attn = tokens * len(layers) * 2 * s * model.heads * 2 * model.d_head
         if g == n_virtual - 1:
             flops += tokens * model.head_flops_per_token()
-        dense = sum(
-            model.layer_params(False)
-            if not model.is_moe_layer(i)
-            else model.layer_params(True) - model.experts * model.expert_params()
-            for i in layers
-        )
-        if g == 0:
-            dense += model.vocab * h + (s * h if model.learned_positions else 0)
-        if g == n_virtual - 1 and not model.tied_embeddings:
-            dense += model.vocab * h + h
-        expert = moe * model.experts * model.expert_params()
+        dense, expert = model.stage_params(layers, g == 0, g == n_virtual - 1)
         if job.layer_times:
             fwd, bwd = (x * len(layers) for x in job.layer_times)
         else:
