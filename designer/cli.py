@@ -193,20 +193,22 @@ def cmd_bom(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from designer.io.exports import format_for, suffixes
+
     out = Path(args.output)
-    name, suffix = out.name.lower(), out.suffix.lower()
-    diagram = suffix in (".svg", ".png", ".pdf")
-    if not diagram and not name.endswith((".graphml", ".json")):
+    fmt = format_for(out)
+    suffix = out.suffix.lower()
+    if fmt is None:
         raise UsageError(f"{out}: unknown export format {suffix or '(none)'!r} "
-                         "(use .svg, .png, .pdf, .graphml, .json or .fabric.json)")
-    if args.scale is not None and suffix != ".png":
+                         f"(use {', '.join(suffixes())})")
+    if args.scale is not None and fmt.suffix != ".png":
         raise UsageError("--scale applies to .png exports only")
     if args.scale is not None and not (0 < args.scale < float("inf")):
         raise UsageError(f"--scale must be a positive number, got {args.scale:g}")
     check_ranges(args, EXPORT_RANGES)
     _refuse_if_open_elsewhere(out, args.force)
     topo = _load(args.file)
-    if diagram:
+    if fmt.needs_qt:
         # Headless by default: without a display Qt's default platform plugin would abort.
         # Must happen before PySide6 is first imported.
         if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
@@ -220,17 +222,24 @@ def cmd_export(args: argparse.Namespace) -> int:
                   f"scale {DEFAULT_PNG_SCALE:g} the PNG would exceed the "
                   f"{MAX_PNG_PIXELS / 1e6:.0f}-megapixel limit")
             return 0
-    elif name.endswith(".fabric.json"):
-        from designer.io.fabric_json import save
-
-        save(topo, out)
     else:
         from designer.io.graph_export import export
 
         export(topo, out)
-    log.info("exported %s to %s", args.file, out)
-    print(f"wrote {out}")
+    log.info("exported %s to %s (%s)", args.file, out, fmt.name)
+    print(f"wrote {out} ({fmt.name}){_cable_summary(topo, fmt.suffix)}")
     return 0
+
+
+def _cable_summary(topo, suffix: str) -> str:
+    """For a cabling plan: the cables per technology, which `bom` counts too."""
+    if suffix != ".cabling.csv":
+        return ""
+    from designer.io.exports.cabling import cable_counts
+
+    counts = cable_counts(topo)
+    listed = ", ".join(f"{n} {tech}" for tech, n in sorted(counts.items()))
+    return f": {sum(counts.values())} cables ({listed or 'none'})"
 
 
 def cmd_gui(file: str | None, verbose: bool = False) -> int:
@@ -288,11 +297,13 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_bom)
 
-    s = sub.add_parser("export", help="export the diagram (SVG, PNG, PDF) or the graph "
-                                      "(GraphML, node-link JSON, .fabric.json)")
-    s.add_argument("file")
+    s = sub.add_parser("export", help="export the diagram (SVG, PNG, PDF, draw.io), the "
+                                      "graph (GraphML, DOT, node-link JSON, .fabric.json), "
+                                      "NetBox import files or a cabling plan")
+    s.add_argument("file", help="the design: .fabric.json, or .drawio/.graphml to import")
     s.add_argument("-o", "--output", required=True,
-                   help="OUT.svg | OUT.png | OUT.pdf | OUT.graphml | OUT.json | OUT.fabric.json")
+                   help="OUT.svg | .png | .pdf | .drawio | .graphml | .dot (NVIDIA Air) | "
+                        ".ufm.dot | .netbox (a folder) | .cabling.csv | .json | .fabric.json")
     s.add_argument("--scale", type=float, metavar="S",
                    help="PNG pixels per canvas unit (default 2, or the largest scale "
                         "that fits when the design is too large for 2)")
@@ -354,12 +365,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     document_ranges(s, TRAIN_RANGES)
     s.set_defaults(func=cmd_train)
+
+    from designer.cli_study import add_study_parser
+
+    add_study_parser(sub)
     p.subcommands = dict(sub.choices)  # for `parse_command_line`
     return p
 
 
 COMMANDS: tuple[str, ...] = (
-    "templates", "new", "validate", "info", "bom", "export", "solve", "train")
+    "templates", "new", "validate", "info", "bom", "export", "solve", "train", "study")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

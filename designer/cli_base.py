@@ -71,11 +71,12 @@ def parse_command_line(parser: ArgumentParser, argv: Sequence[str]) -> argparse.
 
 
 def load_design(path: str):
-    """The design in ``path`` (`designer.io.fabric_json.load`), its load logged."""
-    from designer.io.fabric_json import load
+    """The design in ``path`` (`designer.io.imports.read_design`: native, or imported
+    from draw.io or GraphML), its load logged."""
+    from designer.io.imports import read_design
 
     t0 = time.perf_counter()
-    topo = load(Path(path))
+    topo = read_design(Path(path))  # .drawio and .graphml are imported
     log.info("opened %s: %d nodes in %.0f ms", path, len(topo), (time.perf_counter() - t0) * 1e3)
     return topo
 

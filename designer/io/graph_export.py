@@ -1,10 +1,12 @@
 """Exports for other graph tools: GraphML (yEd, Gephi, networkx) and node-link JSON.
 
-Both are one-way: the native ``.fabric.json`` is the file to reopen.  Nodes and links are
-written in natural id order so two exports of one design are identical.  Every node
-carries ``kind, model, name, label, x, y, group, plane, failed``; every edge is keyed by
-its link id and carries ``tech, count, plane, failed, gbps_per_direction`` (the bundle's
-rate: ``count`` x the technology's per-direction Gb/s).
+GraphML is written by `designer.io.exports.graphml` (yFiles graphics, groups as nested
+graphs, and read back by `designer.io.imports.graphml`); node-link JSON here.  Nodes
+and links are written in natural id order so two exports of one design are identical.
+Every node carries ``kind, model, name, label, x, y, group, plane, failed``; every edge
+is keyed by its link id and carries ``tech, count, plane, failed, gbps_per_direction``
+(the bundle's rate: ``count`` x the technology's per-direction Gb/s).  `export` writes
+any format of the registry (`designer.io.exports.FORMATS`) that needs no Qt.
 
 Example
 -------
@@ -23,7 +25,6 @@ Example
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from pathlib import Path
@@ -31,10 +32,9 @@ from typing import Any
 
 import networkx as nx
 
-from designer.io import fabric_json
 from designer.io.atomic import atomic_write_bytes
 from designer.io.fabric_json import FileFormatError, natural_key
-from designer.model.safe_text import xml_text
+from designer.model.errors import DesignError
 from designer.model.topology import Topology
 
 __all__ = ["export", "export_graph", "export_graphml", "export_node_link_json"]
@@ -87,22 +87,21 @@ def _write(path: str | os.PathLike[str], write: Any, data: Any) -> None:
         raise FileFormatError(f"{os.fspath(path)}: cannot save: {err.strerror or err}") from err
 
 
-def export_graphml(topology: Topology, path: str | os.PathLike[str]) -> None:
-    """Write the design as GraphML (readable by ``networkx.read_graphml``, yEd, Gephi).
+def export_graphml(
+    topology: Topology, path: str | os.PathLike[str], *,
+    results: Any = None,
+) -> None:
+    """Write the design as yFiles GraphML (`designer.io.exports.graphml`: readable by
+    ``networkx.read_graphml``, yEd, Gephi), with a solve's per-link ``results`` if given.
 
     Raises
     ------
     FileFormatError
         The file cannot be written (naming the path and the reason).
     """
-    graph = export_graph(topology, none="")
-    # XML 1.0 cannot hold control characters or lone surrogates at all, escaped or not.
-    graph.graph["name"] = xml_text(graph.graph["name"])
-    for _, attrs in graph.nodes(data=True):
-        attrs["name"] = attrs["label"] = xml_text(attrs["name"])
-    buffer = io.BytesIO()
-    nx.write_graphml(graph, buffer, encoding="utf-8")
-    _write(path, atomic_write_bytes, buffer.getvalue())
+    from designer.io.exports.graphml import graphml_bytes
+
+    _write(path, atomic_write_bytes, graphml_bytes(topology, results=results))
 
 
 def node_link_data(graph: nx.Graph) -> dict[str, Any]:
@@ -131,27 +130,32 @@ def export_node_link_json(topology: Topology, path: str | os.PathLike[str]) -> N
     _write(path, atomic_write_bytes, text.encode("utf-8", errors="backslashreplace"))
 
 
-def export(topology: Topology, path: str | os.PathLike[str]) -> None:
-    """Write the design in the format its file name asks for.
-
-    ``*.fabric.json`` is the native format (`fabric_json.save`), ``*.graphml`` GraphML
-    and any other ``*.json`` networkx node-link JSON.
+def export(topology: Topology, path: str | os.PathLike[str], **options: Any) -> None:
+    """Write the design in the format its file name asks for (`designer.io.exports`):
+    ``*.fabric.json`` native, ``*.graphml`` GraphML, ``*.drawio``, ``*.dot``,
+    ``*.netbox`` (a folder), ``*.cabling.csv``, any other ``*.json`` node-link JSON.
 
     Raises
     ------
     FileFormatError
-        Unknown suffix, or the file cannot be written.
+        Unknown suffix (or a picture format, which the GUI layer draws), or the file
+        cannot be written.
     """
-    name = Path(path).name.lower()
-    if name.endswith(".fabric.json"):
-        fabric_json.save(topology, path)
-    elif name.endswith(".graphml"):
-        export_graphml(topology, path)
-    elif name.endswith(".json"):
-        export_node_link_json(topology, path)
-    else:
+    from designer.io.exports import format_for
+
+    fmt = format_for(path)
+    if fmt is None or fmt.write is None:
         suffix = Path(path).suffix or "(none)"
         raise FileFormatError(
             f"{os.fspath(path)}: unknown export format {suffix!r} "
-            "(use .fabric.json, .graphml or .json)"
+            "(use .fabric.json, .graphml, .drawio, .dot, .ufm.dot, .netbox, "
+            ".cabling.csv or .json)"
         )
+    try:
+        fmt.write(topology, path, **options)
+    except FileFormatError:
+        raise
+    except DesignError as err:
+        raise FileFormatError(str(err)) from err
+    except OSError as err:
+        raise FileFormatError(f"{os.fspath(path)}: cannot save: {err.strerror or err}") from err
