@@ -42,7 +42,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from designer.solver import SolverError
+from designer.workload.domains import DomainMaps, moved
 from designer.workload.events import Run, run_jobs
 from designer.workload.lone import LoneCollective, lone_collective, merged
 from designer.workload.pairs import lone_pairs
@@ -109,6 +112,8 @@ class _Lones:
         self.rank_of = {snap.node_ids[g]: r for r, g in enumerate(snap.gpus.tolist())}
         self.solver_cache: dict = {}
         self.known: dict[tuple, LoneCollective] = {}
+        self.maps: DomainMaps | None = None
+        self.alike: dict[tuple, tuple[int, LoneCollective]] = {}
         self.tasks: dict[tuple, list[LoneCollective]] = {}
 
     def __call__(self, jx: int, comm: Comm) -> list[LoneCollective]:
@@ -146,19 +151,39 @@ class _Lones:
             lone = self.known.get(key)
             if lone is None:
                 try:
-                    lone = lone_collective(
-                        self.snap,
-                        comm.collective,
-                        ranks,
-                        size,
-                        cache=self.solver_cache,
-                        launch=self.launch,
-                    )
+                    lone = self._alone(comm.collective, ranks, size)
                 except SolverError as exc:
                     raise SolverError(f"{where}, group {', '.join(group)}: {exc}") from exc
                 self.known[key] = lone
             out.append(lone)
         return out
+
+    def _alone(self, collective: str, ranks: tuple[int, ...], size: float) -> LoneCollective:
+        """One group alone: solved, or translated from an alike NVLink domain."""
+        snap = self.snap
+        dom = snap.gpu_domain[list(ranks)]
+        if not self.batch or np.any(dom != dom[0]):
+            return lone_collective(
+                snap, collective, ranks, size, cache=self.solver_cache, launch=self.launch
+            )
+        if self.maps is None:
+            self.maps = DomainMaps(snap)
+        d = int(dom[0])
+        key = (
+            collective,
+            size,
+            int(self.maps.kind[d]),
+            tuple(snap.gpu_local[list(ranks)].tolist()),
+        )
+        seen = self.alike.get(key)
+        if seen is not None:
+            return moved(seen[1], self.maps, seen[0], d)
+        lone = lone_collective(
+            snap, collective, ranks, size, cache=self.solver_cache, launch=self.launch
+        )
+        if all(self.maps.inside(p.pair_arc, d) for p in lone.phases):
+            self.alike[key] = (d, lone)
+        return lone
 
 
 def simulate(

@@ -270,3 +270,33 @@ def test_send_pairs_timed_by_class_match_each_pair_solved_alone():
         assert f.alone_s == pytest.approx(p.alone_s, rel=1e-12)
     assert np.allclose(fast.links.job_bytes, plain.links.job_bytes, rtol=1e-12)
     assert np.allclose(fast.links.peak_util, plain.links.peak_util, rtol=1e-12)
+
+
+def test_groups_in_alike_nvlink_domains_are_solved_once_and_moved():
+    """TP groups in every server: solved in the first server and moved to the alike ones,
+    but a server with a degraded NVLink bundle is solved on its own; either way the same
+    times and the same bytes on the same links as solving each group alone."""
+    topo = build_template("rail-cluster", nodes=4)
+    topo.update_link("n03-gpu0:n03-nvs0", count=2)
+    snap = take_snapshot(topo)
+    tp = tuple(_gpus(snap, range(8 * k, 8 * k + 8)) for k in range(4))
+    half = tuple(_gpus(snap, range(8 * k + 2, 8 * k + 6)) for k in range(4))
+    job = JobTraffic(
+        "tp",
+        (
+            Comm(0, "tp", "allreduce", tp, 256 << 20, label="all"),
+            Comm(1, "tp", "allgather", tuple(g[:4] for g in tp), 32 << 20, deps=(0,)),
+        ),
+    )
+    other = JobTraffic("x", (Comm(0, "tp", "reducescatter", half, 8 << 20),))
+    fast = simulate(snap, [JobTraffic("tp", job.tasks)], reuse=True)
+    plain = simulate(snap, [job], reuse=False)
+    assert fast.stats["lone_collectives"] == plain.stats["lone_collectives"] == 8
+    assert fast.jobs[0].iteration_s == pytest.approx(plain.jobs[0].iteration_s, rel=1e-12)
+    assert np.allclose(fast.links.job_bytes, plain.links.job_bytes, rtol=1e-12)
+    assert np.allclose(fast.links.peak_util, plain.links.peak_util, rtol=1e-12)
+    degraded = {row["id"] for row in fast.to_json()["links"] if row["id"].startswith("n03")}
+    assert "n03-gpu0:n03-nvs0" in degraded
+    assert simulate(snap, [other]).jobs[0].iteration_s == pytest.approx(
+        simulate(snap, [other], reuse=False).jobs[0].iteration_s, rel=1e-12
+    )
