@@ -44,6 +44,7 @@ from designer.cli_solver import (  # noqa: F401 - parse_size re-exported
     cmd_train,
     parse_size,
 )
+from designer.cli_workload import add_workload_parser
 from designer.io.atomic import save_error_message
 from designer.io.design_file import check_design_file
 from designer.logs import FILE_ONLY, setup_logging
@@ -369,12 +370,14 @@ def build_parser() -> argparse.ArgumentParser:
     from designer.cli_study import add_study_parser
 
     add_study_parser(sub)
+    add_workload_parser(sub)
     p.subcommands = dict(sub.choices)  # for `parse_command_line`
     return p
 
 
 COMMANDS: tuple[str, ...] = (
-    "templates", "new", "validate", "info", "bom", "export", "solve", "train", "study")
+    "templates", "new", "validate", "info", "bom", "export", "solve", "train", "study",
+    "workload")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -419,19 +419,35 @@ def _pairs(gid: np.ndarray, grid: np.ndarray, src: int, dst: int) -> tuple:
     return tuple((gid[i], gid[j]) for i, j in zip(a.tolist(), b.tolist(), strict=True))
 
 
+#: Bytes each rank of a group sends per byte of a collective's size (nccl-tests' bus
+#: bandwidth factors; a send/recv pair: the sender sends it all, so half per rank).
+_SENT = {
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "reducescatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "sendrecv": lambda n: 0.5,
+}
+
+
 def lane_volumes(traffic: JobTraffic) -> dict[str, dict[str, float]]:
-    """Per lane: tasks, collectives (a Comm counts once per group), and bytes (the
-    nccl-tests size summed over every group's collective); compute: tasks and seconds
-    summed over the tasks (each stands for all GPUs of one pipeline stage)."""
+    """Per lane: ``tasks``; ``collectives`` (a Comm counts once per group); ``bytes`` (the
+    nccl-tests size summed over every group's collective); ``sent`` (bytes all GPUs
+    send, at the bus-bandwidth factor of each collective: ``2 (n - 1) / n`` of the size
+    per rank for an all-reduce); for compute ``seconds`` summed over the tasks (each
+    stands for all GPUs of one pipeline stage)."""
     out: dict[str, dict[str, float]] = {}
     for task in traffic.tasks:
         row = out.setdefault(
-            task.lane, {"tasks": 0, "collectives": 0, "bytes": 0.0, "seconds": 0.0}
+            task.lane, {"tasks": 0, "collectives": 0, "bytes": 0.0, "sent": 0.0, "seconds": 0.0}
         )
         row["tasks"] += 1
         if isinstance(task, Comm):
             row["collectives"] += len(task.groups)
             row["bytes"] += task.nbytes * len(task.groups)
+            for g in task.groups:
+                row["sent"] += task.nbytes * len(g) * _SENT[task.collective](len(g))
         else:
             row["seconds"] += task.seconds
     return out
