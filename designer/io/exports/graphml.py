@@ -210,7 +210,10 @@ def graphml_bytes(
             if figures and name in figures:
                 _data(el, kid, _fmt(figures[name]))
     ET.indent(root, space=" ")
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    data = ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    # A raw CR in element text would come back as LF (XML end-of-line handling); as a
+    # character reference it stays a CR.  Only text holds one: attributes are escaped.
+    return data.replace(b"\r", b"&#13;")
 
 
 def write_graphml(
