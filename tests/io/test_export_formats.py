@@ -186,7 +186,7 @@ def test_failed_folder_export_leaves_nothing(tmp_path, monkeypatch):
         return real(src, dst)
 
     monkeypatch.setattr(os, "replace", fail_last)
-    with pytest.raises(OSError, match="out.netbox"):
+    with pytest.raises(OSError, match=r"out\.netbox"):
         export(evil_fabric(), tmp_path / "out.netbox")
     assert list(tmp_path.iterdir()) == []
 

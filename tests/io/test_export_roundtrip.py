@@ -154,7 +154,7 @@ def test_graphml_moved_in_yed_takes_the_new_position(tmp_path):
             for end in ("source", "target"):
                 if edge.get(end) == old:
                     edge.set(end, f"n{i}")
-        if geo is not None and "gpu0" == old:
+        if geo is not None and old == "gpu0":
             geo.set("x", str(float(geo.get("x")) + 1000))
     tree.write(path, encoding="utf-8")
     back = read_design(path)
