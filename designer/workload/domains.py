@@ -101,7 +101,8 @@ class DomainMaps:
 
 
 def moved(lone, maps: DomainMaps, source: int, target: int):
-    """``lone`` (a `LoneCollective` inside domain ``source``) in the alike ``target``."""
+    """``lone`` (a `LoneCollective` inside domain ``source``) in the alike ``target``;
+    it depends on what ``lone`` depended on and on every node of ``target``."""
     phases = tuple(
         replace(
             p,
@@ -110,4 +111,6 @@ def moved(lone, maps: DomainMaps, source: int, target: int):
         )
         for p in lone.phases
     )
-    return replace(lone, phases=phases)
+    own = np.flatnonzero(np.asarray(maps.snap.node_domain) == target)
+    touched = None if lone.touched is None else np.union1d(lone.touched, own)
+    return replace(lone, phases=phases, touched=touched)

@@ -28,13 +28,19 @@ import numpy as np
 
 from designer.solver.flows.phases import FlowBuilder
 from designer.solver.routing.router import Router
-from designer.workload.lone import LoneCollective, PhaseFlows, lone_collective
+from designer.workload.lone import LoneCollective, PhaseFlows, lone_collective, touched_nodes
 
 __all__ = ["lone_pairs"]
 
 
 def lone_pairs(
-    snap, pairs: Sequence[tuple[int, int]], nbytes: float, *, cache: dict, launch: str = "eager"
+    snap,
+    pairs: Sequence[tuple[int, int]],
+    nbytes: float,
+    *,
+    cache: dict,
+    launch: str = "eager",
+    counts: dict | None = None,
 ) -> list[LoneCollective]:
     """``sendrecv`` of ``nbytes`` on each ``(sender, receiver)`` rank pair, alone.
 
@@ -47,6 +53,8 @@ def lone_pairs(
     cache : dict
         `solve_collective`'s cache for ``snap`` (its router is shared).
     launch : {"eager", "graph"}
+    counts : dict, optional
+        Its ``"solved"`` entry counts the representatives solved.
 
     Returns
     -------
@@ -89,6 +97,8 @@ def lone_pairs(
         )
         rep = classes.get(key)
         if rep is None:
+            if counts is not None:
+                counts["solved"] = counts.get("solved", 0) + 1
             rep = classes[key] = lone_collective(
                 snap, "sendrecv", (int(a[k]), int(b[k])), nbytes, cache=cache, launch=launch
             )
@@ -116,6 +126,9 @@ def lone_pairs(
                 rep.bandwidth_s,
                 (mine,),
                 rep.pipelined,
+                None
+                if rep.touched is None
+                else np.union1d(rep.touched, touched_nodes(snap, [arcs_k])),
             )
         )
     return out

@@ -48,6 +48,7 @@ from designer.solver import SolverError
 from designer.workload.domains import DomainMaps, moved
 from designer.workload.events import Run, run_jobs
 from designer.workload.lone import LoneCollective, lone_collective, merged
+from designer.workload.memo import SimulationMemo
 from designer.workload.pairs import lone_pairs
 from designer.workload.report import (
     BUSIEST,
@@ -115,6 +116,7 @@ class _Lones:
         self.maps: DomainMaps | None = None
         self.alike: dict[tuple, tuple[int, LoneCollective]] = {}
         self.tasks: dict[tuple, list[LoneCollective]] = {}
+        self.counts = {"solved": 0}
 
     def __call__(self, jx: int, comm: Comm) -> list[LoneCollective]:
         if not comm.nbytes > 0:
@@ -137,7 +139,14 @@ class _Lones:
             todo = [g for g in dict.fromkeys(groups) if ("sendrecv", g, size) not in self.known]
             try:
                 found = (
-                    lone_pairs(self.snap, todo, size, cache=self.solver_cache, launch=self.launch)
+                    lone_pairs(
+                        self.snap,
+                        todo,
+                        size,
+                        cache=self.solver_cache,
+                        launch=self.launch,
+                        counts=self.counts,
+                    )
                     if todo
                     else []
                 )
@@ -158,14 +167,18 @@ class _Lones:
             out.append(lone)
         return out
 
+    def _solve(self, collective: str, ranks: tuple[int, ...], size: float) -> LoneCollective:
+        self.counts["solved"] += 1
+        return lone_collective(
+            self.snap, collective, ranks, size, cache=self.solver_cache, launch=self.launch
+        )
+
     def _alone(self, collective: str, ranks: tuple[int, ...], size: float) -> LoneCollective:
         """One group alone: solved, or translated from an alike NVLink domain."""
         snap = self.snap
         dom = snap.gpu_domain[list(ranks)]
         if not self.batch or np.any(dom != dom[0]):
-            return lone_collective(
-                snap, collective, ranks, size, cache=self.solver_cache, launch=self.launch
-            )
+            return self._solve(collective, ranks, size)
         if self.maps is None:
             self.maps = DomainMaps(snap)
         d = int(dom[0])
@@ -178,9 +191,7 @@ class _Lones:
         seen = self.alike.get(key)
         if seen is not None:
             return moved(seen[1], self.maps, seen[0], d)
-        lone = lone_collective(
-            snap, collective, ranks, size, cache=self.solver_cache, launch=self.launch
-        )
+        lone = self._solve(collective, ranks, size)
         if all(self.maps.inside(p.pair_arc, d) for p in lone.phases):
             self.alike[key] = (d, lone)
         return lone
@@ -194,6 +205,7 @@ def simulate(
     alone: bool | None = None,
     launch: str = "eager",
     reuse: bool = True,
+    memo: SimulationMemo | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> SimulationResult:
     """Simulate one iteration of every job at once on ``snap``'s fabric.
@@ -216,6 +228,10 @@ def simulate(
         independent parts (`shares.SharedRates`), and time the pairs of a send task by
         class (`pairs.lone_pairs`); False solves every set afresh and every pair on its
         own (the reference the tests compare with).
+    memo : SimulationMemo, optional
+        Kept by a caller that simulates snapshot after snapshot of ONE design (after
+        each what-if edit): the collectives solved alone for the previous snapshot are
+        reused where the edit cannot have changed them (`designer.workload.memo`).
     cancelled : callable, optional
         Polled between events; True raises `designer.solver.Cancelled`.
 
@@ -237,6 +253,8 @@ def simulate(
     jobs = list(jobs)
     _check(jobs)
     lones = _Lones(snap, jobs, launch, batch=reuse)
+    if memo is not None:
+        lones.known = memo.carry(snap)
     rates = SharedRates(snap.arc_cap, reuse=reuse)
     together = run_jobs(jobs, lones, rates, snap.n_arcs, cancelled)
     t1 = time.perf_counter()
@@ -251,6 +269,8 @@ def simulate(
             alone_s.append(together.makespan)
         else:
             alone_s.append(None)
+    if memo is not None:
+        memo.keep(snap, lones.known)
     t2 = time.perf_counter()
     results = tuple(_job_result(job, together, jx, alone_s[jx]) for jx, job in enumerate(jobs))
     links = link_stats(snap, together, [j.job for j in jobs])
@@ -271,6 +291,7 @@ def simulate(
             "events": together.events,
             "maxmin_solves": rates.solves,
             "lone_collectives": len(lones.known),
+            "solved_alone": lones.counts["solved"],
         },
     )
 

@@ -9,6 +9,7 @@ import pytest
 from designer.model.templates import build_template
 from designer.solver import Cancelled, SolverError, solve_collective, take_snapshot
 from designer.workload.lone import lone_collective
+from designer.workload.memo import SimulationMemo
 from designer.workload.simulate import simulate
 from designer.workload.tasks import Comm, Compute, JobTraffic
 
@@ -300,3 +301,27 @@ def test_groups_in_alike_nvlink_domains_are_solved_once_and_moved():
     assert simulate(snap, [other]).jobs[0].iteration_s == pytest.approx(
         simulate(snap, [other], reuse=False).jobs[0].iteration_s, rel=1e-12
     )
+
+
+@pytest.mark.parametrize(
+    ("spines", "uplinks", "link", "edit"),
+    [(1, 2, "leaf-1:spine-0", {"count": 1}), (2, 1, "leaf-1:spine-1", {"failed": True})],
+)
+def test_a_memo_keeps_what_an_edit_leaves_valid(spines, uplinks, link, edit):
+    """Simulating again after an edit with the memo gives what a fresh simulation
+    gives, solving again only the collectives at the edited link."""
+    topo = build_template("leaf-spine", leaves=2, spines=spines, hosts_per_leaf=4, uplinks=uplinks)
+    snap = take_snapshot(topo)
+    across = _dp_job("a", (_gpus(snap, (0, 4)), _gpus(snap, (1, 5))), 1 << 28)
+    inside = _dp_job("b", (_gpus(snap, (2, 3)), _gpus(snap, (6, 7))), 1 << 28, lead=1e-4)
+    memo = SimulationMemo()
+    first = simulate(snap, [across, inside], memo=memo)
+    assert memo.last == {"kept": 0, "dropped": 0}
+    topo.update_link(link, **edit)
+    after = take_snapshot(topo)
+    again = simulate(after, [across, inside], memo=memo)
+    fresh = simulate(after, [across, inside])
+    assert memo.last["kept"] >= 1 and memo.last["dropped"] >= 1
+    assert again.stats["solved_alone"] < fresh.stats["solved_alone"]
+    assert again.to_json() | {"timing_ms": {}} == fresh.to_json() | {"timing_ms": {}}
+    assert first.to_json()["jobs"] != fresh.to_json()["jobs"]  # the edit mattered

@@ -1,0 +1,70 @@
+"""What one simulation of a design leaves for the next, after a what-if edit.
+
+The GUI simulates again after every edit, and an edit touches a few links.  A
+`SimulationMemo` kept per design (and passed to `simulate` as ``memo=``) carries the
+collectives solved alone from one snapshot to the next, except those an edit can
+change: each result knows the nodes at the ends of every arc of every algorithm weighed
+for it (`lone.LoneCollective.touched`), and a result is dropped when a link at one of
+those nodes changed (capacity, failure, technology), which covers the ways an edit moves
+routes (`designer.solver.reuse`: a split follows the capacities of a hop's next arcs, a
+failure re-routes through the switches at its ends).  Anything else (nodes or links
+added or removed, another routing setting) starts afresh.
+
+Example
+-------
+>>> from designer.model.templates import build_template
+>>> from designer.solver import take_snapshot
+>>> memo = SimulationMemo()
+>>> memo.carry(take_snapshot(build_template("hgx")))
+{}
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["SimulationMemo"]
+
+
+class SimulationMemo:
+    """The lone collectives of the last snapshot simulated (see the module)."""
+
+    def __init__(self) -> None:
+        self.snap = None
+        self.known: dict = {}
+        self.last: dict[str, int] = {}
+        """What the last `carry` kept and dropped (for tests and benchmarks)."""
+
+    def carry(self, snap) -> dict:
+        """The results still valid on ``snap`` (a new dict; the memo keeps its own)."""
+        old, known = self.snap, self.known
+        if old is None or old is snap:
+            self.last = {"kept": len(known), "dropped": 0}
+            return dict(known)
+        same = (
+            old.routing == snap.routing
+            and old.n_arcs == snap.n_arcs
+            and old.n_nodes == snap.n_nodes
+            and tuple(old.node_ids) == tuple(snap.node_ids)
+            and np.array_equal(old.arc_src, snap.arc_src)
+            and np.array_equal(old.arc_dst, snap.arc_dst)
+            and np.array_equal(old.gpus, snap.gpus)
+        )
+        if not same:
+            self.last = {"kept": 0, "dropped": len(known)}
+            return {}
+        changed = np.flatnonzero(
+            (old.arc_cap != snap.arc_cap) | (old.arc_family != snap.arc_family)
+        )
+        bad = np.zeros(snap.n_nodes, dtype=bool)
+        bad[snap.arc_src[changed]] = True
+        bad[snap.arc_dst[changed]] = True
+        kept = {
+            k: v for k, v in known.items() if v.touched is not None and not bad[v.touched].any()
+        }
+        self.last = {"kept": len(kept), "dropped": len(known) - len(kept)}
+        return kept
+
+    def keep(self, snap, known: dict) -> None:
+        """Remember ``known`` as the results of ``snap``."""
+        self.snap, self.known = snap, dict(known)
