@@ -1,7 +1,9 @@
 """File > Export: ask for a file (and a scale for a PNG), then write it.
 
-SVG, PNG and PDF are diagrams of the canvas (`designer.gui.export`); GraphML, node-link
-JSON and ``.fabric.json`` are the graph itself (`designer.io.graph_export`).  The file
+The formats are the registry's (`designer.io.exports.FORMATS`), the same list the CLI
+offers: SVG, PNG and PDF are diagrams of the canvas (`designer.gui.export`); the others
+(draw.io, GraphML, DOT, NetBox, cabling plan, node-link JSON, ``.fabric.json``) are
+written from the design by `designer.io.graph_export.export`.  The file
 name proposed is the design's, made portable (`designer.io.file_names`), so the default
 never holds a character another desktop refuses.  The PNG scale offered fits the
 design: 2 when it can, else the largest scale within the PNG limits, which the question
@@ -30,19 +32,24 @@ from designer.gui.export import (
     export_scene,
     max_png_scale,
 )
+from designer.io.exports import FORMATS, format_for
 from designer.io.file_names import portable_file_name
 from designer.model.errors import DesignError
 
 __all__ = ["default_export_name", "export_dialog"]
 
-_FILTERS = (
-    ("SVG image (*.svg)", ".svg"),
-    ("PNG image (*.png)", ".png"),
-    ("PDF document (*.pdf)", ".pdf"),
-    ("GraphML (*.graphml)", ".graphml"),
-    ("Node-link JSON (*.json)", ".json"),
-    ("Fabric design (*.fabric.json)", ".fabric.json"),
-)
+def _filters() -> tuple[tuple[str, str], ...]:
+    """(filter, suffix) of every export format, one entry per distinct name."""
+    seen: set[str] = set()
+    out = []
+    for fmt in FORMATS:
+        if fmt.name not in seen:
+            seen.add(fmt.name)
+            out.append((fmt.filter, fmt.suffix))
+    return tuple(out)
+
+
+_FILTERS = _filters()
 MIN_SCALE, MAX_SCALE = 0.5, 8.0  # the scale question's range when the design allows it
 
 
@@ -58,8 +65,7 @@ def default_export_name(document: Document, suffix: str = ".svg") -> str:
 
 def _with_suffix(path: Path, selected_filter: str) -> Path:
     """Add the chosen filter's suffix when the typed name has none we know."""
-    name = path.name.lower()
-    if any(name.endswith(suffix) for _, suffix in _FILTERS):
+    if format_for(path) is not None:
         return path
     suffix = dict(_FILTERS).get(selected_filter, ".svg")
     return path.with_name(path.name + suffix)

@@ -38,10 +38,14 @@ from designer.gui.open_progress import MIN_LINKS as OPEN_PROGRESS_LINKS
 from designer.gui.open_progress import OpenProgress
 from designer.gui.recovery import DATA_DIR_ENV, Autosaver, RecoveryEntry, find_recoveries
 from designer.io.atomic import save_error_message
+from designer.io.imports import OPEN_FILTERS, is_import, read_design
 from designer.model.errors import DesignError
 from designer.model.topology import Topology
 
 FILTER = "Fabric designs (*.fabric.json);;JSON (*.json);;All files (*)"
+#: File > Open also imports what the exporters wrote (`designer.io.imports`).
+OPEN_FILTER = ("Fabric designs (*.fabric.json);;JSON (*.json);;" + OPEN_FILTERS
+               + ";;All files (*)")
 MAX_RECENT = 10
 RECENT_KEY = "recent/files"
 AUTOSAVE_KEY = "autosave/interval_s"
@@ -217,11 +221,13 @@ class FileController(QObject):
 
     def open_file(self, path: str | Path | None = None) -> bool:
         if path is None:
-            path, _ = QFileDialog.getOpenFileName(self.window, "Open design", "", FILTER)
+            path, _ = QFileDialog.getOpenFileName(self.window, "Open design", "", OPEN_FILTER)
             if not path:
                 return False
         if not self.maybe_save():
             return False
+        if is_import(path):
+            return self._import(Path(path))
         how = self.guard.may_open(Path(path))
         if how == other_writers.CANCEL:
             self.message.emit(f"{Path(path).name} not opened: it is open elsewhere")
@@ -247,6 +253,21 @@ class FileController(QObject):
         self.message.emit(f"Opened {path} read-only: Save asks for another name" if read_only
                           else f"Opened {path}")
         self.opened.emit(Path(path))
+        return True
+
+    def _import(self, path: Path) -> bool:
+        """Open a draw.io or GraphML file as a new, unsaved design (Save asks for a
+        ``.fabric.json`` name: the file it came from stays as it is)."""
+        try:
+            with _busy_cursor():
+                topology = read_design(path)
+                self.document.replace(topology)
+        except DesignError as exc:
+            log.info("cannot import %s: %s", path, exc)
+            self._error("Cannot import design", str(exc))
+            return False
+        log.info("imported %s: %d nodes", path, len(topology))
+        self.message.emit(f"Imported {path}: save it as a design file to keep it")
         return True
 
     def _open(self, path: Path, read_only: bool = False) -> bool:
