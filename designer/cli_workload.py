@@ -49,7 +49,7 @@ def add_workload_parser(sub) -> None:
     s.set_defaults(func=cmd_presets)
     s = wsub.add_parser("new", help="write a *.workload.toml job from a preset")
     s.add_argument("preset", help="preset name (see `workload presets`)")
-    s.add_argument("--set", action="extend", nargs="+", metavar="KEY=VALUE", default=[],
+    s.add_argument("--set", action="extend", nargs="+", metavar="KEY=VALUE",
                    help="change a setting; keys: " + ", ".join(SET_KEYS)
                    + " (gpus sets dp = gpus / (tp cp pp))")
     s.add_argument("-o", "--output", required=True, help="the .workload.toml file to write")
@@ -117,7 +117,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if not out.name.endswith(".workload.toml"):
         raise UsageError(f"{out}: a workload file's name ends in .workload.toml")
-    sets = _parse_sets(args.set)
+    sets = _parse_sets(args.set or [])
     for key in sets:
         if key not in SET_KEYS:
             from designer.cli_base import did_you_mean

@@ -211,6 +211,23 @@ def reference_markdown(parser: argparse.ArgumentParser) -> str:
             *options_table(cmd),
             "",
         ]
+        nested = _subparsers(cmd)
+        nested_helps = ({a.dest: a.help for a in nested._choices_actions}
+                        if nested is not None else {})
+        for inner in nested.choices if nested is not None else ():
+            leaf = nested.choices[inner]
+            lines += [
+                f"#### `{name} {inner}`",
+                "",
+                f"{_sentence(nested_helps.get(inner) or '')}",
+                "",
+                "```",
+                usage_line(leaf, leaf.prog),
+                "```",
+                "",
+                *options_table(leaf),
+                "",
+            ]
     return "\n".join(lines)
 
 
