@@ -102,7 +102,7 @@ class DomainMaps:
 
 def moved(lone, maps: DomainMaps, source: int, target: int):
     """``lone`` (a `LoneCollective` inside domain ``source``) in the alike ``target``;
-    it depends on what ``lone`` depended on and on every node of ``target``."""
+    it depends on what ``lone`` depended on and on every NVLink arc of ``target``."""
     phases = tuple(
         replace(
             p,
@@ -111,6 +111,5 @@ def moved(lone, maps: DomainMaps, source: int, target: int):
         )
         for p in lone.phases
     )
-    own = np.flatnonzero(np.asarray(maps.snap.node_domain) == target)
-    touched = None if lone.touched is None else np.union1d(lone.touched, own)
+    touched = None if lone.touched is None else np.union1d(lone.touched, maps.arcs[target])
     return replace(lone, phases=phases, touched=touched)

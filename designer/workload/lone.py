@@ -75,8 +75,8 @@ class LoneCollective:
     """One group's collective alone: its time, split, and the flows of its phases.
 
     ``pipelined``: the phases run at once (one progress for all of them); otherwise one
-    after the other.  ``touched``: the nodes whose links, if edited, could change this
-    result (the ends of every arc of every algorithm weighed for it); None: unknown.
+    after the other.  ``touched``: the arcs whose edit could change this result (every
+    arc of every algorithm weighed for it); None: unknown.
     """
 
     collective: str
@@ -90,21 +90,19 @@ class LoneCollective:
     touched: np.ndarray | None = None
 
 
-def touched_nodes(snap, arcs) -> np.ndarray:
-    """The distinct end nodes of ``arcs`` (any iterable of arc arrays)."""
-    arcs = [np.asarray(a, dtype=np.int64) for a in arcs]
-    both = np.concatenate([snap.arc_src[a] for a in arcs] + [snap.arc_dst[a] for a in arcs])
-    return np.unique(both)
+def touched_arcs(arcs) -> np.ndarray:
+    """The distinct arcs of ``arcs`` (any iterable of arc arrays)."""
+    return np.unique(np.concatenate([np.asarray(a, dtype=np.int64) for a in arcs]))
 
 
 def _weighed(snap, cache: dict, collective: str, ranks: np.ndarray) -> np.ndarray | None:
-    """The nodes of every plan the solve weighed for ``ranks`` (kept in its cache), or
+    """The arcs of every plan the solve weighed for ``ranks`` (kept in its cache), or
     None when the cache does not show them."""
     solved = cache.get(("solved", collective, "auto", ranks.tobytes()))
     if not solved:
         return None
     try:
-        return touched_nodes(snap, [ph.pairs()[1] for plan, _, _ in solved for ph in plan.phases])
+        return touched_arcs([ph.pairs()[1] for plan, _, _ in solved for ph in plan.phases])
     except (AttributeError, TypeError, ValueError):
         return None
 

@@ -3,12 +3,17 @@
 The GUI simulates again after every edit, and an edit touches a few links.  A
 `SimulationMemo` kept per design (and passed to `simulate` as ``memo=``) carries the
 collectives solved alone from one snapshot to the next, except those an edit can
-change: each result knows the nodes at the ends of every arc of every algorithm weighed
-for it (`lone.LoneCollective.touched`), and a result is dropped when a link at one of
-those nodes changed (capacity, failure, technology), which covers the ways an edit moves
-routes (`designer.solver.reuse`: a split follows the capacities of a hop's next arcs, a
-failure re-routes through the switches at its ends).  Anything else (nodes or links
-added or removed, another routing setting) starts afresh.
+change.  Each result knows every arc of every algorithm weighed for it
+(`lone.LoneCollective.touched`), and the rules follow how an edit moves routes
+(`designer.solver.reuse`):
+
+* a capacity change (both ends alive before and after) changes the splits of the routes
+  that cross the arc, and the rates of the flows that do: results touching the arc are
+  dropped;
+* a failure or a restore re-routes through the switches at the link's ends: results
+  touching any arc at those nodes are dropped.
+
+Anything else (nodes or links added or removed, another routing setting) starts afresh.
 
 Example
 -------
@@ -53,14 +58,17 @@ class SimulationMemo:
         if not same:
             self.last = {"kept": 0, "dropped": len(known)}
             return {}
-        changed = np.flatnonzero(
-            (old.arc_cap != snap.arc_cap) | (old.arc_family != snap.arc_family)
+        changed = (old.arc_cap != snap.arc_cap) | (old.arc_family != snap.arc_family)
+        moved = changed & (
+            (old.arc_family != snap.arc_family) | (old.arc_cap <= 0) | (snap.arc_cap <= 0)
         )
-        bad = np.zeros(snap.n_nodes, dtype=bool)
-        bad[snap.arc_src[changed]] = True
-        bad[snap.arc_dst[changed]] = True
+        bad_arc = changed & ~moved
+        bad_node = np.zeros(snap.n_nodes, dtype=bool)
+        bad_node[snap.arc_src[moved]] = True
+        bad_node[snap.arc_dst[moved]] = True
+        bad_arc |= bad_node[snap.arc_src] | bad_node[snap.arc_dst]
         kept = {
-            k: v for k, v in known.items() if v.touched is not None and not bad[v.touched].any()
+            k: v for k, v in known.items() if v.touched is not None and not bad_arc[v.touched].any()
         }
         self.last = {"kept": len(kept), "dropped": len(known) - len(kept)}
         return kept

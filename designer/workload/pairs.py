@@ -28,7 +28,7 @@ import numpy as np
 
 from designer.solver.flows.phases import FlowBuilder
 from designer.solver.routing.router import Router
-from designer.workload.lone import LoneCollective, PhaseFlows, lone_collective, touched_nodes
+from designer.workload.lone import LoneCollective, PhaseFlows, lone_collective
 
 __all__ = ["lone_pairs"]
 
@@ -126,9 +126,7 @@ def lone_pairs(
                 rep.bandwidth_s,
                 (mine,),
                 rep.pipelined,
-                None
-                if rep.touched is None
-                else np.union1d(rep.touched, touched_nodes(snap, [arcs_k])),
+                None if rep.touched is None else np.union1d(rep.touched, arcs_k),
             )
         )
     return out
