@@ -228,7 +228,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         export(topo, out)
     log.info("exported %s to %s (%s)", args.file, out, fmt.name)
-    print(f"wrote {out} ({fmt.name}){_cable_summary(topo, fmt.suffix)}")
+    print(f"wrote {out}{_cable_summary(topo, fmt.suffix)}")
     return 0
 
 
