@@ -27,7 +27,8 @@ Codes and severities
     largest groups.
 ``nvlink-lanes`` (warning)
     A GPU with some NVLink lanes cabled, but fewer than its model has (the catalog's
-    ``nvlink_links``: 18 for an H100): its NVLink bandwidth is that fraction of the
+    ``nvlink_links``: 18 for an H100; ``scaleup_links`` for xGMI, ICI, NeuronLink and
+    UALink parts: 7 for an MI300X): its scale-up bandwidth is that fraction of the
     board's.  A GPU with no NVLink at all (a PCIe GPU in a one-GPU host) is not flagged.
 ``gpu-no-nic`` (warning)
     A working GPU whose server (working NVLink and PCIe links: its own PCIe link, its
@@ -47,6 +48,13 @@ Codes and severities
     management-plane links to two or more neighbours; its own single out-of-band port is
     fine), or a management-plane link joins two compute-fabric switches.  A policy, so a
     warning: small clusters do share switches on purpose.
+``adaptive-unsupported`` (warning)
+    The design's routing setting is ``adaptive``, but compute-fabric switches cannot
+    route adaptively (their catalog ``adaptive_routing`` is false: a generic ECMP
+    switch) and not every compute NIC sprays packets itself (``packet_spraying``: AWS
+    SRD, Ultra Ethernet, Spectrum-X SuperNICs multipath over plain ECMP switches).
+    Such a fabric hashes each flow onto one path; one finding, about the first such
+    switch, naming the models.
 ``no-gpus`` (warning)
     The design has no GPU.
 
@@ -82,6 +90,7 @@ CODES: tuple[str, ...] = (
     "nic-no-fabric",
     "disconnected",
     "management-shared",
+    "adaptive-unsupported",
     "no-gpus",
 )
 
@@ -156,6 +165,7 @@ def validate(topology: Topology) -> list[Finding]:
     findings += [Finding(*raw) for raw in reach_findings(arrays, design.label)]
     findings += _disconnected(design)
     findings += _management_shared(design)
+    findings += _adaptive_unsupported(design)
     findings.sort(
         key=lambda f: (SEVERITIES.index(f.severity), f.code, natural_key(f.subject), f.message)
     )
@@ -176,6 +186,7 @@ class _Snapshot:
 
     def __init__(self, topology: Topology):
         self.catalog = topology.catalog
+        self.routing = topology.settings.get("routing", "adaptive")
         self.nodes: dict[str, dict] = dict(topology.graph.nodes(data=True))
         # A comprehension, not list(): list() first asks the edge view for its length,
         # which walks every edge once more.
@@ -341,17 +352,21 @@ def _nvlink_lanes(design: _Snapshot) -> list[Finding]:
     out = []
     for gpu, n in lanes.items():
         model = design.catalog.device(nodes[gpu]["model"])
-        full = model.specs.get("nvlink_links")
+        # NVLink GPUs give nvlink_*; xGMI, ICI, NeuronLink and UALink parts scaleup_*.
+        nvlink = "nvlink_links" in model.specs
+        prefix = "nvlink" if nvlink else "scaleup"
+        fabric = "NVLink" if nvlink else "scale-up"
+        full = model.specs.get(f"{prefix}_links")
         if full and n < full:
-            per_link = model.specs.get("nvlink_GBps_per_link")
+            per_link = model.specs.get(f"{prefix}_GBps_per_link")
             bw = f" ({n * per_link:g} of {full * per_link:g} GB/s)" if per_link else ""
             out.append(
                 Finding(
                     "warning",
                     "nvlink-lanes",
                     gpu,
-                    f"GPU {design.label(gpu)} has {n} of its {full} NVLink lanes cabled"
-                    f"{bw}: below the {model.key} board's NVLink bandwidth",
+                    f"GPU {design.label(gpu)} has {n} of its {full} {fabric} lanes cabled"
+                    f"{bw}: below the {model.key} board's {fabric} bandwidth",
                 )
             )
     return out
@@ -420,3 +435,42 @@ def _management_shared(design: _Snapshot) -> list[Finding]:
                 )
             )
     return out
+
+
+def _adaptive_unsupported(design: _Snapshot) -> list[Finding]:
+    """Adaptive routing asked of a fabric whose switches cannot do it and whose NICs do
+    not spray packets (see the module docstring)."""
+    if design.routing != "adaptive":
+        return []
+    nodes, cat = design.nodes, design.catalog
+    fabric_families = ("infiniband", "ethernet")
+    switches: set[str] = set()
+    nics: set[str] = set()
+    for a, b, _, d in design.edges:
+        if d["plane"] != "compute" or cat.tech(d["tech"]).family not in fabric_families:
+            continue
+        for end in (a, b):
+            kind = nodes[end]["kind"]
+            if kind in SWITCH_KINDS:
+                switches.add(end)
+            elif kind == "nic":
+                nics.add(end)
+
+    def spec(node_id: str, name: str) -> bool:
+        return bool(cat.device(nodes[node_id]["model"]).specs.get(name, False))
+
+    lacking = sorted((s for s in switches if not spec(s, "adaptive_routing")), key=natural_key)
+    if not lacking or (nics and all(spec(n, "packet_spraying") for n in nics)):
+        return []
+    models = sorted({nodes[s]["model"] for s in lacking})
+    return [
+        Finding(
+            "warning",
+            "adaptive-unsupported",
+            lacking[0],
+            f"routing is adaptive, but {len(lacking)} compute switch(es) "
+            f"({', '.join(models)}) cannot route adaptively and the NICs do not spray "
+            "packets: each flow will hash onto one path; set routing to ecmp to model "
+            "that, or use switches with adaptive routing or spraying NICs",
+        )
+    ]

@@ -22,10 +22,11 @@ from designer.model.errors import DesignError
 from designer.model.templates.clos import build_fat_tree, build_leaf_spine
 from designer.model.templates.clos_plan import CORE_CHOICES
 from designer.model.templates.example import build_example
-from designer.model.templates.hgx import ALL_GPUS, HGX_GPUS, build_hgx
+from designer.model.templates.hgx import ALL_GPUS, HGX_GPUS, TORUS_GPUS, build_hgx
 from designer.model.templates.lookup import FABRIC_PROTOCOLS
-from designer.model.templates.nvl72 import build_nvl72
+from designer.model.templates.nvl72 import NVL72_REFERENCE, RACK_GPUS, build_nvl72
 from designer.model.templates.rail import SUPERPOD_REFERENCE, build_rail_cluster, build_superpod
+from designer.model.templates.rail_fabric import PLANE_CHOICES
 from designer.model.templates.torus import build_torus3d
 from designer.model.topology import Topology
 
@@ -110,10 +111,21 @@ TEMPLATES: dict[str, Template] = {
         ),
         Template(
             "nvl72",
-            "GB200 NVL72 rack: 72 GPUs in one NVLink domain",
-            (Param("gpus", 72, "GPUs in the partition (multiple of 4, 4-72)"),),
+            "NVL72 racks (GB200, GB300, Rubin): 72 GPUs per NVLink domain, racks on rails",
+            (
+                Param("gpus", 72, "GPUs in a one-rack partition (multiple of 4, 4-72)"),
+                Param("racks", 1, "racks; more than 1 adds a rail-optimised scale-out fabric"),
+                Param("gpu", "GB200", "GPU model", tuple(NVL72_REFERENCE)),
+                Param("nic_gbps", 0, "NIC rate, Gb/s (0: the rack's own, 400 GB200, 800 GB300)"),
+                Param("fabric", "infiniband", "scale-out fabric", _FABRICS),
+                Param("oversubscription", 1.0, "leaf downlink / uplink bandwidth"),
+                Param("core", "auto", "core tier: when needed, always or never", CORE_CHOICES),
+                Param("leaf_radix", 64, "ports used per switch (at most the model has)"),
+                Param("planes", 1, "fabric planes each NIC is split over", PLANE_CHOICES),
+                *_PLANES,
+            ),
             build_nvl72,
-            _product("gpus"),
+            lambda v: int(v["gpus"]) if int(v["racks"]) <= 1 else int(v["racks"]) * RACK_GPUS,
         ),
         Template(
             "rail-cluster",
@@ -133,6 +145,7 @@ TEMPLATES: dict[str, Template] = {
                 Param("oversubscription", 1.0, "leaf downlink / uplink bandwidth"),
                 Param("core", "auto", "core tier: when needed, always or never", CORE_CHOICES),
                 *_PLANES,
+                Param("planes", 1, "fabric planes each NIC is split over", PLANE_CHOICES),
             ),
             build_rail_cluster,
             _product("nodes", "gpus_per_node"),
@@ -179,12 +192,12 @@ TEMPLATES: dict[str, Template] = {
         ),
         Template(
             "torus3d",
-            "3D torus of GPUs, 6 neighbours each, wrap-around",
+            "3D torus of GPUs, TPUs (ICI) or Trainium2 (2D, z=1), wrap-around",
             (
                 Param("x", 4, "GPUs along x"),
                 Param("y", 4, "GPUs along y"),
                 Param("z", 4, "GPUs along z"),
-                Param("gpu", "H100", "GPU model", ALL_GPUS),
+                Param("gpu", "H100", "GPU or accelerator model", TORUS_GPUS),
                 *_PLANES,
             ),
             build_torus3d,

@@ -1,6 +1,10 @@
 """HGX server: 8 GPUs on NVSwitches, one NIC per GPU, a host; the block every
 rail-optimised template reuses (`server_block`).
 
+An AMD Instinct node (MI300X, MI325X, MI355X: ``scaleup_topology = "full-mesh"`` in the
+catalog) has no switch: its 8 GPUs link pairwise over xGMI, 7 links per GPU, one to each
+peer (AMD Instinct platform docs).
+
 The board's NVSwitch count depends on the NVLink generation (A100: 6 second-gen chips,
 H100/H200/H800: 4 third-gen, B200: 2 fourth-gen); each GPU's NVLinks are split as evenly
 as the chips allow, extras on the outer chips: 18 links over 4 chips = 5/4/4/5 (HGX
@@ -18,6 +22,7 @@ from designer.model.templates.lookup import (
     fabric_choice,
     nvlink_tech,
     nvswitch_for,
+    scaleup_topology,
     tech_between,
 )
 from designer.model.templates.parts import Parts
@@ -27,9 +32,14 @@ from designer.model.topology import Topology
 #: (NVIDIA HGX A100 / H100 / B200 docs).
 HGX_NVSWITCHES: dict[int, int] = {3: 6, 4: 4, 5: 2}
 
-HGX_GPUS: tuple[str, ...] = ("A100", "H100", "H200", "H800", "B200")
-#: GPUs a one-GPU endpoint or a torus can use.
-ALL_GPUS: tuple[str, ...] = (*HGX_GPUS, "GB200")
+#: GPUs of 8-GPU server boards: NVIDIA HGX (NVSwitch) and AMD Instinct (xGMI full mesh).
+HGX_GPUS: tuple[str, ...] = (
+    "A100", "H100", "H200", "H800", "B200", "B300", "MI300X", "MI325X", "MI355X",
+)  # fmt: skip
+#: GPUs a one-GPU endpoint can use.
+ALL_GPUS: tuple[str, ...] = (*HGX_GPUS, "GB200", "GB300")
+#: Accelerators a torus can be built of: any GPU, and the torus-native TPUs and Trainium.
+TORUS_GPUS: tuple[str, ...] = (*ALL_GPUS, "TPU-v5p", "TPU7x", "Trainium2")
 HOST_MODEL = "Host-x86"
 HOST_SPARE_PORTS = 2  # host PCIe ports kept for the storage and front-end NICs
 
@@ -106,7 +116,13 @@ def server_block(
     server = Server(sid, None)
     for i in range(gpus):
         server.gpus.append(parts.node(f"{sid}-gpu{i}", "gpu", gpu, f"GPU {i}", group=sid))
-    if gpus >= 2:
+    if gpus >= 2 and scaleup_topology(cat, gpu) == "full-mesh":
+        _full_mesh(parts, server.gpus, gpu)
+    elif gpus >= 2:
+        if scaleup_topology(cat, gpu) != "switched":
+            raise DesignError(
+                f"GPU {gpu}: its scale-up fabric is a torus; use the torus3d template"
+            )
         gen = gpu_dev.specs.get("nvlink_generation")
         if gen not in HGX_NVSWITCHES:
             raise DesignError(f"GPU {gpu}: no HGX board of NVLink generation {gen}")
@@ -140,6 +156,25 @@ def server_block(
     return server
 
 
+def _full_mesh(parts: Parts, gpus: list[str], gpu: str) -> None:
+    """Link every pair of ``gpus`` by one scale-up link (AMD xGMI: each GPU has one link
+    per peer, ``peers - 1`` in all)."""
+    cat = parts.catalog
+    peers = int(cat.device(gpu).specs.get("peers", len(gpus)))
+    if len(gpus) > peers:
+        raise DesignError(f"GPU {gpu}: a full-mesh node holds at most {peers} GPUs")
+    tech = nvlink_tech(cat, gpu)
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1 :]:
+            parts.link(a, b, tech)
+
+
+def platform_name(catalog, gpu: str) -> str:
+    """``HGX`` for an NVIDIA board, ``<vendor> 8-GPU`` otherwise (AMD Instinct)."""
+    vendor = catalog.device(gpu).vendor
+    return "HGX" if vendor == "NVIDIA" else f"{vendor} 8-GPU"
+
+
 def build_hgx(gpu: str = "H100", gpus: int = 8) -> Topology:
     """One HGX server: ``gpus`` GPUs (1-8) on the board's NVSwitches, a NIC per GPU.
 
@@ -155,4 +190,4 @@ def build_hgx(gpu: str = "H100", gpus: int = 8) -> Topology:
     parts = Parts()
     nic = fabric_choice(parts.catalog, "infiniband", default_nic_gbps(parts.catalog, gpu)).nic
     server_block(parts, "n01", "Node 1", gpu=gpu, gpus=gpus, nic=nic, nics=gpus)
-    return parts.build(f"HGX {gpu} ({gpus} GPUs)")
+    return parts.build(f"{platform_name(parts.catalog, gpu)} {gpu} ({gpus} GPUs)")

@@ -139,21 +139,44 @@ def tech_between(cat: Catalog, model_a: str, model_b: str, family: str) -> str:
 
 
 def nvlink_tech(cat: Catalog, gpu: str) -> str:
-    """The NVLink technology of ``gpu`` (from its ``nvlink_generation``)."""
-    gen = cat.device(gpu).specs.get("nvlink_generation")
+    """The scale-up link technology of ``gpu``: its ``scaleup_tech`` when the catalog
+    names one (xGMI, UALink, ICI, NeuronLink), else the NVLink of its
+    ``nvlink_generation``.
+
+    >>> from designer.model.catalog import default_catalog
+    >>> [nvlink_tech(default_catalog(), g) for g in ("H100", "MI300X", "TPU-v5p")]
+    ['nvlink4', 'xgmi-64', 'ici-v5p']
+    """
+    specs = cat.device(gpu).specs
+    if "scaleup_tech" in specs:
+        return cat.tech(specs["scaleup_tech"]).key
+    gen = specs.get("nvlink_generation")
     for t in cat.techs.values():
-        if t.family == "nvlink" and t.generation == gen:
+        if t.family == "nvlink" and t.protocol == "nvlink" and t.generation == gen:
             return t.key
     raise DesignError(f"GPU {gpu}: no NVLink technology of generation {gen} in the catalog")
 
 
-def nvswitch_for(cat: Catalog, gpu: str) -> str:
-    """The NVSwitch chip whose NVLink ports speak ``gpu``'s NVLink generation."""
+def scaleup_links(cat: Catalog, gpu: str) -> int:
+    """How many scale-up links ``gpu`` has (``nvlink_links`` or ``scaleup_links``)."""
+    specs = cat.device(gpu).specs
+    return int(specs.get("nvlink_links", specs.get("scaleup_links", 0)))
+
+
+def scaleup_topology(cat: Catalog, gpu: str) -> str:
+    """How ``gpu``'s scale-up domain is wired: ``switched`` (NVSwitch, UALink switch),
+    ``full-mesh`` (AMD xGMI) or ``torus`` (TPU ICI, Trainium NeuronLink)."""
+    return str(cat.device(gpu).specs.get("scaleup_topology", "switched"))
+
+
+def nvswitch_for(cat: Catalog, gpu: str, kind: str = "nvswitch") -> str:
+    """The scale-up switch of ``kind`` (an ``nvswitch`` chip or an
+    ``nvlink-switch-tray``) whose ports speak ``gpu``'s scale-up technology."""
     tech = cat.tech(nvlink_tech(cat, gpu))
-    for dev in cat.models_for_kind("nvswitch"):
+    for dev in cat.models_for_kind(kind):
         if _native_gbps(dev, tech) is not None:
             return dev.key
-    raise DesignError(f"GPU {gpu}: no NVSwitch in the catalog speaks {tech.key}")
+    raise DesignError(f"GPU {gpu}: no {kind} in the catalog speaks {tech.key}")
 
 
 def default_nic_gbps(cat: Catalog, gpu: str) -> float:

@@ -12,11 +12,17 @@ import math
 from dataclasses import dataclass
 
 from designer.model.errors import DesignError
-from designer.model.templates.clos_plan import ClosPlan, plan_clos, wire_clos
+from designer.model.templates.clos_plan import plan_clos, wire_clos
 from designer.model.templates.hgx import HOST_MODEL, Server, server_block
 from designer.model.templates.lookup import fabric_choice, port_capacity, tech_between
 from designer.model.templates.parts import Parts, pad
 from designer.model.templates.planes import PlaneOptions, add_planes
+from designer.model.templates.rail_fabric import (
+    cores_join_pods,
+    largest,
+    plan_rails,
+    wire_rails,
+)
 from designer.model.topology import Topology
 
 #: DGX-class servers per rack (~10 kW each; the SuperPOD reference racks hold 4).
@@ -78,57 +84,6 @@ SUPERPOD_REFERENCE: dict[str, SuperpodReference] = {
 }
 
 
-def _leaf_uplinks(
-    nodes: int, down: int, rails: int, radix: int, r: float
-) -> tuple[list[int], list[int]]:
-    """Uplinks each leaf needs and the free ports it has (positionally ``plan_clos``'s
-    ``uplinks`` and ``max_up``): blocks of ``down`` servers, one leaf per rail each."""
-    ups, caps = [], []
-    for b in range(math.ceil(nodes / down)):
-        members = min(down, nodes - b * down)
-        free = radix - members
-        ups += [min(free, math.ceil(members / r - 1e-9))] * rails
-        caps += [free] * rails
-    return ups, caps
-
-
-def cores_join_pods(plan: ClosPlan) -> bool:
-    """Whether a three-tier ``plan``, cabled as `wire_clos` does, is a folded Clos: its
-    fullest pods reach every core (always true below three tiers).
-
-    `wire_clos` deals the spines' uplinks over the cores round-robin, pod after pod, so
-    a pod reaches as many cores as it has uplinks.  Once a full pod has fewer uplinks
-    than there are cores (with ``radix``-port cores: past ``radix`` full pods), two pods
-    can share no core and the fabric falls apart or hangs together through a few: a
-    fourth tier would be needed.  A partly filled pod reaches fewer cores, each of them
-    shared with the full pods.
-
-    >>> from designer.model.templates.clos_plan import plan_clos
-    >>> cores_join_pods(plan_clos([32] * 2048, radix=64))   # 64 pods of 32 leaves
-    True
-    >>> cores_join_pods(plan_clos([32] * 4096, radix=64))   # 128 pods: two halves
-    False
-    """
-    if plan.tiers < 3:
-        return True
-    fullest = max(sum(plan.leaf_up[i] for i in pod) for pod in plan.pods)
-    return fullest >= plan.cores
-
-
-def _largest(too_many: int, ok) -> int:
-    """The largest ``n < too_many`` with ``ok(n)`` (``ok`` holds up to some size, then
-    fails), by bisection."""
-    lo, hi = 1, too_many          # ok(lo) assumed, ok(hi) false
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        try:
-            good = ok(mid)
-        except DesignError:
-            good = False
-        lo, hi = (mid, hi) if good else (lo, mid)
-    return lo
-
-
 def _racks(parts: Parts, servers: list[Server]) -> list[tuple[str, str | None, list[str]]]:
     """Management domains: one per rack, holding its servers' hosts."""
     out: dict[str, list[str]] = {}
@@ -152,11 +107,16 @@ def build_rail_cluster(
     storage: bool = False,
     frontend: bool = False,
     management: bool = False,
+    planes: int = 1,
     *,
     spines: int | None = None,
     name: str | None = None,
 ) -> Topology:
     """HGX servers on rail-optimised leaves, spines sized for the leaves' uplinks.
+
+    An AMD Instinct GPU (MI300X, MI325X, MI355X) makes full-mesh nodes (xGMI, no
+    NVSwitch); ``planes`` = 2 or 4 splits each NIC over that many separate fabrics
+    (`rail_fabric`).
 
     Each leaf uses ``leaf_radix`` ports (at most the switch has): ``radix * r / (1 + r)``
     down to servers for an oversubscription ``r``, the rest up; a rail gets as many leaves
@@ -184,25 +144,22 @@ def build_rail_cluster(
     if not oversubscription > 0:
         raise DesignError(f"rail-cluster: oversubscription must be > 0, got {oversubscription}")
     parts = Parts()
-    cat = parts.catalog
-    f = fabric_choice(cat, fabric, nic_gbps)
     rails = nics_per_node or gpus_per_node
-    radix = min(leaf_radix, port_capacity(cat, f.switch, f.tech))
-    r = oversubscription
-    down = max(1, min(radix - 1, math.floor(radix * r / (1 + r) + 1e-9)))
     # Plan the tiers before building anything, so that a fabric three tiers cannot join
     # is refused at once (checking a size costs arithmetic only).
-    def size_plan(n: int) -> ClosPlan:
-        ups, caps = _leaf_uplinks(n, down, rails, radix, r)
-        return plan_clos(ups, radix, max_up=caps, spines=spines, core=core)
-
-    plan = size_plan(nodes)
-    if not cores_join_pods(plan):
-        most = _largest(nodes, lambda n: cores_join_pods(size_plan(n)))
-        raise DesignError(
-            f"rail-cluster: nodes={nodes} is too many: three tiers of {radix}-port "
-            f"{f.switch} switches join at most {most} nodes at oversubscription {r:g}"
-        )
+    plan = plan_rails(
+        parts,
+        "rail-cluster",
+        servers=nodes,
+        rails=rails,
+        fabric=fabric,
+        nic_gbps=nic_gbps,
+        leaf_radix=leaf_radix,
+        oversubscription=oversubscription,
+        core=core,
+        planes=planes,
+        spines=spines,
+    )
     servers: list[Server] = []
     for s in range(nodes):
         rack = f"rack{pad(s // RACK_SERVERS + 1, math.ceil(nodes / RACK_SERVERS))}"
@@ -215,24 +172,17 @@ def build_rail_cluster(
                 f"Node {s + 1}",
                 gpu=gpu,
                 gpus=gpus_per_node,
-                nic=f.nic,
+                nic=plan.nic.nic,
                 nics=rails,
                 parent=rack,
             )
         )
-    blocks = math.ceil(nodes / down)
-    leaves = []
-    for b in range(blocks):
-        members = servers[b * down : (b + 1) * down]
-        for rail in range(rails):
-            label = f"Leaf rail {rail}" + (f" block {b}" if blocks > 1 else "")
-            leaf = parts.node(f"leaf-r{rail}-{b}", "leaf", f.switch, label)
-            for srv in members:
-                parts.link(srv.nics[rail], leaf, f.tech)
-            leaves.append(leaf)
-    wire_clos(parts, plan, leaves, model=f.switch, tech=f.tech)
+    wire_rails(parts, plan, servers, rails)
     add_planes(parts, servers, PlaneOptions(storage, frontend, management), _racks(parts, servers))
-    title = name or (f"Rail cluster: {nodes} x {gpus_per_node} {gpu}, {fabric} {nic_gbps}G")
+    planes_note = f" x {planes} planes" if planes > 1 else ""
+    title = name or (
+        f"Rail cluster: {nodes} x {gpus_per_node} {gpu}, {fabric} {nic_gbps}G{planes_note}"
+    )
     return parts.build(title)
 
 
@@ -274,7 +224,7 @@ def build_superpod(
     rails = ref.gpus_per_node
     plan = plan_clos([ref.leaf_uplinks] * (sus * rails), radix)
     if not cores_join_pods(plan):
-        most = _largest(sus, lambda n: cores_join_pods(plan_clos([ref.leaf_uplinks] * (n * rails),
+        most = largest(sus, lambda n: cores_join_pods(plan_clos([ref.leaf_uplinks] * (n * rails),
                                                                  radix)))
         raise DesignError(
             f"superpod: sus={sus} is too many: three tiers of {radix}-port {f.switch} "

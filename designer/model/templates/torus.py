@@ -1,5 +1,11 @@
 """3D torus: GPUs linked straight to their six neighbours, with wrap-around (the TPU-pod
-shape).  Each neighbour bundle carries a sixth of the GPU's NVLinks.
+shape).  Each neighbour bundle carries a sixth of the GPU's scale-up links.
+
+Torus-native accelerators come with their own links and sizes from the catalog: a TPU
+v5p or Ironwood has 6 ICI links (one per neighbour, 100 GB/s per direction each) and
+pods of 8,960 / 9,216 chips; a Trainium2 instance is a 4 x 4 2D torus of NeuronLink-v3
+(``torus_dims = 2``: 4 links, one per neighbour, ``z`` must be 1).  A torus larger than
+the accelerator's pod (``pod_chips``) is refused: the vendor does not build it.
 
 With any plane on, every 4 GPUs along x share a host (PCIe to each), so the storage,
 front-end and management planes have somewhere to attach.
@@ -12,7 +18,7 @@ import math
 
 from designer.model.errors import DesignError
 from designer.model.templates.hgx import HOST_MODEL, Server
-from designer.model.templates.lookup import nvlink_tech, tech_between
+from designer.model.templates.lookup import nvlink_tech, scaleup_links, tech_between
 from designer.model.templates.parts import Parts
 from designer.model.templates.planes import PlaneOptions, add_planes
 from designer.model.topology import Topology
@@ -50,9 +56,17 @@ def build_torus3d(
     if dev.category != "gpu":
         raise DesignError(f"torus3d: {gpu!r} is a {dev.category}, not a GPU")
     tech = nvlink_tech(cat, gpu)
-    per = int(dev.specs.get("nvlink_links", 0)) // 6
+    torus_dims = int(dev.specs.get("torus_dims", 3))
+    if torus_dims == 2 and z != 1:
+        raise DesignError(f"torus3d: {gpu} is wired as a 2D torus; z must be 1, got {z}")
+    pod = dev.specs.get("pod_chips")
+    if pod is not None and x * y * z > pod:
+        raise DesignError(
+            f"torus3d: {x}x{y}x{z} = {x * y * z:,} {gpu} chips is more than its pod of {pod:,}"
+        )
+    per = scaleup_links(cat, gpu) // (2 * torus_dims)
     if per < 1:
-        raise DesignError(f"torus3d: {gpu} has fewer than 6 NVLinks")
+        raise DesignError(f"torus3d: {gpu} has fewer than {2 * torus_dims} scale-up links")
     opts = PlaneOptions(storage, frontend, management)
 
     def gid(i: int, j: int, k: int) -> str:
