@@ -22,7 +22,7 @@ ACTIONS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "open": ("&Open…", ("Ctrl+O",), "Open a .fabric.json design"),
     "save": ("&Save", ("Ctrl+S",), "Save the design"),
     "save_as": ("Save &As…", ("Ctrl+Shift+S",), "Save the design under a new name"),
-    "export": ("&Export…", ("Ctrl+E",), "Export the diagram (SVG, PNG, PDF) or the graph"),
+    "export": ("&Export…", ("Ctrl+E",), "Export the diagram, graph, NetBox files or cabling plan"),
     "quit": ("&Quit", ("Ctrl+Q",), "Quit Fabric Designer"),
     "undo": ("&Undo", ("Ctrl+Z",), "Undo the last edit"),
     "redo": ("&Redo", ("Ctrl+Y", "Ctrl+Shift+Z"), "Redo the last undone edit"),

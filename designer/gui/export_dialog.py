@@ -109,6 +109,20 @@ def _ask_png_scale(window: QWidget, scene: FabricScene) -> float | None:
     return scale if ok else None
 
 
+def canvas_link_results(window: QWidget, document: Document) -> dict | None:
+    """The per-link figures the canvas shows (``{link id: {"utilisation", "load_GBps"}}``)
+    when it colours links by utilisation and its solve is of the design as it is now;
+    else None, and exports colour links by technology as the canvas then does."""
+    overlay = getattr(getattr(window, "analysis", None), "overlay", None)
+    result = getattr(overlay, "result", None)
+    if result is None or not overlay.by_utilisation:
+        return None
+    if result.generation != document.topology.generation:
+        return None  # an edit since: its solve is still running
+    return {lid: {"utilisation": float(u), "load_GBps": float(overlay.load[lid])}
+            for lid, u in overlay.utilisation.items()}
+
+
 def export_dialog(window: QWidget, scene: FabricScene, document: Document) -> Path | None:
     """File > Export: ask for a file (and a scale for PNG), write it; the written path,
     or None when cancelled or failed.
@@ -137,7 +151,9 @@ def export_dialog(window: QWidget, scene: FabricScene, document: Document) -> Pa
         if path.suffix.lower() in DIAGRAM_SUFFIXES:
             export_scene(scene, path, scale=scale)
         else:
-            export_graph(document.topology, path)
+            fmt = format_for(path)
+            results = canvas_link_results(window, document) if fmt and fmt.results else None
+            export_graph(document.topology, path, results=results)
     except (DesignError, OSError) as exc:
         _report(window, str(exc), error=True)
         return None

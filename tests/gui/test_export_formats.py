@@ -75,3 +75,29 @@ def test_file_open_reports_an_unknown_model(window, tmp_path, monkeypatch):
     assert window.document.topology is before
     shown = errors[-1] if errors else window.statusBar().currentMessage()
     assert "unknown model 'H999'" in shown and "\n" not in shown
+
+
+def test_file_export_carries_the_canvas_utilisation(window, save_as, tmp_path, qtbot):
+    """With links coloured by utilisation, draw.io and GraphML exports carry the solve's
+    per-link figures, the same the canvas shows."""
+    import xml.etree.ElementTree as ET
+
+    overlay = window.analysis.overlay
+    qtbot.waitUntil(lambda: overlay.result is not None
+                    and overlay.result.generation == window.document.topology.generation,
+                    timeout=60_000)
+    assert overlay.by_utilisation
+    save_as(tmp_path / "u.drawio", "draw.io diagram (*.drawio)")
+    path = export_dialog(window, window.scene, window.document)
+    objects = {o.get("id"): o for o in ET.parse(path).getroot().iter("object")}
+    busiest = max(overlay.utilisation, key=overlay.utilisation.get)
+    assert float(objects[f"link#{busiest}"].get("utilisation")) == pytest.approx(
+        overlay.utilisation[busiest], abs=1e-4)
+    save_as(tmp_path / "u.graphml", "GraphML (yEd, Gephi, networkx) (*.graphml)")
+    import networkx as nx
+
+    graph = nx.read_graphml(export_dialog(window, window.scene, window.document),
+                            force_multigraph=True)
+    util = {k: d["utilisation"] for _, _, k, d in graph.edges(keys=True, data=True)
+            if "utilisation" in d}
+    assert util[busiest] == pytest.approx(overlay.utilisation[busiest])
