@@ -126,6 +126,7 @@ def run_jobs(
     arc_bytes = np.zeros(n_jobs * n_arcs)
     peak = np.zeros(n_arcs)
     now, events = 0.0, 0
+    loads = _Loads()
     ready: list[tuple[int, int]] = [
         (jx, i) for jx in range(n_jobs) for i in np.flatnonzero(waiting[jx] == 0).tolist()
     ]
@@ -174,7 +175,10 @@ def run_jobs(
         else:
             until = now + dt
         if flat:
-            _load(flowing, speed_of, arc_bytes, peak, dt, n_arcs, rates.capacity)
+            idx, val, arc, load = loads.of(flowing, speed_of, n_arcs)
+            arc_bytes[idx] += val * (dt * 1e9)
+            if dt > 0:
+                peak[arc] = np.maximum(peak[arc], load)
         now = until
         done: list[_Group] = []
         for k, g in enumerate(groups):
@@ -201,25 +205,27 @@ def run_jobs(
     )
 
 
-def _load(
-    flowing: list[_Group],
-    speed_of: np.ndarray,
-    arc_bytes: np.ndarray,
-    peak: np.ndarray,
-    dt: float,
-    n_arcs: int,
-    capacity: np.ndarray,
-) -> None:
-    """Add ``dt`` seconds of the running phases' loads to each job's bytes, and raise
-    the arcs' peak loads to the load of this moment."""
-    idx, val = [], []
-    at = 0
-    for g in flowing:
-        for p in g.phases():
-            idx.append(p.arcs + g.job * n_arcs)
-            val.append(p.load_GBps * speed_of[at])
-            at += 1
-    idx_all, val_all = np.concatenate(idx), np.concatenate(val)
-    arc_bytes += np.bincount(idx_all, weights=val_all * (dt * 1e9), minlength=len(arc_bytes))
-    now = np.bincount(idx_all % n_arcs, weights=val_all, minlength=n_arcs)
-    np.maximum(peak, now, out=peak)
+class _Loads:
+    """What the running phases put on the arcs, per set of running phases (the speeds
+    follow from the set, so a set that comes back loads the arcs as before)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple, tuple[np.ndarray, ...]] = {}
+
+    def of(self, flowing: list[_Group], speed_of: np.ndarray, n_arcs: int):
+        """``(job_arc, load, arc, total)``: each job's load (GB/s) on each arc it loads,
+        as indices into the flattened (job, arc) array, and each arc's total load."""
+        pairs = [(g.job, p) for g in flowing for p in g.phases()]
+        key = tuple(sorted((j, id(p)) for j, p in pairs))
+        got = self._known.get(key)
+        if got is None:
+            idx = np.concatenate([p.arcs + j * n_arcs for j, p in pairs])
+            val = np.concatenate(
+                [p.load_GBps * s for (_, p), s in zip(pairs, speed_of, strict=True)]
+            )
+            job_arc, inv = np.unique(idx, return_inverse=True)
+            per_job = np.bincount(inv, weights=val, minlength=len(job_arc))
+            arc, inv = np.unique(idx % n_arcs, return_inverse=True)
+            total = np.bincount(inv, weights=val, minlength=len(arc))
+            got = self._known[key] = (job_arc, per_job, arc, total)
+        return got

@@ -32,31 +32,30 @@ __all__ = ["SimulationMemo"]
 
 
 class SimulationMemo:
-    """The lone collectives of the last snapshot simulated (see the module)."""
+    """The lone collectives of the last snapshot simulated, and what was built on them
+    (see the module)."""
 
     def __init__(self) -> None:
         self.snap = None
+        self.settings: tuple = ()
         self.known: dict = {}
+        self.joined: dict = {}
+        self.rates = None
+        self.alone: dict[int, tuple] = {}
+        self.checked: tuple = ()
         self.last: dict[str, int] = {}
         """What the last `carry` kept and dropped (for tests and benchmarks)."""
 
-    def carry(self, snap) -> dict:
-        """The results still valid on ``snap`` (a new dict; the memo keeps its own)."""
+    def carry(self, snap, settings: tuple = ()) -> dict:
+        """The lone collectives still valid on ``snap`` (a new dict), simulated with the
+        same ``settings``; `joined`, `rates` and `alone` are cut down to match."""
         old, known = self.snap, self.known
-        if old is None or old is snap:
+        if old is snap and settings == self.settings:
             self.last = {"kept": len(known), "dropped": 0}
             return dict(known)
-        same = (
-            old.routing == snap.routing
-            and old.n_arcs == snap.n_arcs
-            and old.n_nodes == snap.n_nodes
-            and tuple(old.node_ids) == tuple(snap.node_ids)
-            and np.array_equal(old.arc_src, snap.arc_src)
-            and np.array_equal(old.arc_dst, snap.arc_dst)
-            and np.array_equal(old.gpus, snap.gpus)
-        )
-        if not same:
+        if old is None or settings != self.settings or not _same_structure(old, snap):
             self.last = {"kept": 0, "dropped": len(known)}
+            self.joined, self.rates, self.alone = {}, None, {}
             return {}
         changed = (old.arc_cap != snap.arc_cap) | (old.arc_family != snap.arc_family)
         moved = changed & (
@@ -71,8 +70,30 @@ class SimulationMemo:
             k: v for k, v in known.items() if v.touched is not None and not bad_arc[v.touched].any()
         }
         self.last = {"kept": len(kept), "dropped": len(known) - len(kept)}
+        ids = {id(v) for v in kept.values()}
+        self.joined = {k: v for k, v in self.joined.items() if ids.issuperset(k)}
+        self.alone = {k: v for k, v in self.alone.items() if ids.issuperset(v[2])}
+        if self.rates is not None:
+            # Its solutions hold for sets of phases whose arcs kept their capacities:
+            # phases of kept results, the only ones it can be asked about again.
+            self.rates.capacity = np.asarray(snap.arc_cap, dtype=float)
         return kept
 
-    def keep(self, snap, known: dict) -> None:
-        """Remember ``known`` as the results of ``snap``."""
-        self.snap, self.known = snap, dict(known)
+    def keep(self, snap, settings: tuple, known: dict, joined: dict, rates) -> None:
+        """Remember what a simulation of ``snap`` built."""
+        self.snap, self.settings = snap, settings
+        self.known, self.joined, self.rates = dict(known), dict(joined), rates
+
+
+def _same_structure(old, snap) -> bool:
+    """Whether ``snap`` has ``old``'s nodes, arcs, GPUs and routing (capacities and
+    failures aside)."""
+    return (
+        old.routing == snap.routing
+        and old.n_arcs == snap.n_arcs
+        and old.n_nodes == snap.n_nodes
+        and tuple(old.node_ids) == tuple(snap.node_ids)
+        and np.array_equal(old.arc_src, snap.arc_src)
+        and np.array_equal(old.arc_dst, snap.arc_dst)
+        and np.array_equal(old.gpus, snap.gpus)
+    )

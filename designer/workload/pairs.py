@@ -8,7 +8,8 @@ look the same (same NVLink domain or not, the same rate alone, the same multiset
 (link family, capacity, split weight) along the way) share one `solve_collective` of a
 representative for their time: what the time model reads of a send (its rate alone,
 its hops, whether it leaves the domain) is then the same.  Each pair keeps its own
-routes for the shared solve.
+routes for the shared solve, and depends on them alone (`memo`: an edit off its route
+leaves its time as it was).
 
 Example
 -------
@@ -126,7 +127,7 @@ def lone_pairs(
                 rep.bandwidth_s,
                 (mine,),
                 rep.pipelined,
-                None if rep.touched is None else np.union1d(rep.touched, arcs_k),
+                np.unique(arcs_k),  # its own route decides its time (see the module)
             )
         )
     return out

@@ -116,6 +116,8 @@ class _Lones:
         self.maps: DomainMaps | None = None
         self.alike: dict[tuple, tuple[int, LoneCollective]] = {}
         self.tasks: dict[tuple, list[LoneCollective]] = {}
+        self.joined: dict[tuple, list[LoneCollective]] = {}
+        self.used: list[set[int]] = [set() for _ in jobs]
         self.counts = {"solved": 0}
 
     def __call__(self, jx: int, comm: Comm) -> list[LoneCollective]:
@@ -124,7 +126,15 @@ class _Lones:
         key = (comm.collective, comm.groups, float(comm.nbytes))
         got = self.tasks.get(key)
         if got is None:
-            got = self.tasks[key] = merged(self._each(jx, comm))
+            each = self._each(jx, comm)
+            # Keyed by the lone results themselves, so that a memo can hand the same
+            # joined phases (and their cached rates) to the next snapshot.
+            ids = tuple(id(lone) for lone in each)
+            self.used[jx].update(ids)
+            got = self.joined.get(ids)
+            if got is None:
+                got = self.joined[ids] = merged(each)
+            self.tasks[key] = got
         return got
 
     def _each(self, jx: int, comm: Comm) -> list[LoneCollective]:
@@ -251,26 +261,42 @@ def simulate(
     if routing is not None and routing != snap.routing:
         snap = dataclasses.replace(snap, routing=routing)
     jobs = list(jobs)
-    _check(jobs)
+    settings = (launch, reuse)
+    if (
+        memo is None
+        or len(memo.checked) != len(jobs)
+        or any(a is not b for a, b in zip(memo.checked, jobs, strict=False))
+    ):
+        _check(jobs)
     lones = _Lones(snap, jobs, launch, batch=reuse)
+    rates = None
     if memo is not None:
-        lones.known = memo.carry(snap)
-    rates = SharedRates(snap.arc_cap, reuse=reuse)
+        memo.checked = tuple(jobs)
+        lones.known = memo.carry(snap, settings)
+        lones.joined = dict(memo.joined)
+        rates = memo.rates
+    if rates is None:
+        rates = SharedRates(snap.arc_cap, reuse=reuse)
     together = run_jobs(jobs, lones, rates, snap.n_arcs, cancelled)
     t1 = time.perf_counter()
     if alone is None:
         alone = len(jobs) > 1
     alone_s = []
     for jx, job in enumerate(jobs):
-        if alone and len(jobs) > 1:
+        before = None if memo is None else memo.alone.get(id(job))
+        if alone and len(jobs) > 1 and before is not None and before[0] is job:
+            alone_s.append(before[1])  # nothing it uses changed since
+        elif alone and len(jobs) > 1:
             own = run_jobs([job], lambda _, c, jx=jx: lones(jx, c), rates, snap.n_arcs, cancelled)
             alone_s.append(own.makespan)
+            if memo is not None:
+                memo.alone[id(job)] = (job, own.makespan, frozenset(lones.used[jx]))
         elif len(jobs) == 1:
             alone_s.append(together.makespan)
         else:
             alone_s.append(None)
     if memo is not None:
-        memo.keep(snap, lones.known)
+        memo.keep(snap, settings, lones.known, lones.joined, rates)
     t2 = time.perf_counter()
     results = tuple(_job_result(job, together, jx, alone_s[jx]) for jx, job in enumerate(jobs))
     links = link_stats(snap, together, [j.job for j in jobs])
