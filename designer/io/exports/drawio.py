@@ -132,7 +132,7 @@ def drawio_bytes(
         fill = FAILED_COLOR if node.failed else KIND_COLORS.get(node.kind, OTHER_COLOR)
         shape = SHAPES.get(node.kind, "rounded=0")
         cell = ET.SubElement(obj, "mxCell", {
-            "style": f"{shape};whiteSpace=wrap;fillColor={fill};strokeColor=#333333;"
+            "style": f"{shape};fillColor={fill};strokeColor=#333333;"
                      "verticalLabelPosition=bottom;verticalAlign=top;fontSize=9;"
                      + ("dashed=1;" if node.failed else ""),
             "vertex": "1", "parent": parent,
