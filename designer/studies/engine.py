@@ -24,7 +24,7 @@ __all__ = ["TARGET_TASK_S", "EngineStats", "batches", "run_tasks"]
 
 #: The work one task carries, seconds: well above Dask's per-task overhead.
 TARGET_TASK_S = 1.0
-#: How long to wait for an existing scheduler to answer, seconds.
+#: How long to wait for the first worker of a cluster, seconds.
 CONNECT_TIMEOUT_S = 10.0
 
 
@@ -149,7 +149,9 @@ class Cluster:
         from distributed import Client, LocalCluster
 
         if self.scheduler is not None:
-            self.client = Client(self.scheduler, timeout=CONNECT_TIMEOUT_S)
+            # How long to try: Dask's own setting (distributed.comm.timeouts.connect,
+            # DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT in the environment).
+            self.client = Client(self.scheduler)
             self.where = self.scheduler
             return self
         n = self.workers or default_workers()
