@@ -5,10 +5,10 @@ in a fresh process, so the peak RSS printed is the case's own (``peak``: the pro
 peak resident memory, the built design included; ``design``: once the design is built).
 
 Cases a and b build their jobs here by hand (`hand_job`), case c with the traffic
-generator.  A hand-built job is a tensor x pipeline x data-parallel job, TP innermost on a server, then DP, then PP;
-per micro-batch and stage a forward span, its TP all-reduce, the activations sent to
-the next stage; then the backward pass the other way (GPipe order); then each stage's
-DP gradient all-reduce.
+generator.  A hand-built job is a tensor x pipeline x data-parallel job, TP innermost
+on a server, then DP, then PP; per micro-batch and stage a forward span, its TP
+all-reduce, the activations sent to the next stage; then the backward pass the other
+way (GPipe order); then each stage's DP gradient all-reduce.
 
 Columns: wall-clock and CPU time of the simulation; the peak RSS once the design is built
 (``design``) and at the end (``peak``); tasks; event steps of the shared run; max-min
@@ -18,8 +18,9 @@ largest slowdown (shared / alone).
 
 Cases (issue 32, "Speed"):
 
-a. one job on the "1,024-GPU" SuperPOD template (4 SUs: 127 servers, 1,016 H100): TP8 x PP8 x DP15 on 960 GPUs, 16 micro-batches
-   (64 DP groups of 15 GPUs, 120 TP groups).  No goal of its own.
+a. one job on the "1,024-GPU" SuperPOD template (4 SUs: 127 servers, 1,016 H100):
+   TP8 x PP8 x DP15 on 960 GPUs, 16 micro-batches (64 DP groups of 15 GPUs, 120 TP
+   groups).  No goal of its own.
 b. four jobs of 224 GPUs (TP8 x PP4 x DP7, 8 micro-batches each) side by side on the
    same SuperPOD (job k on every fourth server from server k), each also alone: the
    first simulation of the design (``cold``), then again after a one-link edit (a
