@@ -210,3 +210,17 @@ def test_registry_resolves_the_longest_suffix():
     assert format_for("a.csv") is None
     assert format_for("a.fabric.json").suffix == ".fabric.json"
     assert format_for("a.json").suffix == ".json"
+
+
+def test_shared_names_are_qualified_by_their_groups(tmp_path):
+    """Eight servers each with a "GPU 0": NetBox, DOT and the cabling plan say which."""
+    t = build_template("rail-cluster")
+    devices = rows(netbox_files(t)["devices.csv"])
+    names = [d["name"] for d in devices]
+    assert len(set(names)) == len(names)
+    assert not any(name.endswith(")") for name in names)
+    servers = {g.name for g in t.groups() if g.kind == "node"}
+    assert {f"{s}/GPU 0" for s in servers} <= set(names)
+    export(t, tmp_path / "f.cabling.csv")
+    plan = rows((tmp_path / "f.cabling.csv").read_bytes())
+    assert {r["b_device"] for r in plan} | {r["a_device"] for r in plan} <= set(names)

@@ -283,3 +283,41 @@ def csv_bytes(rows: list[list]) -> bytes:
     for row in rows:
         writer.writerow([_NOT_TEXT.sub("\ufffd", c) if isinstance(c, str) else c for c in row])
     return out.getvalue().encode("utf-8")
+
+
+def unique_names(topology: Topology) -> dict[str, str]:
+    """Node id -> a name no other node has, for formats that identify devices by name
+    (DOT, NetBox, the cabling plan).  A name two nodes share is qualified by their
+    groups' names, innermost first, until it is unique (``Node 5/GPU 0``); what is
+    still shared then gets `` (2)``, `` (3)`` in structural order."""
+    nodes = sorted_nodes(topology)
+    chains: dict[str, list[str]] = {}
+    for n in nodes:
+        chain, group, seen = [], n.group, set()
+        while group is not None and group not in seen and topology.has_group(group):
+            seen.add(group)
+            g = topology.group(group)
+            chain.append(g.name)
+            group = g.parent
+        chains[n.id] = chain
+    names = {n.id: n.name for n in nodes}
+    for depth in range(1, 1 + max((len(c) for c in chains.values()), default=0)):
+        counts: dict[str, int] = {}
+        for name in names.values():
+            counts[name] = counts.get(name, 0) + 1
+        clashing = [n for n in nodes if counts[names[n.id]] > 1]
+        if not clashing:
+            break
+        for n in clashing:
+            if depth <= len(chains[n.id]):
+                names[n.id] = "/".join([*reversed(chains[n.id][:depth]), n.name])
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for n in nodes:
+        name, k = names[n.id], 1
+        while name in taken:
+            k += 1
+            name = f"{names[n.id]} ({k})"
+        taken.add(name)
+        out[n.id] = name
+    return out

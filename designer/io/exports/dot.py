@@ -15,10 +15,10 @@ Both read a cabling plan as an undirected DOT graph with port names on the edges
 
 Only cables are edges (`designer.io.exports.cables`: PCIe and NVLink inside a server
 are board traces), one edge per cable with its port at each end, so a bundle of 18
-shows as 18 edges.  Node ids are the devices' names; names two devices share get
-``~2``, ``~3`` in structural order.  Every string is quoted with ``"`` and ``\\``
-escaped, and control characters (a newline, NUL) written as ``\\xNN``, so a name can
-never end a statement.
+shows as 18 edges.  Node ids are the devices' names, qualified by their groups where
+two share one (``Node 5/GPU 0``, `common.unique_names`).  Every string is quoted with
+``"`` and ``\\`` escaped, and control characters (a newline, NUL) written as ``\\xNN``,
+so a name can never end a statement.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import os
 
 from designer.io.atomic import atomic_write_bytes
 from designer.io.exports.cables import cables
-from designer.io.exports.common import one_line, sorted_nodes
+from designer.io.exports.common import one_line, sorted_nodes, unique_names
 from designer.model.topology import Topology
 
 __all__ = ["dot_bytes", "write_dot"]
@@ -47,18 +47,11 @@ def dot_bytes(topology: Topology, *, style: str = "air") -> bytes:
         raise ValueError(f"unknown DOT style {style!r} (air or ufm)")
     plan = cables(topology)
     cabled = {c.a for c in plan} | {c.b for c in plan}
-    names: dict[str, str] = {}
-    taken: set[str] = set()
+    names = unique_names(topology)
     lines = [f"graph {quoted(topology.name)} {{"]
     for node in sorted_nodes(topology):
         if node.id not in cabled:
             continue
-        name, n = node.name, 1
-        while name in taken:
-            n += 1
-            name = f"{node.name}~{n}"
-        taken.add(name)
-        names[node.id] = name
         attrs = [f"model={quoted(node.model)}"]
         if style == "air":
             attrs.insert(0, f"function={quoted(AIR_FUNCTION.get(node.kind, 'server'))}")

@@ -19,7 +19,8 @@ Files, in the order NetBox needs them (each import refers to what the earlier on
 
 The required columns follow NetBox's import forms (``netbox/dcim/forms/bulk_import.py``:
 ``DeviceImportForm``, ``CableImportForm``...).  Device names must be unique per site in
-NetBox: a name two devices share gets `` (2)``, `` (3)`` in structural order.  Every CSV
+NetBox: a name two devices share is qualified by their groups (``Node 5/GPU 0``),
+and one still shared (with a site or rack name too) gets `` (2)``, `` (3)``.  Every CSV
 cell goes through the house writer (no formula injection); YAML strings are written as
 JSON strings, which YAML reads as double-quoted scalars.
 """
@@ -32,7 +33,13 @@ import re
 from collections.abc import Mapping
 
 from designer.io.exports.cables import cables, port_prefix, ports_used
-from designer.io.exports.common import csv_bytes, sorted_groups, sorted_nodes, write_folder
+from designer.io.exports.common import (
+    csv_bytes,
+    sorted_groups,
+    sorted_nodes,
+    unique_names,
+    write_folder,
+)
 from designer.model.topology import Topology
 
 __all__ = ["netbox_files", "write_netbox"]
@@ -156,12 +163,13 @@ def netbox_files(topology: Topology) -> dict[str, bytes]:
     files["racks.csv"] = csv_bytes([["site", "name", "status"]] + [
         [unique[ancestor(g.parent, "cluster") or ""], unique[g.id], "planned"] for g in racks])
 
+    devices = unique_names(topology)
     rows = [["name", "role", "manufacturer", "device_type", "status", "site", "rack",
              "cf_coordinates"]]
     for n in nodes:
         device = catalog.device(n.model)
         rack = ancestor(n.group, "rack")
-        rows.append([unique_name(n.id, n.name), n.kind, device.vendor, n.model,
+        rows.append([unique_name(n.id, devices[n.id]), n.kind, device.vendor, n.model,
                      "offline" if n.failed else "planned",
                      unique[ancestor(n.group, "cluster") or ""],
                      unique[rack] if rack else "", f"{n.x:g};{n.y:g}"])
