@@ -35,6 +35,7 @@ from designer.cli_base import (
     shown,
 )
 from designer.cli_base import load_design as _load
+from designer.cli_simulate import add_simulate_parser
 from designer.cli_solver import (  # noqa: F401 - parse_size re-exported
     MAX_MEMORY_HELP,
     PARAMS_RANGE,
@@ -371,13 +372,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_study_parser(sub)
     add_workload_parser(sub)
+    add_simulate_parser(sub)
     p.subcommands = dict(sub.choices)  # for `parse_command_line`
     return p
 
 
 COMMANDS: tuple[str, ...] = (
     "templates", "new", "validate", "info", "bom", "export", "solve", "train", "study",
-    "workload")
+    "workload", "simulate")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
