@@ -15,8 +15,9 @@ Usage::
     python benchmarks/accuracy.py --json          # the same as JSON
     python benchmarks/accuracy.py --reference other.json
 
-Goals (issue 3): median |error| <= 5 % on sizes >= 1 GiB, <= 15 % over the whole A100
-curve from 32 KiB.
+Goals (issues 3 and 31): median |error| <= 5 % on sizes >= 1 GiB, <= 15 % over the whole
+A100 curve from 32 KiB (and <= 15 % over each case, a bound), no row beyond 25 %
+(`goal_misses`: printed, with the rows that miss it).
 """
 
 from __future__ import annotations
@@ -54,6 +55,18 @@ from accuracy_cases import (  # noqa: F401 - re-exported for the tests
 REPO = Path(__file__).resolve().parents[1]
 #: Published measurements, each with its source, kept in the repository (resources/reference).
 REFERENCE = REPO / "resources/reference/measured-allreduce.json"
+#: Published multi-node, mid-size, EFA and all-to-all measurements (each row names its
+#: design, its setup and its source URL), part of the same table.
+MULTINODE = REPO / "resources/reference/measured-multinode.json"
+
+
+def load_reference(*paths: Path) -> dict:
+    """The measured rows of ``paths`` (default: `REFERENCE` and `MULTINODE`) as one
+    reference: their ``cases`` in order."""
+    cases = []
+    for path in paths or (REFERENCE, MULTINODE):
+        cases.extend(json.loads(path.read_text(encoding="utf-8"))["cases"])
+    return {"cases": cases}
 #: Public figures on hardware no calibration row covers (Blackwell): printed as a check,
 #: never fitted, no goal of their own.
 UNSEEN = REPO / "resources/reference/unseen-blackwell.json"
@@ -64,6 +77,7 @@ GOAL_CURVE_MEDIAN_PCT = 15.0  # median |error| over the A100 curve from 32 KiB
 BOUND_LARGE_ROW_PCT = 10.0  # every row >= 1 GiB
 BOUND_ANY_ROW_PCT = 50.0  # every row at all (small sizes are latency-model territory)
 BOUND_CASE_MEDIAN_PCT = 15.0  # median |error| of each case
+GOAL_ANY_ROW_PCT = 25.0  # issue 31: no row beyond it (`goal_misses`)
 CURVE_CASE = "a100-8gpu-curve"
 
 #: A CLI runner: argv (without the program name) and a working directory -> stdout.
@@ -288,6 +302,19 @@ def goal_failures(rows: Sequence[Row]) -> list[str]:
     return fails
 
 
+def goal_misses(rows: Sequence[Row]) -> list[str]:
+    """The rows beyond issue 31's `GOAL_ANY_ROW_PCT` (empty: the goal is met).
+
+    Kept apart from `goal_failures`, whose bounds the test asserts on every row: the
+    A100 curve's mid sizes, in the table since issue 3, still miss this goal (see
+    docs/model.md), and the table says so rather than hiding them."""
+    return [
+        f"{r.case} at {_fmt_size(r.nbytes)}: {r.error_pct:+.1f} % (goal <= {GOAL_ANY_ROW_PCT:g} %)"
+        for r in rows
+        if not abs(r.error_pct) <= GOAL_ANY_ROW_PCT
+    ]
+
+
 def machine() -> dict[str, object]:
     """CPU model and core count of this machine (for the timing line)."""
     model = platform.processor()
@@ -345,26 +372,34 @@ def format_table(report: Report, goals: bool = True) -> str:
     fails = goal_failures(report.rows)
     lines.append("goals and bounds: " + ("all met" if not fails else "MISSED"))
     lines += [f"  missed: {f}" for f in fails]
+    misses = goal_misses(report.rows)
+    lines.append(f"rows beyond {GOAL_ANY_ROW_PCT:g} % (goal: none): "
+                 + (f"{len(misses)}" if misses else "none"))
+    lines += [f"  beyond: {m}" for m in misses]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reference", type=Path, default=REFERENCE, help="measured json")
+    ap.add_argument("--reference", type=Path, action="append",
+                    help="measured json (repeatable; default: measured-allreduce.json and "
+                         "measured-multinode.json in resources/reference)")
     ap.add_argument("--unseen", type=Path, default=UNSEEN,
                     help="public figures the fit never saw, printed after the table "
                          "(default: resources/reference/unseen-blackwell.json; 'none' to skip)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     ap.add_argument("--workers", type=int, default=2, help="CLI runs at once (default 2)")
     args = ap.parse_args(argv)
-    if not args.reference.is_file():
+    paths = args.reference or [REFERENCE, MULTINODE]
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
         print(
-            f"accuracy: no reference file at {args.reference} (use --reference PATH)",
+            f"accuracy: no reference file at {missing[0]} (use --reference PATH)",
             file=sys.stderr,
         )
         return 2
     t0 = time.perf_counter()
-    reference = json.loads(args.reference.read_text(encoding="utf-8"))
+    reference = load_reference(*paths)
     report = predict_reference(reference, workers=args.workers)
     unseen = None
     if str(args.unseen) != "none" and args.unseen.is_file():
@@ -379,6 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "notes": list(dict.fromkeys(report.notes)),
             "summary": summarize(report.rows),
             "goal_failures": goal_failures(report.rows),
+            "goal_misses": goal_misses(report.rows),
             "unseen": None if unseen is None else {
                 "rows": [asdict(r) for r in unseen.rows],
                 "skipped": [{"case": c, "reason": w} for c, w in unseen.skipped],

@@ -187,7 +187,8 @@ def build_points(reference: dict, notes: list[str]) -> list[Point]:
 
     c = cases["h100-small-latency"]
     n = int(c["gpus"])
-    shape = (_intra("nvlstree", n, nvls_bus_ceiling(h100, n)),)
+    # NCCL runs NVLS-tree only across nodes: on one node the row's "nvlstree" is NVLS
+    shape = (_intra("nvls", n, nvls_bus_ceiling(h100, n)),)
     for size in _size_range(c["bytes"]):
         points.append(Point(c["id"], size, float(c["time_us"]), "time_us", shape, "graph", n))
 

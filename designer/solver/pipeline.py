@@ -185,11 +185,11 @@ def _shape(plan: Plan, snap: Snapshot, phases: Sequence[PhaseSolution],
     per_byte = [p.seconds_per_byte for p in phases]
     total = max(per_byte) if plan.pipelined else sum(per_byte)
     ceiling = nccl_model.bus_factor(plan.collective, n) / total / 1e9
-    if plan.algorithm == "tree":
-        # NCCL's tuner rates a double binary tree at half the node's NIC bandwidth (each
-        # node interior in one tree sends ~2S); for few nodes the real trees send less,
-        # but NCCL does not exploit it, and we model what NCCL does.
-        ceiling = min(ceiling, _node_nic_GBps(snap, plan.ranks) * (n - 1) / n)
+    rated = None
+    if plan.algorithm == "tree" and plan.n_nodes > 2:
+        # NCCL's tuner rates a tree across more than two nodes at half the node's NIC
+        # bandwidth (it chooses by that; the tree then runs at what it moves).
+        rated = min(ceiling, _node_nic_GBps(snap, plan.ranks) * (n - 1) / n)
     # Fabric latency beyond NCCL's per-step network constant: switch tiers past the first.
     arc_hops = max(ph.net_hops for ph in plan.phases)
     algorithm = "p2p" if plan.algorithm == "direct" else plan.algorithm
@@ -200,7 +200,8 @@ def _shape(plan: Plan, snap: Snapshot, phases: Sequence[PhaseSolution],
         net_hops=arc_hops if plan.n_nodes > 1 else 0,
         net_latency_us=switch_lat * max(arc_hops - 2, 0) * 1e6,
         nvls_efficiency=(_nvls_efficiency(snap, plan)
-                         if algorithm in nccl_model.NVLS_ALGORITHMS else None))
+                         if algorithm in nccl_model.NVLS_ALGORITHMS else None),
+        tuner_ceiling_GBps=rated)
 
 
 def _notes(shapes) -> tuple[str, ...]:

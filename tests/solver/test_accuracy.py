@@ -37,7 +37,7 @@ acc = _import_accuracy()
 @pytest.fixture(scope="module")
 def reference() -> dict:
     # In the repository: a clone must be able to check the README's accuracy table.
-    return json.loads(acc.REFERENCE.read_text(encoding="utf-8"))
+    return acc.load_reference()
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +107,24 @@ def test_every_large_row_within_bound(report):
 
 def test_every_row_and_case_within_sanity_bounds(report):
     assert acc.goal_failures(report.rows) == [], _table(report.rows)
+
+
+def test_multinode_rows_meet_the_goals(report):
+    # Issue 31's rows (resources/reference/measured-multinode.json): multi-node, mid
+    # sizes, EFA, all-to-all; no row beyond 25 %, each case's median within 15 %.
+    ids = {c["id"] for c in json.loads(acc.MULTINODE.read_text(encoding="utf-8"))["cases"]}
+    rows = [r for r in report.rows if r.row in ids]
+    assert {r.row for r in rows} == ids
+    assert acc.goal_misses(rows) == [], _table(rows)
+    for case in ids:
+        med = acc._median_abs(r for r in rows if r.row == case)
+        assert med <= acc.BOUND_CASE_MEDIAN_PCT, (case, med)
+
+
+def test_two_node_auto_is_not_the_ring(report):
+    # On two nodes NCCL runs a tree (its busbw above the NICs'), not a ring
+    rows = [r for r in report.rows if r.row == "p4dn-efa-2node"]
+    assert [r.algorithm for r in rows] == ["tree"]
 
 
 def test_per_nic_rates_match_the_effective_figures(reference, report):
@@ -192,6 +210,7 @@ def test_summary_and_failures_on_made_up_rows():
     fails = acc.goal_failures(rows)
     assert any("A100 curve" in f for f in fails)
     assert not any("on >= 1 GiB" in f for f in fails)  # 5.0 % is within the goal
+    assert [m.split(":")[0] for m in acc.goal_misses(rows)] == [f"{acc.CURVE_CASE} at 1MiB"]
 
 
 # ------------------------------------------------------------------- unseen hardware

@@ -44,8 +44,12 @@ from designer.solver.snapshot.build import NVLINK
 
 # The scenario's enumerations are the one source; ``auto`` is no plan of its own.
 ALGORITHMS = tuple(a for a in SCENARIO_ALGORITHMS if a != "auto")
-__all__ = ["ALGORITHMS", "COLLECTIVES", "PLANNERS", "Phase", "Plan", "candidate_plans",
-           "ring_order"]
+#: What ``auto`` weighs, as NCCL's tuner does: NCCL's own algorithms only (ring, tree,
+#: NVLS, NVLS-tree, CollNet, PAT), each where it applies.  ``hierarchical`` is the flow
+#: solver's reduce-inside-the-node scheme, not an NCCL algorithm: it runs when forced.
+AUTO_ALGORITHMS = ("ring", "tree", "nvls", "nvlstree", "collnet", "pat")
+__all__ = ["ALGORITHMS", "AUTO_ALGORITHMS", "COLLECTIVES", "PLANNERS", "Phase", "Plan",
+           "candidate_plans", "ring_order"]
 
 
 # ----------------------------------------------------------------- algorithms
@@ -224,6 +228,69 @@ def plan_nvls(router: Router, ranks: np.ndarray, collective: str) -> Plan:
     return Plan(collective, "nvls", ranks, 1, (phase,), True)
 
 
+def plan_nvlstree(router: Router, ranks: np.ndarray, collective: str) -> Plan:
+    """NCCL's NVLS-tree all-reduce across NVLink domains: each domain reduces in its
+    NVLink switches (every GPU sends its buffer in and takes the result back, as `nvls`)
+    while the domains' heads run a double binary tree over the network, one pair of
+    trees per rail, pipelined with the in-switch stage.  NCCL runs it only across nodes
+    and only where every domain's switches reduce."""
+    snap = router.snap
+    if collective != "allreduce":
+        raise SolverError("nvlstree is an all-reduce algorithm")
+    srt, starts, sizes = grouped(snap, ranks)
+    nodes = len(starts)
+    if nodes < 2:
+        raise SolverError("nvlstree runs across NVLink domains (use nvls inside one)")
+    if int(sizes.min()) < 2:
+        raise SolverError("nvlstree needs at least 2 ranks in every NVLink domain")
+    doms = snap.gpu_domain[srt[starts]]
+    if not np.all(snap.domain_nvls[doms]):
+        raise SolverError("an NVLink domain's switches or GPUs cannot reduce in-switch (NVLS)")
+    fb = FlowBuilder(router)
+    nv = snap.arc_family == NVLINK
+    n_local = int(sizes.min())
+    for r in srt.tolist():
+        g = int(snap.gpus[r])
+        for direction, end in (("send", snap.arc_src), ("recv", snap.arc_dst)):
+            arcs = np.flatnonzero(nv & (end == g))
+            flow = fb.new_flow(1.0 + 1.0 / n_local, f"nvls {direction} {snap.node_ids[g]}")
+            fb.add(flow, arcs, snap.arc_cap[arcs] / snap.arc_cap[arcs].sum())
+    fb.nv_fixed = 2
+    intra = fb.phase("NVLS in-switch reduce and multicast", 2)
+    # The heads: channel c's head is the c-th GPU of every domain (its rail); each
+    # carries 1/c_count of the reduced buffer over a pair of complementary trees.
+    c_count = n_local
+    parents = [np.array(btree(nodes, mirror=t == 1), dtype=np.int64) for t in range(2)]
+    j = np.arange(nodes, dtype=np.int64)
+    fb = FlowBuilder(router)
+    for c in range(c_count):
+        heads = srt[starts + c]
+        for t in range(2):
+            flow = fb.new_flow(0.5 / c_count, f"nvlstree{t} ch{c}")
+            pj = parents[t]
+            has = pj >= 0
+            key = (c * 2 + t) * nodes + j[has]
+            a, b = heads[has], heads[pj[has]]
+            fb.transfers(np.full(2 * int(has.sum()), flow), np.r_[a, b], np.r_[b, a],
+                         np.r_[key, key + 7919])
+    depth = int(np.ceil(np.log2(nodes + 1)))
+    inter = fb.phase("double binary tree across domains", 2 * depth)
+    return Plan(collective, "nvlstree", ranks, nodes, (intra, inter), True)
+
+
+def plan_pat(router: Router, ranks: np.ndarray, collective: str) -> Plan:
+    """NCCL's PAT (parallel aggregated trees) all-gather or reduce-scatter, which NCCL
+    runs with one GPU per node: each rank still sends and receives ``(n-1)/n`` of the
+    buffer, as on a ring, but in ``log2 n`` latency steps."""
+    if collective not in ("allgather", "reducescatter"):
+        raise SolverError("pat is an all-gather / reduce-scatter algorithm")
+    sizes = grouped(router.snap, ranks)[2]
+    if len(sizes) < 2 or int(sizes.max()) != 1:
+        raise SolverError("NCCL runs PAT with one GPU per node only")
+    phase = _ring_phase(router, ranks, collective, f"pat {collective}")
+    return Plan(collective, "pat", ranks, len(sizes), (phase,), True)
+
+
 def _domain_rings(router: Router, table: np.ndarray, collective: str, label: str,
                   name: str) -> Phase:
     """Every domain's ring at once (row ``d`` of ``table``: domain ``d``'s ranks in local
@@ -320,8 +387,8 @@ def plan_sendrecv(router: Router, ranks: np.ndarray, collective: str = "sendrecv
 
 
 PLANNERS = {
-    "ring": plan_ring, "tree": plan_tree, "nvls": plan_nvls,
-    "hierarchical": plan_hierarchical,
+    "ring": plan_ring, "tree": plan_tree, "nvls": plan_nvls, "nvlstree": plan_nvlstree,
+    "pat": plan_pat, "hierarchical": plan_hierarchical,
     "collnet": lambda r, k, c: plan_hierarchical(r, k, c, inter="collnet"),
     "alltoall": plan_alltoall, "sendrecv": plan_sendrecv,
 }
@@ -346,13 +413,14 @@ def candidate_plans(router: Router, ranks: np.ndarray, collective: str,
     if collective in ("alltoall", "sendrecv"):
         return [build(collective)]
     if algorithm != "auto":
-        if algorithm not in ALGORITHMS:
+        if algorithm not in PLANNERS or algorithm in ("alltoall", "sendrecv"):
+            known = dict.fromkeys((*ALGORITHMS, *AUTO_ALGORITHMS))
             raise SolverError(f"unknown algorithm {algorithm!r}; one of auto, "
-                              f"{', '.join(ALGORITHMS)}")
+                              f"{', '.join(known)}")
         return [build(algorithm)]
     plans = []
     first_error: SolverError | None = None
-    for name in ALGORITHMS:
+    for name in AUTO_ALGORITHMS:
         if name == "nvls" and len(ranks) <= 4:
             continue  # NCCL's tuner enables NVLS only above 4 GPUs (force it to see it)
         try:

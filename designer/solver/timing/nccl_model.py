@@ -43,7 +43,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -154,6 +154,13 @@ class CollectiveShape:
     net_latency_us : float
         Extra per-step fabric latency from the topology (switch latencies x hops, cable
         delay), added to NCCL's per-step network constant on every inter-node step.
+    tuner_ceiling_GBps : float, optional
+        What NCCL's tuner *rates* the algorithm at, where that differs from what it
+        reaches (``ceiling_GBps``): NCCL picks the algorithm and protocol with its own
+        cost model (`choose`), and the pick then runs at its real speed.  A double binary
+        tree across more than two nodes is rated at half the node's NIC bandwidth (an
+        interior node sends about ``2S``; ``tuning.cc`` rates trees by ``bwInter`` and
+        the 0.5 algorithm-bandwidth ratio).  None: rated at ``ceiling_GBps``.
     nvls_efficiency : float, optional
         For NVLS and NVLS-tree: NCCL's NVLS bandwidth factor for the generation of the
         NVLink switches that reduce (the catalog's ``nvls_efficiency``: 0.85 Hopper, 0.74
@@ -170,6 +177,7 @@ class CollectiveShape:
     net_hops: int
     net_latency_us: float = 0.0
     nvls_efficiency: float | None = None
+    tuner_ceiling_GBps: float | None = None
 
     def __post_init__(self) -> None:
         if self.collective not in VALID_ALGORITHMS:
@@ -186,6 +194,9 @@ class CollectiveShape:
             )
         if not self.ceiling_GBps > 0.0:
             raise DesignError(f"{self.collective}/{self.algorithm}: ceiling_GBps must be > 0")
+        if self.tuner_ceiling_GBps is not None and not self.tuner_ceiling_GBps > 0.0:
+            raise DesignError(f"{self.collective}/{self.algorithm}: tuner_ceiling_GBps "
+                              "must be > 0")
         if self.nvls_efficiency is not None and not 0.0 < self.nvls_efficiency <= 1.0:
             raise DesignError(f"{self.collective}: nvls_efficiency must be in (0, 1], "
                               f"not {self.nvls_efficiency}")
@@ -203,6 +214,12 @@ class CollectiveShape:
     def ranks_per_node(self) -> int:
         """GPUs per NVLink domain (rounded up when the split is uneven)."""
         return -(-self.n_ranks // self.n_nodes)
+
+    def as_rated(self) -> CollectiveShape:
+        """This shape as NCCL's tuner sees it (its `tuner_ceiling_GBps` as the ceiling)."""
+        if self.tuner_ceiling_GBps is None:
+            return self
+        return replace(self, ceiling_GBps=self.tuner_ceiling_GBps, tuner_ceiling_GBps=None)
 
 
 @dataclass(frozen=True)
@@ -329,6 +346,13 @@ def protocol_times(
         lat_us = _latency_us(shape, proto, params, launch_us)
         # one rank: bus factor 0, nothing crosses a link, only the launch remains
         out[proto] = lat_us * 1e-6 + factor * sizes / (bw * 1e9)
+    if algo == "p2p":
+        # NCCL's rule, not its tuner: LL for a peer's bytes up to the threshold, Simple
+        # above it (the other protocol is simply not run there).
+        per_peer = sizes / (max(shape.n_ranks, 1) if shape.collective == "alltoall" else 1)
+        small = per_peer <= params.p2p_ll_threshold
+        out["LL"] = np.where(small, out["LL"], np.inf)
+        out["Simple"] = np.where(small, np.inf, out["Simple"])
     return out
 
 
@@ -373,7 +397,14 @@ def predict(
     sizes = _as_sizes(nbytes)
     names = list(times)
     stack = np.vstack([times[p] for p in names])
-    best = np.argmin(stack, axis=0)
+    # NCCL picks the protocol by its own rating of the algorithm; it then runs at the
+    # algorithm's real speed.
+    rated = shape.as_rated()
+    if rated is shape:
+        best = np.argmin(stack, axis=0)
+    else:
+        r = protocol_times(rated, nbytes, params, launch=launch, gpus_per_thread=gpus_per_thread)
+        best = np.argmin(np.vstack([r[p] for p in names]), axis=0)
     time_s = stack[best, np.arange(sizes.size)]
     algbw = sizes / time_s / 1e9
     return Prediction(
@@ -418,7 +449,12 @@ def choose(
     launch: str = "eager",
     gpus_per_thread: int = 1,
 ) -> tuple[np.ndarray, list[Prediction]]:
-    """NCCL's "auto": for each size, the shape (algorithm) with the lowest predicted time.
+    """NCCL's "auto": for each size, the shape (algorithm) NCCL's tuner rates fastest.
+
+    The tuner's rating is the predicted time with each shape's `tuner_ceiling_GBps`
+    where it has one (a tree across more than two nodes); the predictions returned are
+    at the shapes' real ceilings, so a pick can be slower than NCCL thought, as on the
+    hardware.
 
     Parameters
     ----------
@@ -451,5 +487,12 @@ def choose(
     preds = [
         predict(s, nbytes, params, launch=launch, gpus_per_thread=gpus_per_thread) for s in shapes
     ]
-    best = np.argmin(np.vstack([p.time_s for p in preds]), axis=0)
+    # The pick is by NCCL's rating of each candidate (`CollectiveShape.tuner_ceiling_GBps`),
+    # the predictions are what the candidates reach.
+    rated = [
+        p if s.as_rated() is s else predict(s.as_rated(), nbytes, params, launch=launch,
+                                            gpus_per_thread=gpus_per_thread)
+        for s, p in zip(shapes, preds, strict=True)
+    ]
+    best = np.argmin(np.vstack([p.time_s for p in rated]), axis=0)
     return best, preds

@@ -49,6 +49,7 @@ class ModelParams:
     channel_GBps: float
     launch_graph_us: float
     nvls_reference: float
+    p2p_ll_threshold: int
     efficiency: Mapping[str, float]
     thread_threshold: Mapping[str, int]
     max_threads: Mapping[str, int]
@@ -136,6 +137,8 @@ def load_params(path: str | Path | None = None) -> ModelParams:
     return ModelParams(
         **fitted,
         launch_graph_us=_number(_table(data, ("launch_us",), where), "graph", where),
+        p2p_ll_threshold=int(_positive(proto["LL"], "p2p_threshold_bytes",
+                                       f"{where} [protocol.LL]")),
         nvls_reference=_positive(_table(data, ("nvls",), where), "reference_efficiency",
                                  f"{where} [nvls]"),
         efficiency=MappingProxyType(

@@ -74,6 +74,19 @@ def _log2_ceil(n: int) -> int:
     return max(0, math.ceil(math.log2(n))) if n > 1 else 0
 
 
+#: Peers one round of NCCL point-to-point work reaches at once: its p2p channels (32 on
+#: the NVSwitch systems of the calibration; ``paths.cc`` ``p2pnChannels``) times the
+#: sends a channel batches (``device.h`` ``NCCL_MAX_DEV_WORK_P2P_PER_BATCH`` = 8).  Since
+#: NCCL 2.2x fits every peer of a multi-node all-to-all in as few rounds as that allows
+#: (``ncclTopoComputeP2pChannels``), an all-to-all pays a step latency per round, not
+#: per peer.
+P2P_PEERS_PER_ROUND = 32 * 8
+
+
+def _rounds(peers: int) -> int:
+    return -(-max(int(peers), 0) // P2P_PEERS_PER_ROUND)
+
+
 def step_split(collective: str, algorithm: str, n_ranks: int, n_nodes: int) -> tuple[int, int]:
     """(intra-node steps, inter-node steps) on the latency critical path."""
     n, nodes = int(n_ranks), int(n_nodes)
@@ -84,7 +97,8 @@ def step_split(collective: str, algorithm: str, n_ranks: int, n_nodes: int) -> t
     if algorithm in ("p2p", "ring") and collective in ("alltoall", "sendrecv"):
         if collective == "sendrecv":
             return (0, 1) if nodes > 1 else (1, 0)
-        return ppn - 1, n - ppn  # one exchange per peer; remote peers cost a network step
+        # the local peers and the remote ones, each in rounds of P2P_PEERS_PER_ROUND
+        return _rounds(ppn - 1), _rounds(n - ppn)
     if algorithm == "ring":
         total = two * (n - 1)
         inter = two * (nodes - 1)
@@ -101,7 +115,9 @@ def step_split(collective: str, algorithm: str, n_ranks: int, n_nodes: int) -> t
         # reduction itself adds no step.  Across nodes, one trip through the network.
         return 2 * (ppn - 1), (1 if nodes > 1 else 0)
     if algorithm == "nvlstree":
-        return 2 * (ppn - 1), 2 * _log2_ceil(nodes)
+        # NCCL tuning.cc: one intra-node NVLS latency (reduce to the heads and multicast
+        # back overlap the tree), then up and down the tree across nodes
+        return (1 if ppn > 1 else 0), 2 * _log2_ceil(nodes)
     if algorithm == "collnet":
         # gather to the node's NIC heads, one trip through the switch reduction tree, back
         return (2 if ppn > 1 else 0), 1
