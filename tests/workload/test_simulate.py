@@ -3,6 +3,8 @@ time, shared ones slow down as a hand max-min says, in time; errors name job and
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -325,3 +327,11 @@ def test_a_memo_keeps_what_an_edit_leaves_valid(spines, uplinks, link, edit):
     assert again.stats["solved_alone"] < fresh.stats["solved_alone"]
     assert again.to_json() | {"timing_ms": {}} == fresh.to_json() | {"timing_ms": {}}
     assert first.to_json()["jobs"] != fresh.to_json()["jobs"]  # the edit mattered
+
+
+def test_routing_option_solves_on_that_routing(leafspine):
+    job = _alone_job(leafspine, "allreduce", (0, 1, 4, 5), 1 << 26)
+    res = simulate(leafspine, [job], routing="ecmp")
+    ecmp = dataclasses.replace(leafspine, routing="ecmp")
+    want = float(solve_collective(ecmp, sizes=[1 << 26], ranks=[0, 1, 4, 5]).time_s[0])
+    assert res.jobs[0].iteration_s == pytest.approx(want, rel=1e-12)
