@@ -78,7 +78,7 @@ class Tuning:
     grouped_table, grouped_min : int
         Most and fewest entries of `first_occurrence_grouped`'s table.
     long_block : int
-        Entries from which `join_rows` copies a piece as a slice.
+        Entries from which `PendingRows.write` copies a piece as a slice.
     nvlink_max_table : int
         Distance-table entries per breadth-first search of NVLink routes.
     row_block : int

@@ -332,36 +332,26 @@ def _concat(parts: list[RouteBatch]) -> RouteBatch:
     full = [p for p in parts if len(p.arcs)]
     if len(full) == 1 and all(not p.hops.any() for p in parts if p is not full[0]):
         return full[0]          # the others are empty (a GPU's own PCIe link: no relay)
-    ptr, arcs, weights = join_rows([(p.ptr[:-1], p.lengths, p.arcs, p.weights)
-                                    for p in parts])
-    return RouteBatch(ptr, arcs, weights, sum(p.hops for p in parts))
-
-
-def join_rows(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows made of pieces: part ``(starts, lengths, arcs, weights)`` gives row ``i`` the
-    entries ``starts[i]:starts[i] + lengths[i]`` of ``arcs`` and ``weights``; row ``i`` is
-    its pieces in the order of ``parts`` (every part has a piece, maybe empty, per row).
-    Pieces may share entries (rows that repeat one shared middle).
-
-    Returns ``(ptr, arcs, weights)``; `PendingRows` writes them where the caller says.
-
-    >>> ptr, arcs, _ = join_rows([(np.array([0, 2]), np.array([2, 1]), np.arange(3),
-    ...                            np.ones(3)),
-    ...                           (np.array([0, 0]), np.array([1, 1]), np.array([9]),
-    ...                            np.ones(1))])
-    >>> ptr.tolist(), arcs.tolist()
-    ([0, 3, 5], [0, 1, 9, 2, 9])
-    """
-    rows = PendingRows.of(parts)
-    return (rows.ptr, *rows.written())
+    rows = PendingRows.of([(p.ptr[:-1], p.lengths, p.arcs, p.weights) for p in parts])
+    return RouteBatch(rows.ptr, *rows.written(), sum(p.hops for p in parts))
 
 
 @dataclass(frozen=True, eq=False)
 class PendingRows:
-    """Rows made of pieces (as `join_rows` takes them), with their row pointers, not yet
-    written: the caller writes them once, into the array they end up in (a phase's
-    table), instead of into a table of their own that is then copied."""
+    """Rows made of pieces, with their row pointers, not yet written: part ``(starts,
+    lengths, arcs, weights)`` gives row ``i`` the entries ``starts[i]:starts[i] +
+    lengths[i]`` of ``arcs`` and ``weights``; row ``i`` is its pieces in the order of the
+    parts (every part has a piece, maybe empty, per row).  Pieces may share entries (rows
+    that repeat one shared middle).  The caller writes them once, into the array they end
+    up in (a phase's table), instead of into a table of their own that is then copied.
+
+    >>> rows = PendingRows.of([(np.array([0, 2]), np.array([2, 1]), np.arange(3),
+    ...                         np.ones(3)),
+    ...                        (np.array([0, 0]), np.array([1, 1]), np.array([9]),
+    ...                         np.ones(1))])
+    >>> rows.ptr.tolist(), rows.written()[0].tolist()
+    ([0, 3, 5], [0, 1, 9, 2, 9])
+    """
 
     ptr: np.ndarray
     parts: tuple

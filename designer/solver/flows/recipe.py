@@ -38,8 +38,6 @@ import numpy as np
 from designer.solver.arrays.ragged import RouteBatch, ragged_arange
 from designer.solver.arrays.shared_routes import SharedRoutes
 
-KINDS = ("nv", "walk", "legs", "raw")
-
 
 @dataclass(frozen=True, eq=False)
 class Piece:

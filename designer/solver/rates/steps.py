@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from designer.solver.arrays.shared_routes import argsort_ids
+from designer.solver.arrays.ragged import stable_argsort
 from designer.solver.rates.tables import LocalProblem, RoutePairs, count_levels, csr, ranges
 from designer.solver.tuning import current
 
@@ -95,7 +95,7 @@ class BatchSteps:
             np.int32, copy=False)
         self.weight = np.concatenate([e_weight, np.ones(n_links)])
         self.of = np.repeat(np.arange(self.n_routes, dtype=np.int32), np.diff(self.ptr))
-        order = argsort_ids(self.link, n_links)
+        order = stable_argsort(self.link, n_links)
         self.lr_ptr = csr(self.link, n_links)
         self.lr_route, self.lr_weight = self.of[order], self.weight[order]
         # Unfrozen pair count per route (a one-link route's: the link's private pairs)

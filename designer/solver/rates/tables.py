@@ -17,8 +17,8 @@ import itertools
 
 import numpy as np
 
-from designer.solver.arrays.ragged import ragged_arange
-from designer.solver.arrays.shared_routes import argsort_ids, bincount
+from designer.solver.arrays.ragged import ragged_arange, stable_argsort
+from designer.solver.arrays.shared_routes import bincount
 from designer.solver.tuning import current
 
 __all__ = ["LocalProblem", "RoutePairs", "count_levels", "csr", "ranges"]
@@ -46,7 +46,7 @@ def _order(ids: np.ndarray, n: int) -> np.ndarray:
     if n_descents == 0:
         return np.arange(ids.size)
     if n <= 1 << 16 and n_descents >= ids.size // 64:
-        return argsort_ids(ids, n)
+        return stable_argsort(ids, n)
     # A few presorted runs (one per hop, say) merge fast; otherwise any sort will do.
     return np.argsort(ids, kind="stable" if n_descents < ids.size // 64 else "quicksort")
 
@@ -348,7 +348,7 @@ class LocalProblem:
         self.more_on_link = [False] * n_links  # some flow of the link overflows
         if rest.size:
             flow = self.e_flow[rest]
-            order = _stable_order(flow, n_flows)
+            order = stable_argsort(flow, n_flows)
             self.more = per_flow > width
             self.more_ptr = csr(flow, n_flows)
             self.more_link = e_link[rest][order]
@@ -407,12 +407,3 @@ class LocalProblem:
         if weight is None:
             return None, count
         return np.bincount(link, weights=weight, minlength=n + 1)[:n], count
-
-
-def _stable_order(ids: np.ndarray, n: int) -> np.ndarray:
-    """A stable argsort of ``ids`` in ``[0, n)``: radix sorts on 16-bit digits."""
-    if n <= 1 << 16:
-        return argsort_ids(ids, n)
-    low = np.argsort((ids & 0xFFFF).astype(np.uint16), kind="stable")
-    high = np.argsort((ids[low] >> 16).astype(np.uint16), kind="stable")
-    return low[high]

@@ -29,9 +29,9 @@ from designer.solver.arrays.ragged import (
     distinct,
     ragged_arange,
     split_by_capacity,
+    stable_argsort,
     unique_inverse,
 )
-from designer.solver.arrays.shared_routes import argsort_ids
 from designer.solver.errors import SolverError
 from designer.solver.routing.subgraph import _Subgraph, sorted_ptr
 from designer.solver.routing.walks import walk_levels
@@ -72,7 +72,7 @@ class _Domains:
         # Grouped by domain, arc order within (a template adds its boards' links board
         # by board: already so, and no sort is needed).
         if not _ascending(arc_dom):
-            order = argsort_ids(arc_dom, n_dom)
+            order = stable_argsort(arc_dom, n_dom)
             nv_all, arc_dom = nv_all[order], arc_dom[order]
         self.arcs = nv_all
         self.arc_ptr = sorted_ptr(arc_dom, n_dom)
@@ -81,7 +81,7 @@ class _Domains:
         in_dom = np.flatnonzero(self.node_dom >= 0)
         ndom = self.node_dom[in_dom]
         if not _ascending(ndom):
-            order = argsort_ids(ndom, n_dom)
+            order = stable_argsort(ndom, n_dom)
             in_dom, ndom = in_dom[order], ndom[order]
         self.nodes = in_dom
         self.node_ptr = sorted_ptr(ndom, n_dom)

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from designer.solver.arrays.ragged import distinct, ragged_arange
-from designer.solver.arrays.shared_routes import argsort_ids
+from designer.solver.arrays.ragged import distinct, ragged_arange, stable_argsort
 
 if TYPE_CHECKING:
     from designer.solver.snapshot.build import Snapshot
@@ -92,7 +91,7 @@ def arcs_by_source(snap: Snapshot, arcs: np.ndarray) -> np.ndarray:
     subgraph sorts its own arcs: fewer than all, and the NVLink ones are wanted first
     (`Router`)."""
     arcs = arcs.astype(np.int32 if snap.n_arcs < 2**31 else np.int64, copy=False)
-    return arcs[argsort_ids(snap.arc_src[arcs], snap.n_nodes)]
+    return arcs[stable_argsort(snap.arc_src[arcs], snap.n_nodes)]
 
 
 class _Subgraph:
