@@ -206,8 +206,9 @@ def cmd_failures(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     sc = report.scenario
+    ranks = f"{len(sc.ranks)} listed GPUs" if isinstance(sc.ranks, list) else sc.ranks
     what = ("training step" if training is not None else
-            f"{sc.collective} {sc.bytes:,} B ({sc.algorithm}, ranks {sc.ranks})")
+            f"{sc.collective} {sc.bytes:,} B ({sc.algorithm}, ranks {shown(ranks)})")
     n = len(report.elements)
     print(f"intact: {what}: {_ms(report.intact.time_s)}")
     eng = report.engine

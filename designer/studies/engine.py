@@ -112,11 +112,12 @@ def run_tasks(func: Callable, shared: Any, tasks: Sequence, *, workers: int | No
 def run_on(client: Any, func: Callable, shared: Any, tasks: Sequence,
            on_result: Callable[[Any], None] | None, stats: EngineStats) -> None:
     """`run_tasks` on a connected Dask client."""
-    from distributed import as_completed
+    from distributed import Future, as_completed
 
     if not tasks:
         return
-    shared_f = client.scatter(shared, broadcast=True, hash=False)
+    own = not isinstance(shared, Future)
+    shared_f = client.scatter(shared, broadcast=True, hash=False) if own else shared
     futures = [client.submit(func, shared_f, task, pure=False) for task in tasks]
     try:
         for fut in as_completed(futures):
@@ -129,7 +130,8 @@ def run_on(client: Any, func: Callable, shared: Any, tasks: Sequence,
         client.cancel(futures)
         raise
     finally:
-        client.cancel([shared_f])
+        if own:
+            client.cancel([shared_f])
 
 
 class Cluster:
@@ -141,6 +143,7 @@ class Cluster:
         self.workers, self.scheduler = workers, scheduler
         self.client, self._own_client = client, client is None
         self._cluster = None
+        self._warm: list = []
         self.where = "client" if client is not None else ""
 
     def __enter__(self) -> Cluster:
@@ -154,13 +157,32 @@ class Cluster:
             self.client = Client(self.scheduler)
             self.where = self.scheduler
             return self
+        import dask
+
         n = self.workers or default_workers()
-        # The worker processes log to stderr; only their errors concern a CLI user.
-        self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                     dashboard_address=None, silence_logs=logging.ERROR)
+        # Worker processes forked from this one start in ~1 s with the solver already
+        # imported; spawned ones import everything afresh (~13 s for two on a busy
+        # 2-core machine).  Each worker solves on one thread (`designer.studies.work`),
+        # so no solver thread of this process is needed in them.  The worker processes
+        # log to stderr; only their errors concern a CLI user.
+        with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
+            self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                         dashboard_address=None,
+                                         silence_logs=logging.ERROR)
         self.client = Client(self._cluster)
         self.where = f"LocalCluster of {n} process(es)"
         return self
+
+    def share(self, shared: Any, warm: Callable | None = None) -> Any:
+        """Send ``shared`` to every worker once (a future to pass as `run_tasks`'s
+        ``shared``), and start ``warm(shared)`` on each worker without waiting: a
+        worker then prepares (parses the design) while this process does its own part."""
+        shared_f = self.client.scatter(shared, broadcast=True, hash=False)
+        if warm is not None:
+            self._warm = [self.client.submit(warm, shared_f, workers=[w], pure=False,
+                                             allow_other_workers=False)
+                          for w in self.client.nthreads()]
+        return shared_f
 
     def n_workers(self) -> int:
         """Workers the scheduler has now (waits up to 10 s for the first)."""
@@ -172,6 +194,9 @@ class Cluster:
             time.sleep(0.1)
 
     def __exit__(self, *exc) -> None:
+        if self._warm and self.client is not None:
+            self.client.cancel(self._warm)
+            self._warm = []
         if self._own_client and self.client is not None:
             self.client.close()
             self.client = None

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -136,8 +138,26 @@ _STATES: OrderedDict[str, _Base] = OrderedDict()
 _STATES_LOCK = threading.Lock()
 
 
+def _in_dask_worker() -> bool:
+    """Whether this call runs in a Dask worker (without importing Dask otherwise)."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return False
+    try:
+        distributed.get_worker()
+    except ValueError:
+        return False
+    return True
+
+
 def _state(base: StudyBase) -> _Base:
-    """This process's `_Base` of ``base``, made on first use (two studies kept)."""
+    """This process's `_Base` of ``base``, made on first use (two studies kept).
+
+    In a Dask worker the solver keeps to one thread (``FABRIC_DESIGNER_THREADS=1``,
+    `designer.solver`'s switch): the cluster already runs a worker per core.
+    """
+    if _in_dask_worker():
+        os.environ["FABRIC_DESIGNER_THREADS"] = "1"
     with _STATES_LOCK:
         state = _STATES.get(base.key)
         if state is None:
