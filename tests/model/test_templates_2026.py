@@ -184,3 +184,40 @@ def test_templates_list_the_new_parameters():
     assert {"B300", "MI300X", "MI325X", "MI355X"} <= set(gpu_choices)
     torus_choices = next(p.choices for p in TEMPLATES["torus3d"].params if p.name == "gpu")
     assert {"TPU-v5p", "TPU7x", "Trainium2"} <= set(torus_choices)
+
+
+# NVIDIA DGX SuperPOD with DGX B300 systems (XDR) reference architecture, table 3
+# "Example compute fabric components": SU count -> (nodes, GPUs, leaf, spine, node-leaf
+# cables, leaf-spine cables).  The 18-SU row prints 9,216 GPUs for 1,296 nodes of 8 GPUs
+# (10,368, as its cable counts say): the GPUs are checked as nodes x 8.
+B300_SUPERPOD = {
+    1: (72, 576, 8, 4, 576, 576),
+    2: (144, 1152, 16, 8, 1152, 1152),
+    4: (288, 2304, 32, 18, 2304, 2304),
+    8: (576, 4608, 64, 36, 4608, 4608),
+    18: (1296, 9216, 144, 72, 10368, 10368),
+}
+
+
+@pytest.mark.parametrize(
+    "sus",
+    [1, 2, 4, pytest.param(8, marks=pytest.mark.slow), pytest.param(18, marks=pytest.mark.slow)],
+)
+def test_b300_superpod_matches_the_published_table(sus):
+    nodes, gpus, leaves, spines, node_leaf, leaf_spine = B300_SUPERPOD[sus]
+    t = build_template("superpod", gpu="B300", sus=sus)
+    assert sum(1 for g in t.groups() if g.kind == "node") == nodes
+    assert count(t, "gpu") == nodes * 8 == (gpus if sus != 18 else node_leaf)
+    assert (count(t, "leaf"), count(t, "spine"), count(t, "core")) == (leaves, spines, 0)
+    kinds = {n.id: n.kind for n in t.nodes()}
+    cables = Counter()
+    for lk in t.links():
+        ends = {kinds[lk.a], kinds[lk.b]}
+        if lk.tech == "ib-xdr":
+            cables["leaf-spine" if ends == {"leaf", "spine"} else "node-leaf"] += lk.count
+    assert (cables["node-leaf"], cables["leaf-spine"]) == (node_leaf, leaf_spine)
+    # every leaf spreads its uplinks evenly over the spines
+    per_pair = {lk.count for lk in t.links() if {kinds[lk.a], kinds[lk.b]} == {"leaf", "spine"}}
+    assert per_pair == {72 // spines}
+    if sus <= 2:
+        assert validate(t) == []

@@ -85,6 +85,14 @@ def _product(*names: str, times: int = 1) -> Callable[[dict[str, Any]], int]:
     return count
 
 
+def _superpod_gpus(gpu: str, sus: int) -> int:
+    """GPUs of a ``sus``-SU SuperPOD of ``gpu`` (0 for a bad value: the builder says)."""
+    ref = SUPERPOD_REFERENCE.get(gpu)
+    if ref is None or sus < 1:
+        return 0
+    return (sus * ref.nodes_per_su - ref.reserved_slots) * ref.gpus_per_node
+
+
 _FABRICS = tuple(FABRIC_PROTOCOLS)
 _PLANES = (
     Param("storage", False, "add a storage plane: NVMe servers on their own switches"),
@@ -152,16 +160,16 @@ TEMPLATES: dict[str, Template] = {
         ),
         Template(
             "superpod",
-            "NVIDIA DGX SuperPOD reference: 32-node SUs, rail-aligned NDR",
+            "NVIDIA DGX SuperPOD reference: rail-aligned SUs (32 nodes NDR; 72 B300 XDR)",
             (
                 Param("gpu", "H100", "GPU model", tuple(SUPERPOD_REFERENCE)),
-                Param("sus", 4, "scalable units (32 nodes each)"),
+                Param("sus", 4, "scalable units (32 nodes each; 72 for B300)"),
                 *_PLANES,
             ),
             build_superpod,
-            # 32 DGX nodes of 8 GPUs per SU, less the one node slot the reference gives
-            # to management (a 4-SU SuperPOD is 1,016 GPUs).
-            lambda v: max(0, int(v["sus"]) * 32 * 8 - 8),
+            # The reference's nodes per SU, less the node slots it gives to management
+            # (a 4-SU H100 SuperPOD is 1,016 GPUs).
+            lambda v: _superpod_gpus(v["gpu"], int(v["sus"])),
         ),
         Template(
             "fat-tree",

@@ -33,6 +33,9 @@ RACK_SERVERS = 4
 class SuperpodReference:
     """One GPU's DGX SuperPOD reference architecture (compute fabric).
 
+    ``even_spines``: two-tier fabrics take as many spines as split every leaf's uplinks
+    evenly (`even_spines`), as the B300 XDR reference does.
+
     ``reserved_slots`` node slots of the whole fabric go to the UFM management
     appliance, which takes ``appliance_links`` leaf ports (of rails 0, 1, ...) in the
     last SU.
@@ -47,6 +50,7 @@ class SuperpodReference:
     reserved_slots: int
     appliance_links: int
     source: str
+    even_spines: bool = False
 
 
 _H100_RA = SuperpodReference(
@@ -81,7 +85,32 @@ SUPERPOD_REFERENCE: dict[str, SuperpodReference] = {
         "/ 16 spine), 16 SU = 4,096 (128 / 128 / 64 core), 64 SU = 16,384 "
         "(512 / 512 / 256)",
     ),
+    "B300": SuperpodReference(
+        nodes_per_su=72,
+        gpus_per_node=8,
+        fabric="infiniband",
+        nic_gbps=800,
+        leaf_downlinks=72,
+        leaf_uplinks=72,
+        reserved_slots=0,
+        appliance_links=0,
+        source="NVIDIA DGX SuperPOD with DGX B300 systems (XDR) reference architecture, "
+        "table 3: SU = 72 DGX B300 (576 GPUs), Quantum-X800 leaves and spines; 1 SU = 8 leaf "
+        "/ 4 spine, 2 SU = 16 / 8, 4 SU = 32 / 18, 8 SU = 64 / 36, 18 SU = 144 / 72",
+        even_spines=True,
+    ),
 }
+
+
+def even_spines(uplinks: int, needed: int) -> int:
+    """The spine count a reference design uses: the fewest spines, at least ``needed``,
+    that every leaf's ``uplinks`` split over evenly (NVIDIA's B300 XDR SuperPOD puts 18
+    spines, not 16, over 32 leaves of 72 uplinks: 4 links to each).
+
+    >>> [even_spines(72, n) for n in (4, 8, 16, 32, 72)]
+    [4, 8, 18, 36, 72]
+    """
+    return next(d for d in range(max(1, needed), uplinks + 1) if uplinks % d == 0)
 
 
 def _racks(parts: Parts, servers: list[Server]) -> list[tuple[str, str | None, list[str]]]:
@@ -223,6 +252,9 @@ def build_superpod(
         )
     rails = ref.gpus_per_node
     plan = plan_clos([ref.leaf_uplinks] * (sus * rails), radix)
+    if plan.tiers == 2 and ref.even_spines:
+        spread_evenly = even_spines(ref.leaf_uplinks, sum(plan.pod_spines))
+        plan = plan_clos([ref.leaf_uplinks] * (sus * rails), radix, spines=spread_evenly)
     if not cores_join_pods(plan):
         most = largest(sus, lambda n: cores_join_pods(plan_clos([ref.leaf_uplinks] * (n * rails),
                                                                  radix)))
