@@ -97,8 +97,9 @@ def touched_arcs(arcs) -> np.ndarray:
 
 def _weighed(snap, cache: dict, collective: str, ranks: np.ndarray) -> np.ndarray | None:
     """The arcs of every plan the solve weighed for ``ranks`` (kept in its cache), or
-    None when the cache does not show them."""
-    solved = cache.get(("solved", collective, "auto", ranks.tobytes()))
+    None when the cache does not show them.  The plans then leave the cache: each group
+    is solved once, and a 128-rank group's plans hold megabytes of routes."""
+    solved = cache.pop(("solved", collective, "auto", ranks.tobytes()), None)
     if not solved:
         return None
     try:
