@@ -205,6 +205,12 @@ def cmd_export(args: argparse.Namespace) -> int:
                          f"(use {', '.join(suffixes())})")
     if args.scale is not None and fmt.suffix != ".png":
         raise UsageError("--scale applies to .png exports only")
+    if (args.legend or args.title_block) and not fmt.needs_qt:
+        raise UsageError("--legend and --title-block apply to .svg, .png and .pdf exports")
+    if (args.page or args.fit) and fmt.suffix != ".pdf":
+        raise UsageError("--page and --fit apply to .pdf exports only")
+    if args.fit and not args.page:
+        raise UsageError("--fit needs --page (a diagram-sized PDF is one page)")
     if args.scale is not None and not (0 < args.scale < float("inf")):
         raise UsageError(f"--scale must be a positive number, got {args.scale:g}")
     check_ranges(args, EXPORT_RANGES)
@@ -216,8 +222,11 @@ def cmd_export(args: argparse.Namespace) -> int:
         if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
             os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
         from designer.gui.export import DEFAULT_PNG_SCALE, MAX_PNG_PIXELS, export_topology
+        from designer.gui.export_sheet import Sheet
 
-        used = export_topology(topo, out, scale=args.scale)
+        sheet = Sheet(legend=args.legend, title_block=args.title_block, page=args.page,
+                      fit=args.fit or "scale")
+        used = export_topology(topo, out, scale=args.scale, sheet=sheet)
         if used is not None and used < DEFAULT_PNG_SCALE and args.scale is None:
             log.info("exported %s to %s at scale %g", args.file, out, used)
             print(f"wrote {out} at scale {used:g}, the largest that fits: at the default "
@@ -309,6 +318,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scale", type=float, metavar="S",
                    help="PNG pixels per canvas unit (default 2, or the largest scale "
                         "that fits when the design is too large for 2)")
+    s.add_argument("--legend", action="store_true",
+                   help="SVG/PNG/PDF: add a legend of the link technologies")
+    s.add_argument("--title-block", action="store_true",
+                   help="SVG/PNG/PDF: add a title block (design name, date, scenario)")
+    s.add_argument("--page", choices=("A4", "A3", "Letter", "Tabloid"),
+                   help="PDF: landscape pages of this size instead of one diagram-sized page")
+    s.add_argument("--fit", choices=("scale", "tile"),
+                   help="PDF with --page: scale the diagram to one page (default) or tile "
+                        "it over pages at print scale")
     s.add_argument("--force", action="store_true",
                    help="write even while a running Fabric Designer has the file open")
     document_ranges(s, EXPORT_RANGES)

@@ -28,7 +28,9 @@ points) keep their on-screen proportion to the icons in every format:
   floating point in the file, so nothing is lost.  A SuperPOD-wide design makes a page
   wider than the 200 inches Acrobat accepts; poppler, pdf.js and browsers open it.
 
-Every file is rendered in memory and then written atomically: a failed export never
+Each format can carry a legend and a title block, and a PDF can be laid on pages of a
+standard size (`designer.gui.export_sheet.Sheet`).  Every file is rendered in memory and
+then written atomically: a failed export never
 leaves a partial file.  File > Export (`export_dialog`) is in `designer.gui.export_dialog`.
 
 Example
@@ -46,7 +48,17 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRect, QRectF, QSizeF, Qt
+from PySide6.QtCore import (
+    QBuffer,
+    QByteArray,
+    QIODevice,
+    QMarginsF,
+    QRect,
+    QRectF,
+    QSize,
+    QSizeF,
+    Qt,
+)
 from PySide6.QtGui import QColor, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QGraphicsItem
@@ -56,6 +68,7 @@ from designer.gui.canvas.items import BundleItem, GroupItem, LinkItem, NodeItem
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.canvas.style import LIGHT, Theme
 from designer.gui.document import Document
+from designer.gui.export_sheet import Sheet, band_height, page_layout, paint_band, paint_pages
 from designer.io.atomic import atomic_write_bytes
 from designer.model.errors import DesignError
 from designer.model.safe_text import xml_bytes
@@ -88,7 +101,6 @@ MAX_PNG_SIDE = 32767  # raster painting and most image viewers stop here
 MAX_PNG_PIXELS = 1 << 27  # 512 MiB of ARGB32, about 134 megapixels
 DEFAULT_PNG_SCALE = 2.0  # pixels per scene unit: sharp on high-DPI screens
 DIAGRAM_SUFFIXES = (".svg", ".png", ".pdf")
-GRAPH_NOTE = "use .svg, .png, .pdf, .graphml, .json or .fabric.json"
 
 #: The light theme on pure white: what every export is drawn in.
 PRINT_THEME: Theme = dataclasses.replace(LIGHT, background=QColor("#FFFFFF"))
@@ -190,22 +202,28 @@ def _title(scene: FabricScene, title: str | None) -> str:
 
 
 # ------------------------------------------------------------------ the three formats
-def svg_bytes(scene: FabricScene, *, title: str | None = None) -> bytes:
-    """The diagram as an SVG document (see the module doc); labels are ``<text>``."""
+def svg_bytes(scene: FabricScene, *, title: str | None = None,
+              sheet: Sheet | None = None) -> bytes:
+    """The diagram as an SVG document (see the module doc); labels are ``<text>``;
+    ``sheet`` adds a legend and title block under it (`export_sheet`)."""
     with _export_state(scene):
         source = export_rect(scene)
+        band = math.ceil(band_height(sheet))
         buffer = QBuffer()
         buffer.open(QIODevice.OpenModeFlag.WriteOnly)
         generator = QSvgGenerator()
         generator.setOutputDevice(buffer)
         generator.setResolution(int(SCREEN_DPI))
-        generator.setSize(source.size())
-        generator.setViewBox(QRect(0, 0, source.width(), source.height()))
+        generator.setSize(QSize(source.width(), source.height() + band))
+        generator.setViewBox(QRect(0, 0, source.width(), source.height() + band))
         generator.setTitle(_title(scene, title))
         generator.setDescription(f"Network diagram made with Fabric Designer {__version__}")
         painter = QPainter(generator)
         try:
             _render(scene, painter, QRectF(0, 0, source.width(), source.height()), QRectF(source))
+            if band:
+                paint_band(painter, QRectF(0, source.height(), source.width(), band),
+                           scene.document.topology, sheet)
         finally:
             painter.end()
         buffer.close()
@@ -275,7 +293,8 @@ def _megapixels(pixels: float) -> str:
     return f"{pixels / 1e6:.0f} megapixels"
 
 
-def png_bytes(scene: FabricScene, *, scale: float | None = None) -> bytes:
+def png_bytes(scene: FabricScene, *, scale: float | None = None,
+              sheet: Sheet | None = None) -> bytes:
     """The diagram as PNG data at ``scale`` pixels per scene unit (see the module doc).
 
     ``None`` is `default_png_scale`: `DEFAULT_PNG_SCALE`, or the largest scale that fits
@@ -291,6 +310,8 @@ def png_bytes(scene: FabricScene, *, scale: float | None = None) -> bytes:
         raise ExportError(f"PNG scale must be a positive number, got {scale}")
     with _export_state(scene):
         source = export_rect(scene)
+        band = math.ceil(band_height(sheet))
+        source = source.adjusted(0, 0, 0, band)  # the band is part of the picture's size
         if scale is None:
             scale = _default_scale(source)
         fit = _max_scale(source)
@@ -316,7 +337,15 @@ def png_bytes(scene: FabricScene, *, scale: float | None = None) -> bytes:
         try:
             # The source grows by the sub-pixel rounding so nothing is stretched.
             grown = QRectF(source.x(), source.y(), width / scale, height / scale)
-            _render(scene, painter, QRectF(0, 0, width, height), grown)
+            if band:
+                diagram_h = (source.height() - band) * scale
+                _render(scene, painter, QRectF(0, 0, width, diagram_h),
+                        grown.adjusted(0, 0, 0, -band))
+                painter.scale(scale, scale)
+                paint_band(painter, QRectF(0, source.height() - band, source.width(), band),
+                           scene.document.topology, sheet)
+            else:
+                _render(scene, painter, QRectF(0, 0, width, height), grown)
         finally:
             painter.end()
     # ... then record the scaled resolution, so every scale prints at the same size.
@@ -332,17 +361,32 @@ def png_bytes(scene: FabricScene, *, scale: float | None = None) -> bytes:
     return bytes(data)
 
 
-def pdf_bytes(scene: FabricScene, *, title: str | None = None) -> bytes:
-    """The diagram as a one-page vector PDF fitted to the content (see the module doc)."""
+def pdf_bytes(scene: FabricScene, *, title: str | None = None,
+              sheet: Sheet | None = None) -> bytes:
+    """The diagram as a one-page vector PDF fitted to the content (see the module doc);
+    with ``sheet``, a legend and title block under it, or pages of a standard size
+    (`export_sheet.paint_pages`)."""
     with _export_state(scene):
         source = export_rect(scene)
-        points = QSizeF(source.width() * 72 / SCREEN_DPI, source.height() * 72 / SCREEN_DPI)
+        band = math.ceil(band_height(sheet))
         buffer = QBuffer()
         buffer.open(QIODevice.OpenModeFlag.WriteOnly)
         writer = QPdfWriter(buffer)
         writer.setResolution(int(SCREEN_DPI))  # see the module doc
         writer.setTitle(_title(scene, title))
         writer.setCreator(f"Fabric Designer {__version__}")
+        if sheet is not None and sheet.page is not None:
+            writer.setPageLayout(page_layout(sheet))
+            painter = QPainter(writer)
+            try:
+                paint_pages(writer, painter, lambda p, t, src: _render(scene, p, t, src),
+                            QRectF(source), scene.document.topology, sheet)
+            finally:
+                painter.end()
+            buffer.close()
+            return bytes(buffer.data())
+        source = source.adjusted(0, 0, 0, band)
+        points = QSizeF(source.width() * 72 / SCREEN_DPI, source.height() * 72 / SCREEN_DPI)
         page = QPageSize(
             points, QPageSize.Unit.Point, "Diagram", QPageSize.SizeMatchPolicy.ExactMatch
         )
@@ -354,7 +398,12 @@ def pdf_bytes(scene: FabricScene, *, title: str | None = None) -> bytes:
             # One device pixel is one scene unit; the page is whole points, so the source
             # takes the page's exact size (a fraction of a unit more margin at most).
             page = QRectF(0, 0, writer.width(), writer.height())
+            if band:
+                page = page.adjusted(0, 0, 0, -band)
             _render(scene, painter, page, page.translated(source.topLeft()))
+            if band:
+                paint_band(painter, QRectF(0, page.height(), page.width(), band),
+                           scene.document.topology, sheet)
         finally:
             painter.end()
         buffer.close()
@@ -369,16 +418,18 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def render_svg(
-    scene: FabricScene, path: str | os.PathLike[str], *, title: str | None = None
+    scene: FabricScene, path: str | os.PathLike[str], *, title: str | None = None,
+    sheet: Sheet | None = None,
 ) -> None:
     """Write the diagram as SVG to ``path`` atomically; ``title`` defaults to the
     design's name.  Raises `ExportError` when it cannot."""
     path = Path(path)
-    _write(path, _named(svg_bytes, path, scene, title=title))
+    _write(path, _named(svg_bytes, path, scene, title=title, sheet=sheet))
 
 
 def render_png(
-    scene: FabricScene, path: str | os.PathLike[str], *, scale: float | None = None
+    scene: FabricScene, path: str | os.PathLike[str], *, scale: float | None = None,
+    sheet: Sheet | None = None,
 ) -> float:
     """Write the diagram as PNG (``scale`` pixels per scene unit; None for
     `default_png_scale`) to ``path`` atomically; returns the scale used.
@@ -388,14 +439,15 @@ def render_png(
     path = Path(path)
     if scale is None:
         scale = _named(default_png_scale, path, scene)
-    _write(path, _named(png_bytes, path, scene, scale=scale))
+    _write(path, _named(png_bytes, path, scene, scale=scale, sheet=sheet))
     return scale
 
 
-def render_pdf(scene: FabricScene, path: str | os.PathLike[str]) -> None:
-    """Write the diagram as a one-page PDF to ``path`` atomically."""
+def render_pdf(scene: FabricScene, path: str | os.PathLike[str], *,
+               sheet: Sheet | None = None) -> None:
+    """Write the diagram as PDF to ``path`` atomically."""
     path = Path(path)
-    _write(path, _named(pdf_bytes, path, scene))
+    _write(path, _named(pdf_bytes, path, scene, sheet=sheet))
 
 
 def _named(render, path: Path, scene: FabricScene, **options) -> bytes:
@@ -407,7 +459,8 @@ def _named(render, path: Path, scene: FabricScene, **options) -> bytes:
 
 
 def export_scene(
-    scene: FabricScene, path: str | os.PathLike[str], *, scale: float | None = None
+    scene: FabricScene, path: str | os.PathLike[str], *, scale: float | None = None,
+    sheet: Sheet | None = None,
 ) -> float | None:
     """Write the diagram in the format the suffix of ``path`` names (.svg, .png, .pdf);
     returns the PNG scale used (None for SVG and PDF).
@@ -423,11 +476,11 @@ def export_scene(
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".svg":
-        render_svg(scene, path)
+        render_svg(scene, path, sheet=sheet)
     elif suffix == ".png":
-        return render_png(scene, path, scale=scale)
+        return render_png(scene, path, scale=scale, sheet=sheet)
     elif suffix == ".pdf":
-        render_pdf(scene, path)
+        render_pdf(scene, path, sheet=sheet)
     else:
         raise ExportError(
             f"{os.fspath(path)}: not a diagram format {suffix or '(none)'!r} "
@@ -437,7 +490,8 @@ def export_scene(
 
 
 def export_topology(
-    topology, path: str | os.PathLike[str], *, scale: float | None = None
+    topology, path: str | os.PathLike[str], *, scale: float | None = None,
+    sheet: Sheet | None = None,
 ) -> float | None:
     """Export a design without a window (the CLI's ``export``): build a scene for it,
     write ``path`` with `export_scene`; returns the PNG scale used (None for SVG, PDF).
@@ -451,5 +505,5 @@ def export_topology(
         _APP = QApplication(["fabric-designer"])
     document = Document(topology)
     scene = FabricScene(document, theme=PRINT_THEME)
-    return export_scene(scene, path, scale=scale)
+    return export_scene(scene, path, scale=scale, sheet=sheet)
 

@@ -86,6 +86,9 @@ def dialogs(monkeypatch) -> list[tuple[str, str]]:
         return other_writers.CANCEL
 
     monkeypatch.setattr(other_writers, "show_choice", choice)
+    # File > Export's diagram options (designer.gui.export_sheet): cancelled.
+    monkeypatch.setattr("designer.gui.export_sheet.run_dialog",
+                        lambda dialog: seen.append(("diagram options", "")) or 0)
     return seen
 
 

@@ -13,9 +13,17 @@ import networkx as nx
 import pytest
 from PySide6.QtCore import QByteArray, QLineF, QRectF
 from PySide6.QtGui import QColor, QImage, QPainter
-from PySide6.QtWidgets import QFileDialog, QGraphicsLineItem, QInputDialog, QMessageBox
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QFileDialog,
+    QGraphicsLineItem,
+    QInputDialog,
+    QMessageBox,
+)
 
 from designer.gui import export as ex
+from designer.gui import export_sheet
 from designer.gui.app import application
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.canvas.style import DARK, LIGHT
@@ -228,6 +236,13 @@ def test_a_missing_folder_is_one_clear_error(scene, tmp_path):
 
 
 # ---------------------------------------------------------------------------- File > Export
+def plain_sheet(dialog):
+    """The diagram-options question answered with no legend and no title block."""
+    for box in dialog.findChildren(QCheckBox):
+        box.setChecked(False)
+    return QDialog.DialogCode.Accepted
+
+
 @pytest.fixture
 def answer(monkeypatch):
     """Script the save dialog (and the PNG scale question); record message boxes."""
@@ -245,6 +260,7 @@ def answer(monkeypatch):
             return scale
 
         monkeypatch.setattr(QInputDialog, "getDouble", staticmethod(get_double))
+        monkeypatch.setattr(export_sheet, "run_dialog", plain_sheet)
         monkeypatch.setattr(
             QMessageBox, "warning", staticmethod(lambda *a, **k: calls["warnings"].append(a[2]))
         )
