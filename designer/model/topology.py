@@ -51,15 +51,17 @@ from designer.model.elements import (
     Node,
 )
 from designer.model.errors import DesignError
-from designer.model.events import Edit, TopologyEvents  # noqa: F401  (Edit re-exported)
-from designer.model.scenario import ROUTING_MODES, Scenario, TrainingSpec
+from designer.model.events import TopologyEvents
+from designer.model.scenario import ROUTING_MODES, Scenario, TrainingSpec, check_workloads
 
 #: Design-wide settings and their defaults: the routing mode, and the scenario and
-#: training workload the live analysis evaluates (plain dicts, see `model.scenario`).
+#: training workload the live analysis evaluates (plain dicts, see `model.scenario`),
+#: and the training jobs sharing the fabric (`model.scenario.check_workloads`).
 DEFAULT_SETTINGS: Mapping[str, Any] = {
     "routing": "adaptive",
     "scenario": Scenario().to_dict(),
     "training": TrainingSpec().to_dict(),
+    "workloads": [],
 }
 
 _ID_RE = ID_RE  # (tests compare it with the file schema's id pattern)
@@ -197,7 +199,9 @@ class Topology:
 
     @property
     def settings(self) -> Mapping[str, Any]:
-        return {k: (dict(v) if isinstance(v, dict) else v) for k, v in self._settings.items()}
+        return {k: (dict(v) if isinstance(v, dict) else
+                    check_workloads(v) if k == "workloads" else v)
+                for k, v in self._settings.items()}
 
     def new_id(self, prefix: str) -> str:
         """A fresh id ``prefix-N`` not used by any node, link or group."""
@@ -343,6 +347,8 @@ class Topology:
             value = Scenario.from_dict(value).to_dict()
         if key == "training":
             value = TrainingSpec.from_dict(value).to_dict()
+        if key == "workloads":
+            value = check_workloads(value)
         old = self._settings.get(key)
         if old != value:
             self._settings[key] = value
