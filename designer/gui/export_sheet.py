@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from designer.gui.canvas.style import tech_color
+from designer.io.exports.common import SATURATED_COLOR, utilisation_color
 from designer.model.scenario import Scenario
 from designer.model.topology import Topology
 
@@ -126,14 +127,15 @@ def paint_band(painter: QPainter, rect: QRectF, topology: Topology, sheet: Sheet
         painter.setFont(_FONT)
         if sheet.utilisation:
             steps = 20
-            for i in range(steps):
-                u = i / (steps - 1)
-                r, g = (int(255 * u * 2), 176) if u < 0.5 else (255, int(176 * (1 - u) * 2))
-                painter.fillRect(QRectF(x + i * 6, y, 6, 10), QColor(r, g, 0))
+            for i in range(steps):  # the canvas's scale (cividis, vermillion saturated)
+                color = utilisation_color(0.01 + 0.98 * i / (steps - 1))
+                painter.fillRect(QRectF(x + i * 6, y, 6, 10), QColor(color))
+            painter.fillRect(QRectF(x + steps * 6 + 4, y, 10, 10), QColor(SATURATED_COLOR))
             painter.setPen(QColor("#333333"))
             painter.drawText(QPointF(x, y + 22), "0 %")
-            painter.drawText(QPointF(x + steps * 6 - 24, y + 22), "100 %")
-            painter.drawText(QPointF(x + steps * 6 + 8, y + 9), "link utilisation")
+            painter.drawText(QPointF(x + steps * 6 - 20, y + 22), "99 %  saturated")
+            painter.drawText(QPointF(x + steps * 6 + 20, y + 9),
+                             "link utilisation (busiest direction)")
         else:
             col_w = 150.0
             for row, (name, color) in enumerate(_legend_entries(topology)):

@@ -101,3 +101,20 @@ def test_file_export_carries_the_canvas_utilisation(window, save_as, tmp_path, q
     util = {k: d["utilisation"] for _, _, k, d in graph.edges(keys=True, data=True)
             if "utilisation" in d}
     assert util[busiest] == pytest.approx(overlay.utilisation[busiest])
+
+
+def test_exported_utilisation_colours_are_the_canvas_colours():
+    """draw.io/GraphML edges and the legend use the canvas's utilisation colours."""
+    from PySide6.QtGui import QColor
+
+    from designer.gui.analysis.overlay import util_color
+    from designer.io.exports.common import utilisation_color
+
+    for i in range(101):
+        u = i / 100
+        mine, canvas = QColor(utilisation_color(u)), util_color(u)
+        if u <= 1e-9:
+            continue  # the canvas's idle grey is translucent; ours is the opaque grey
+        for a, b in ((mine.red(), canvas.red()), (mine.green(), canvas.green()),
+                     (mine.blue(), canvas.blue())):
+            assert abs(a - b) <= 6, (u, mine.name(), canvas.name())

@@ -92,14 +92,29 @@ def link_color(topology: Topology, link: Link) -> str:
     return TECH_COLORS.get(tech.protocol) or TECH_COLORS.get(tech.family, OTHER_COLOR)
 
 
+#: The canvas's utilisation colours (`designer.gui.analysis.overlay`): the cividis map,
+#: here as 17 stops interpolated linearly (a test holds them to pyqtgraph's map),
+#: vermillion from 99 %, translucent grey when idle.
+CIVIDIS = ("#00204d", "#002c69", "#05366e", "#2d426c", "#414d6b", "#52596c", "#61646f",
+           "#6f7073", "#7d7c78", "#8b8779", "#9b9477", "#aca174", "#bdaf6f", "#cebc68",
+           "#e0cb5e", "#f2da50", "#ffea46")
+SATURATED_COLOR = "#D55E00"
+IDLE_COLOR = "#969696"
+
+
 def utilisation_color(fraction: float) -> str:
-    """A green-yellow-red scale for a link's utilisation in [0, 1] (clipped)."""
-    u = min(1.0, max(0.0, float(fraction)))
-    if u < 0.5:
-        r, g = int(255 * u * 2), 176
-    else:
-        r, g = 255, int(176 * (1 - u) * 2)
-    return f"#{r:02X}{g:02X}00"
+    """The canvas's colour for a link at utilisation ``fraction`` (0-1), as ``#RRGGBB``."""
+    u = float(fraction)
+    if not u > 1e-9:
+        return IDLE_COLOR
+    if u >= 0.99:
+        return SATURATED_COLOR
+    x = min(u, 1.0) * (len(CIVIDIS) - 1)
+    i = min(int(x), len(CIVIDIS) - 2)
+    t = x - i
+    a, b = CIVIDIS[i], CIVIDIS[i + 1]
+    rgb = [round(int(a[k:k + 2], 16) * (1 - t) + int(b[k:k + 2], 16) * t) for k in (1, 3, 5)]
+    return "#{:02X}{:02X}{:02X}".format(*rgb)
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
