@@ -134,9 +134,15 @@ def _where(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_study(func, *a, **kw):
-    """Run a study, turning an unreachable scheduler into one line (exit 1)."""
+    """Run a study, turning an unreachable scheduler into one line (exit 1) and Ctrl+C
+    into a line saying what was stopped (then exit 130)."""
     try:
         return func(*a, **kw)
+    except KeyboardInterrupt:
+        progress = kw.get("progress")
+        stream = progress.stream if progress is not None else sys.stderr
+        stream.write("\ncancelled: no result; the outstanding tasks were dropped\n")
+        raise
     except (OSError, TimeoutError) as exc:
         if kw.get("scheduler"):
             raise DesignError(f"cannot use the Dask scheduler at {kw['scheduler']}: "
@@ -265,11 +271,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     keys = list(grid)
-    head = "  ".join(f"{k:>10}" for k in keys)
+    widths = {k: max(6, len(k), *(len(v.params[k]) for v in report.variants)) for k in keys}
+    head = "  ".join(f"{k:>{widths[k]}}" for k in keys)
     print(f"{head}  {'GPUs':>6}  {'$/GPU':>9}  {'W/GPU':>7}  {'busbw GB/s':>10}  "
           f"{'time':>12}  {'step':>10}  {'bisect GB/s':>11}  {'oversub':>7}  pareto")
     for v in report.variants:
-        cells = "  ".join(f"{v.params[k]:>10}" for k in keys)
+        cells = "  ".join(f"{v.params[k]:>{widths[k]}}" for k in keys)
         step = "-" if v.step_s is None else f"{v.step_s:.3f} s"
         bus = "-" if v.busbw_GBps is None else f"{v.busbw_GBps:.1f}"
         bis = "-" if v.bisection_GBps is None else f"{v.bisection_GBps:,.0f}"

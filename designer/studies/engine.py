@@ -12,9 +12,12 @@ Dask is imported only when a cluster is used: ``import designer`` stays light.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -134,6 +137,20 @@ def run_on(client: Any, func: Callable, shared: Any, tasks: Sequence,
             client.cancel([shared_f])
 
 
+@contextlib.contextmanager
+def _sigint_ignored():
+    """SIGINT ignored while processes are started (they inherit it), where this is the
+    main thread; restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 class Cluster:
     """A Dask client for a study: on an existing scheduler, or on a LocalCluster of
     worker processes started here (and stopped on exit, also after Ctrl+C)."""
@@ -164,10 +181,14 @@ class Cluster:
         # imported; spawned ones import everything afresh (~13 s for two on a busy
         # 2-core machine).  Each worker solves on one thread (`designer.studies.work`),
         # so no solver thread of this process is needed in them.  The worker processes
-        # log to stderr; only their errors concern a CLI user.
-        with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
+        # log to stderr; only their errors concern a CLI user.  (No dashboard, and its
+        # HTTP server on a free port: 8787 may be another cluster's.)
+        # The workers ignore Ctrl+C (it reaches the terminal's whole process group):
+        # this process cancels their tasks and stops them, without their tracebacks.
+        with _sigint_ignored(), dask.config.set(
+                {"distributed.worker.multiprocessing-method": "fork"}):
             self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                         dashboard_address=None,
+                                         dashboard_address=":0",
                                          silence_logs=logging.ERROR)
         self.client = Client(self._cluster)
         self.where = f"LocalCluster of {n} process(es)"
