@@ -22,10 +22,9 @@ from functools import cached_property
 import numpy as np
 
 from designer.solver.arrays.ragged import PendingRows, ragged_arange
-from designer.solver.errors import SolverError
 from designer.solver.tuning import current
 
-__all__ = ["SharedRoutes", "bincount", "ids_below"]
+__all__ = ["SharedRoutes", "bincount"]
 
 
 def bincount(ids: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
@@ -44,16 +43,6 @@ def bincount(ids: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.n
         out += np.bincount(ids[a:a + step], None if weights is None else weights[a:a + step],
                            minlength=n)
     return out
-
-
-def ids_below(ids: np.ndarray, upper: int) -> bool:
-    """Whether integer ``ids`` all lie in ``[0, upper)``, in one pass: seen as unsigned,
-    a negative id is huge."""
-    if not ids.size:
-        return True
-    if ids.dtype.kind == "i":
-        ids = ids.view(ids.dtype.str.replace("i", "u"))
-    return int(ids.max()) < upper
 
 
 @dataclass(frozen=True)
@@ -217,38 +206,6 @@ class SharedRoutes:
         return cls(np.concatenate(ptrs), link, weight, np.concatenate([p.pair_flow for p in parts]),
                    np.concatenate(route_ids).astype(ids, copy=False), mult, local)
 
-    def checked(self, n_links: int, n_flows: int | None) -> SharedRoutes:
-        """Validated copy with compact dtypes; raises SolverError naming the culprit."""
-        ptr = np.asarray(self.ptr, np.int64)
-        link = np.asarray(self.link)
-        weight = np.asarray(self.weight, np.float64)
-        if ptr.ndim != 1 or ptr.size == 0 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) \
-                or ptr[-1] != link.size:
-            raise SolverError("routes.ptr must rise from 0 to the number of route entries")
-        if weight.shape != link.shape:
-            raise SolverError(f"routes.weight has shape {weight.shape}, expected {link.shape}")
-        if not ids_below(link, n_links):
-            p = int(np.argmax((link < 0) | (link >= n_links)))
-            raise SolverError(f"routes.link[{p}] = {link[p]} but there are only {n_links} links")
-        if weight.size and not (weight.min() > 0 and weight.max() < np.inf):  # NaN fails too
-            bad = np.flatnonzero(~(weight > 0) | ~np.isfinite(weight))
-            raise SolverError(f"routes.weight[{bad[0]}] = {weight[bad[0]]}; weights must be "
-                              "finite and > 0")
-        flow = np.asarray(self.pair_flow)
-        route = np.asarray(self.pair_route)
-        if flow.shape != route.shape:
-            raise SolverError("routes.pair_flow and routes.pair_route must pair up one to one")
-        if not ids_below(route, self.n_routes):
-            raise SolverError(f"routes.pair_route refers to a route outside 0..{self.n_routes - 1}")
-        if not ids_below(flow, 2**63 if n_flows is None else n_flows):
-            raise SolverError("routes.pair_flow refers to a flow outside the flows")
-        mult = None
-        if self.pair_mult is not None:
-            mult = np.asarray(self.pair_mult, np.float64)
-            if mult.shape != flow.shape or not np.all((mult > 0) & np.isfinite(mult)):
-                raise SolverError("routes.pair_mult must be finite and > 0, one per pair")
-        return SharedRoutes(ptr, _ids(link), weight, _ids(flow), _ids(route), mult, self.local)
-
 
 def _written(entries: list, n: int, link_dtype: type | None
              ) -> tuple[np.ndarray, np.ndarray]:
@@ -269,12 +226,6 @@ def _written(entries: list, n: int, link_dtype: type | None
             weight[at:at + m] = e[1]
         at += m
     return link, weight
-
-
-def _ids(ids: np.ndarray) -> np.ndarray:
-    """Ids (in range, checked) as int32, or as they are if int64: a copy of a big table
-    costs more than the wider type saves."""
-    return ids if ids.dtype in (np.int32, np.int64) else ids.astype(np.int32)
 
 
 class RouteState:

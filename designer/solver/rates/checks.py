@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from designer.solver.arrays.shared_routes import SharedRoutes, ids_below
+from designer.solver.arrays.shared_routes import SharedRoutes
 from designer.solver.errors import SolverError
 from designer.solver.tuning import current
 
@@ -46,7 +46,7 @@ def checked_inputs(capacity, pair_flow, pair_link, pair_weight, n_flows, demand,
     dem = _demand_array(demand, n_flows)
     listed = None
     if routes is not None:
-        routes = routes.checked(n_links, n_flows)
+        routes = _checked_routes(routes, n_links, n_flows)
         listed = _listed(routes.pair_flow, n_flows)
     if listed is None or not listed.all():  # (every flow may take a route)
         listed = _listed(flow, n_flows) if listed is None else listed | _listed(flow, n_flows)
@@ -72,6 +72,31 @@ def checked_inputs(capacity, pair_flow, pair_link, pair_weight, n_flows, demand,
             starved = np.union1d(starved, routes.pair_flow[dead_route[routes.pair_route]])
             starved = starved.astype(np.int32)
     return cap, flow, link, weight, n_flows, dem, routes, linkless, starved
+
+
+def _checked_routes(routes: SharedRoutes, n_links: int, n_flows: int) -> SharedRoutes:
+    """``routes`` validated, ids int32 unless they are int64 already (a copy of a big
+    table costs more than the narrower type saves); raises SolverError naming the
+    culprit."""
+    ptr = np.asarray(routes.ptr, np.int64)
+    link = _index_array(routes.link, "routes.link")
+    if ptr.ndim != 1 or ptr.size == 0 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) \
+            or ptr[-1] != link.size:
+        raise SolverError("routes.ptr must rise from 0 to the number of route entries")
+    weight = _weight_array(routes.weight, link.size, "routes.weight")
+    flow = _index_array(routes.pair_flow, "routes.pair_flow")
+    route = _index_array(routes.pair_route, "routes.pair_route")
+    if flow.shape != route.shape:
+        raise SolverError("routes.pair_flow and routes.pair_route must pair up one to one")
+    ids = [_check_range(x, upper, name, what, keep_int64=True) for x, upper, name, what in (
+        (link, n_links, "routes.link", "link"), (flow, n_flows, "routes.pair_flow", "flow"),
+        (route, routes.n_routes, "routes.pair_route", "route"))]
+    mult = None
+    if routes.pair_mult is not None:
+        mult = np.asarray(routes.pair_mult, np.float64)
+        if mult.shape != flow.shape or not np.all((mult > 0) & np.isfinite(mult)):
+            raise SolverError("routes.pair_mult must be finite and > 0, one per pair")
+    return SharedRoutes(ptr, ids[0], weight, ids[1], ids[2], mult, routes.local)
 
 
 def _listed(flow: np.ndarray, n_flows: int) -> np.ndarray:
@@ -123,12 +148,24 @@ def _index_array(values, name: str) -> np.ndarray:
     return arr
 
 
-def _check_range(index: np.ndarray, upper: int, name: str, what: str) -> np.ndarray:
-    """Reject indices outside ``[0, upper)``; return them as int32 (copied only if needed)."""
+def _ids_below(ids: np.ndarray, upper: int) -> bool:
+    """Whether integer ``ids`` all lie in ``[0, upper)``, in one pass: seen as unsigned,
+    a negative id is huge."""
+    if ids.dtype.kind == "i":
+        ids = ids.view(ids.dtype.str.replace("i", "u"))
+    return int(ids.max()) < upper
+
+
+def _check_range(index: np.ndarray, upper: int, name: str, what: str,
+                 keep_int64: bool = False) -> np.ndarray:
+    """Reject indices outside ``[0, upper)``; return them as int32 (copied only if needed;
+    ``keep_int64``: int64 ones as they are)."""
+    narrow = index if keep_int64 and index.dtype == np.int64 else index.astype(np.int32,
+                                                                               copy=False)
     if index.size == 0:
-        return index.astype(np.int32, copy=False)
-    if upper <= 2**31 and ids_below(index, upper):  # the common case, in one pass
-        return index.astype(np.int32, copy=False)
+        return narrow
+    if upper <= 2**31 and _ids_below(index, upper):  # the common case, in one pass
+        return narrow
     lo, hi = int(index.min()), int(index.max())
     if lo < 0:
         p = int(np.argmax(index < 0))
@@ -138,21 +175,21 @@ def _check_range(index: np.ndarray, upper: int, name: str, what: str) -> np.ndar
         raise SolverError(f"{name}[{p}] = {index[p]} but there are only {upper} {what}s")
     if hi > np.iinfo(np.int32).max:
         raise SolverError(f"{name} has {what} id {hi}; at most 2**31 - 1 {what}s are supported")
-    return index.astype(np.int32, copy=False)
+    return narrow
 
 
-def _weight_array(pair_weight, n_pairs: int) -> np.ndarray | None:
+def _weight_array(pair_weight, n_pairs: int, name: str = "pair_weight") -> np.ndarray | None:
     if pair_weight is None:
         return None
     weight = np.asarray(pair_weight, dtype=np.float64)
     if weight.shape != (n_pairs,):
-        raise SolverError(f"pair_weight has shape {weight.shape}, expected ({n_pairs},)")
+        raise SolverError(f"{name} has shape {weight.shape}, expected ({n_pairs},)")
     if _all_positive_finite(weight):
         return weight
     bad = np.flatnonzero(~(weight > 0) | ~np.isfinite(weight))
     if bad.size:
         p = bad[0]
-        raise SolverError(f"pair_weight[{p}] = {weight[p]}; weights must be finite and > 0")
+        raise SolverError(f"{name}[{p}] = {weight[p]}; weights must be finite and > 0")
     return weight
 
 
