@@ -314,7 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file", help="the design: .fabric.json, or .drawio/.graphml to import")
     s.add_argument("-o", "--output", required=True,
                    help="OUT.svg | .png | .pdf | .drawio | .graphml | .dot (NVIDIA Air) | "
-                        ".ufm.dot | .netbox (a folder) | .cabling.csv | .json | .fabric.json")
+                        ".ufm.dot | .netbox (a folder) | .cabling.csv | .astra-sim (a folder) | "
+                        ".simai (a folder) | .ns3.txt | .json | .fabric.json")
     s.add_argument("--scale", type=float, metavar="S",
                    help="PNG pixels per canvas unit (default 2, or the largest scale "
                         "that fits when the design is too large for 2)")

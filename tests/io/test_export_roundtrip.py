@@ -94,7 +94,7 @@ def test_templates_round_trip(tmp_path, suffix, template):
 
 
 @pytest.mark.parametrize("suffix", [".drawio", ".graphml", ".dot", ".ufm.dot",
-                                    ".cabling.csv", ".json"])
+                                    ".cabling.csv", ".json", ".ns3.txt"])
 def test_export_does_not_depend_on_listing_order(tmp_path, suffix):
     t = build_template("rail-cluster")
     export(t, tmp_path / f"a{suffix}")

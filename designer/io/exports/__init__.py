@@ -66,6 +66,15 @@ def _cabling(topology: Topology, path: Any, **options: Any) -> None:
     write_cabling(topology, path)
 
 
+def _simulator(name: str) -> Callable[..., None]:
+    def write(topology: Topology, path: Any, **options: Any) -> None:
+        from designer.io.exports import simulators
+
+        getattr(simulators, f"write_{name}")(topology, path)
+
+    return write
+
+
 def _node_link(topology: Topology, path: Any, **options: Any) -> None:
     from designer.io.graph_export import export_node_link_json
 
@@ -112,6 +121,10 @@ FORMATS: tuple[ExportFormat, ...] = (
     ExportFormat(".ufm.dot", "Graphviz DOT, UFM cable-validation style", _dot("ufm")),
     ExportFormat(".netbox", "NetBox import folder", _netbox, folder=True),
     ExportFormat(".cabling.csv", "Cabling plan (CSV)", _cabling),
+    ExportFormat(".astra-sim", "ASTRA-sim analytical inputs (folder)", _simulator("astra_sim"),
+                 folder=True),
+    ExportFormat(".simai", "SimAI topology (folder)", _simulator("simai"), folder=True),
+    ExportFormat(".ns3.txt", "ns-3 topology (ASTRA-sim, SimAI backends)", _simulator("ns3")),
     ExportFormat(".fabric.json", "Fabric design", _fabric),
     ExportFormat(".json", "Node-link JSON", _node_link),
 )
