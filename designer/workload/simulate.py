@@ -18,6 +18,8 @@ The model, in short (``docs/model.md`` has it in full):
   of ``B`` stretches by the ratio of its alone rate to its shared rate, as the rates
   change over time (`designer.workload.shares`, `designer.workload.events`).  Alone,
   every speed is 1 and the group takes exactly ``T``.
+* The groups of one task that take the same time alone advance together, at the pace
+  of the most slowed of them (`lone.merged`); groups with other times advance apart.
 * While a phase runs, a link carries its flows at their pace times its speed: per-link
   bytes are the collective's bytes, utilisation is load / capacity.
 
