@@ -27,6 +27,9 @@ __all__ = ["TARGET_TASK_S", "EngineStats", "batches", "run_tasks"]
 
 #: The work one task carries, seconds: well above Dask's per-task overhead.
 TARGET_TASK_S = 1.0
+#: Modules the LocalCluster's fork server imports once for all its workers.
+PRELOAD = ("distributed", "designer.studies.work", "designer.studies.sweep",
+           "designer.solver.pipeline", "designer.io.fabric_json")
 #: How long to wait for the first worker of a cluster, seconds.
 CONNECT_TIMEOUT_S = 10.0
 
@@ -177,16 +180,20 @@ class Cluster:
         import dask
 
         n = self.workers or default_workers()
-        # Worker processes forked from this one start in ~1 s with the solver already
-        # imported; spawned ones import everything afresh (~13 s for two on a busy
-        # 2-core machine).  Each worker solves on one thread (`designer.studies.work`),
-        # so no solver thread of this process is needed in them.  The worker processes
-        # log to stderr; only their errors concern a CLI user.  (No dashboard, and its
-        # HTTP server on a free port: 8787 may be another cluster's.)
-        # The workers ignore Ctrl+C (it reaches the terminal's whole process group):
-        # this process cancels their tasks and stops them, without their tracebacks.
+        # Worker processes come from a fork server that imported Dask and the solver
+        # once: two start in ~3 s on a busy 2-core machine where spawning them (each
+        # importing everything afresh) takes ~13 s.  (Forking this process itself would
+        # be faster still, but it has threads, whose locks a fork can copy held.)
+        # Each worker solves on one thread (`designer.studies.work`).  The workers
+        # ignore Ctrl+C, which reaches the terminal's whole process group: this process
+        # cancels their tasks and stops them, without their tracebacks.  Their logs
+        # stay quiet below errors; no dashboard, and the HTTP server takes a free port
+        # (8787 may be another cluster's).
         with _sigint_ignored(), dask.config.set(
-                {"distributed.worker.multiprocessing-method": "fork"}):
+                {"distributed.worker.multiprocessing-method": "forkserver"}):
+            from distributed.utils import get_mp_context
+
+            get_mp_context().set_forkserver_preload(list(PRELOAD))
             self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                          dashboard_address=":0",
                                          silence_logs=logging.ERROR)

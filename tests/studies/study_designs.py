@@ -53,3 +53,19 @@ def by_id(doc: dict, rename: dict[str, str] | None = None) -> dict[str, tuple]:
     rename = rename or {}
     return {rename.get(e["id"], e["id"]): (e["kind"], e["time_s"], e["slowdown"],
                                            e["connected"]) for e in doc["elements"]}
+
+
+def same_figures(a: dict[str, tuple], b: dict[str, tuple], rel: float = 1e-9) -> bool:
+    """``by_id`` results equal, times and slowdowns to ``rel`` (a class's members agree
+    to the study's tolerance, not always to the last bit)."""
+    if a.keys() != b.keys():
+        return False
+    for key, x in a.items():
+        y = b[key]
+        for u, v in zip(x, y, strict=True):
+            if isinstance(u, float) and isinstance(v, float):
+                if abs(u - v) > rel * max(abs(u), abs(v)):
+                    return False
+            elif u != v:
+                return False
+    return True

@@ -17,7 +17,7 @@ from study_designs import without_timing
 from designer.studies.engine import batches
 
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore",
-       "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "3s"}
+       "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}
 
 
 def _study(path, *args, timeout=120, code=0):
