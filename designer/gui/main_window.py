@@ -27,6 +27,7 @@ from designer.gui.inspector import InspectorDock
 from designer.gui.minimap import MinimapDock
 from designer.gui.palette import PaletteDock
 from designer.gui.window_geometry import place_window, remember_window
+from designer.gui.workload.install import install_workload
 
 STATUS_MS = 6000
 
@@ -67,6 +68,7 @@ class MainWindow(QMainWindow):
         self._update_title()
         self._on_scene_selection_changed()
         self.analysis = install_analysis(self)
+        self.workload = install_workload(self)
         self.help_menu = install_help(self)  # last on the menu bar
         self.files.start_autosave()
         place_window(self, self.files.settings)
@@ -229,6 +231,7 @@ class MainWindow(QMainWindow):
         if self.files.maybe_save():
             remember_window(self, self.files.settings)
             self.analysis.runner.shutdown()
+            self.workload.runner.shutdown()
             self.files.discard_recovery()
             event.accept()
         else:

@@ -1,0 +1,143 @@
+"""The Workloads dock: jobs added from a preset, edited field by field with the errors
+shown as the user types, duplicated and deleted, every change one undo step and saved
+with the design.
+
+The dock runs here on a `Document` of one HGX server (8 GPUs), without a runner: these
+gestures need no simulation (tests/gui/test_workload_live.py has the live part).
+"""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from designer.gui.document import Document
+from designer.gui.workload.dock import WorkloadDock, parallel_text
+from designer.io.fabric_json import load, save
+from designer.model.templates import build_template
+from designer.workload.files import design_jobs
+
+
+@pytest.fixture
+def dock(qtbot):
+    doc = Document(build_template("hgx"))
+    dock = WorkloadDock(doc)
+    qtbot.addWidget(dock)
+    dock.resize(420, 700)
+    dock.show()
+    return dock
+
+
+def _add_from_menu(dock: WorkloadDock, preset: str) -> None:
+    """Pick ``preset`` in the Add job button's menu, as the user does."""
+    menu = dock.add_button.menu()
+    (action,) = [a for a in menu.actions() if a.text().split(" ")[0] == preset]
+    action.trigger()
+
+
+def _retype(qtbot, field, text: str) -> None:
+    field.setFocus()
+    field.selectAll()
+    qtbot.keyClick(field, Qt.Key.Key_Backspace)
+    qtbot.keyClicks(field, text)
+
+
+def test_a_job_added_from_a_preset_is_listed_undoable_and_saved(dock, tmp_path):
+    doc = dock.document
+    _add_from_menu(dock, "tiny")
+    assert dock.table.rowCount() == 1
+    cells = [dock.table.item(0, c).text() for c in range(4)]
+    assert cells == ["tiny", "tiny", "8", "TP2 PP2 DP2"]
+    assert [j["name"] for j in doc.topology.settings["workloads"]] == ["tiny"]
+    assert dock.editor.isEnabled() and dock.editor.widgets[("", "name")].text() == "tiny"
+
+    _add_from_menu(dock, "tiny-moe")  # a second job: a name and colour of its own
+    names = [j.name for j in dock.jobs]
+    assert names == ["tiny", "tiny-moe"]
+    assert dock.jobs[0].colour != dock.jobs[1].colour
+
+    doc.undo_stack.undo()
+    assert [j.name for j in dock.jobs] == ["tiny"] and dock.table.rowCount() == 1
+    doc.undo_stack.undo()
+    assert dock.jobs == [] and dock.table.rowCount() == 0
+    assert not dock.editor.isEnabled()
+    doc.undo_stack.redo()
+    doc.undo_stack.redo()
+    assert [j.name for j in dock.jobs] == ["tiny", "tiny-moe"]
+
+    path = tmp_path / "two.fabric.json"
+    save(doc.topology, path)
+    assert design_jobs(load(path)) == dock.jobs
+
+
+def test_a_preset_too_big_for_the_design_is_cut_to_its_gpus(dock):
+    job = dock.add_job("llama3.1-70b")  # 256 GPUs by default; the design has 8
+    assert job.n_gpus <= 8 and job.parallel.tp == 8
+    assert dock.table.item(0, 3).text() == parallel_text(job)
+
+
+def test_a_bad_value_shows_an_inline_error_naming_the_field_and_changes_nothing(dock, qtbot):
+    doc = dock.document
+    dock.add_job("tiny")
+    steps = doc.undo_stack.count()
+    before = doc.topology.settings["workloads"]
+    tp = dock.editor.widgets[("parallel", "tp")]
+
+    _retype(qtbot, tp, "3")  # 3 does not divide the tiny model's attention heads
+    assert dock.editor.error_label.isVisible()
+    assert "tp" in dock.editor.error and "heads" in dock.editor.error
+    assert "border" in tp.styleSheet()
+
+    dp = dock.editor.widgets[("parallel", "dp")]
+    _retype(qtbot, tp, "2")
+    _retype(qtbot, dp, "x")
+    assert dock.editor.error.startswith("parallel.dp: expected a whole number")
+    assert "border" in dp.styleSheet() and tp.styleSheet() == ""
+    qtbot.keyClick(dp, Qt.Key.Key_Return)  # committing a bad value does nothing
+    assert doc.undo_stack.count() == steps
+    assert doc.topology.settings["workloads"] == before
+
+    name = dock.editor.widgets[("", "name")]
+    dock.add_job("tiny-moe")
+    dock.table.selectRow(1)
+    _retype(qtbot, name, "tiny")
+    assert dock.editor.error == "name: another job is named 'tiny'"
+
+
+def test_a_good_value_is_one_undo_step(dock, qtbot):
+    doc = dock.document
+    dock.add_job("tiny")
+    steps = doc.undo_stack.count()
+    dp = dock.editor.widgets[("parallel", "dp")]
+    pp = dock.editor.widgets[("parallel", "pp")]
+    # 8 GPUs as TP2 PP1 DP4, typed field by field: each committed field is one step
+    # (the job has 4 GPUs in between).
+    _retype(qtbot, pp, "1")
+    qtbot.keyClick(pp, Qt.Key.Key_Return)
+    _retype(qtbot, dp, "4")
+    qtbot.keyClick(dp, Qt.Key.Key_Return)
+    assert dock.editor.error == ""
+    assert doc.undo_stack.count() == steps + 2
+    assert dock.table.item(0, 3).text() == "TP2 DP4"
+    assert doc.topology.settings["workloads"][0]["parallel"]["dp"] == 4
+    doc.undo_stack.undo()
+    assert dock.table.item(0, 3).text() == "TP2 DP2"
+    assert dp.text() == "2"
+    doc.undo_stack.undo()
+    assert dock.table.item(0, 3).text() == "TP2 PP2 DP2"
+    doc.undo_stack.redo()
+    doc.undo_stack.redo()
+    assert dock.table.item(0, 3).text() == "TP2 DP4"
+
+
+def test_duplicate_and_delete(dock):
+    doc = dock.document
+    dock.add_job("tiny")
+    copy = dock.duplicate_job()
+    assert [j.name for j in dock.jobs] == ["tiny", "tiny-2"]
+    assert copy.parallel == dock.jobs[0].parallel and copy.colour != dock.jobs[0].colour
+    assert dock.selected_name() == "tiny-2"
+    dock.delete_job()
+    assert [j.name for j in dock.jobs] == ["tiny"]
+    doc.undo_stack.undo()
+    assert [j.name for j in dock.jobs] == ["tiny", "tiny-2"]

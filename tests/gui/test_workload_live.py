@@ -1,0 +1,122 @@
+"""The live workload simulation in the main window: adding or editing a job, or editing
+the design, simulates every job again in the background; the dock shows each job's
+iteration time and slowdown, the iteration timeline its lanes; stale results never
+reach the views; the single-collective Scenario dock stays.
+
+Runs the example design (4 HGX servers, 32 GPUs) with the tiny presets (8 GPUs each):
+a simulation takes well under a second.
+"""
+
+from __future__ import annotations
+
+import csv
+
+from designer.gui.analysis.panels.base import format_seconds
+from designer.model.commands import SetLinkProps
+from tests.gui.conftest import close_window, open_window
+
+#: Generous for a sub-second simulation on a loaded 2-core machine.
+SOLVE_TIMEOUT_MS = 20_000
+
+
+def _idle(runner) -> bool:
+    return not runner.busy and not runner.pending
+
+
+def simulated(qtbot, window):
+    """The workload result of the design as it is now, waiting for it if needed."""
+    runner = window.workload.runner
+    topo = window.document.topology
+    qtbot.waitUntil(
+        lambda: (
+            _idle(runner)
+            and runner.latest is not None
+            and runner.latest.generation == topo.generation
+        ),
+        timeout=SOLVE_TIMEOUT_MS,
+    )
+    return runner.latest
+
+
+def test_a_job_is_simulated_and_shown_in_the_dock_and_the_timeline(qtbot, tmp_path):
+    window, error = open_window(qtbot)
+    assert error is None
+    try:
+        wl = window.workload
+        assert window.analysis.scenario is not None  # the one-collective mode stays
+        seen: list[tuple[int, int]] = []
+        wl.runner.result_ready.connect(
+            lambda r: (
+                seen.append((r.generation, window.document.topology.generation))
+                if r is not None
+                else None
+            )
+        )
+        wl.dock.add_job("tiny")
+        result = simulated(qtbot, window)
+        (job,) = result.simulation.jobs
+        assert job.name == "tiny" and job.iteration_s > 0 and job.slowdown == 1.0
+        assert wl.dock.table.item(0, 4).text() == format_seconds(job.iteration_s)
+        assert wl.dock.table.item(0, 5).text() == "1.000×"
+        assert "tiny" in wl.dock.answer.text()
+
+        panel = wl.timeline
+        panel.show()
+        panel.raise_()
+        qtbot.waitUntil(lambda: not panel.pending and bool(panel.bars), timeout=5_000)
+        lanes = {text.split(" · ")[1] for _row, text in panel.row_labels}
+        assert {"compute", "TP", "PP", "DP"} <= lanes
+        bar = next(b for b in panel.bars if b.lane == "tp")
+        assert panel.bar_at((bar.start_s + bar.end_s) / 2, bar.row) == bar
+        assert "per group" in bar.describe()
+
+        path = panel.export_csv(tmp_path / "timeline.csv")
+        with path.open() as f:
+            rows = list(csv.DictReader(f))
+        assert {r["lane"] for r in rows} >= {"compute", "tp", "pp", "dp"}
+        assert all(r["job"] == "tiny" for r in rows)
+        assert panel.export_png(tmp_path / "t.png").stat().st_size > 0
+
+        # A second job and an edit of the design: each re-simulates both jobs.
+        wl.dock.add_job("tiny-moe")
+        nvlink = window.document.topology.link("n01-gpu0:n01-nvs0")
+        window.document.push(SetLinkProps([nvlink.id], count=max(nvlink.count // 2, 1)))
+        result = simulated(qtbot, window)
+        assert [j.name for j in result.simulation.jobs] == ["tiny", "tiny-moe"]
+        assert all(wl.dock.table.item(r, 4).text() for r in range(2))
+        # Every result shown was of the design as it was when it arrived.
+        assert seen and all(g == now for g, now in seen)
+
+        window.document.undo_stack.undo()
+        window.document.undo_stack.undo()
+        result = simulated(qtbot, window)
+        assert [j.name for j in result.simulation.jobs] == ["tiny"]
+        assert wl.dock.table.rowCount() == 1
+    finally:
+        close_window(window)
+
+
+def test_a_job_the_design_cannot_hold_says_why_and_cancel_stops_a_run(qtbot):
+    window, error = open_window(qtbot)
+    assert error is None
+    try:
+        wl = window.workload
+        wl.dock.add_job("tiny")
+        simulated(qtbot, window)
+        for _ in range(4):  # 5 x 8 GPUs on a 32-GPU design
+            wl.dock.duplicate_job()
+        with qtbot.waitSignal(wl.runner.failed, timeout=SOLVE_TIMEOUT_MS) as blocker:
+            pass
+        assert "tiny-5" in blocker.args[1]
+        assert wl.dock.status.text().startswith("Simulation failed:")
+        assert all(wl.dock.table.item(r, 4).text() == "" for r in range(5))
+
+        window.document.undo_stack.undo()  # 4 jobs again: fits
+        qtbot.waitUntil(lambda: wl.runner.busy, timeout=SOLVE_TIMEOUT_MS)
+        with qtbot.waitSignal(wl.runner.cancelled, timeout=SOLVE_TIMEOUT_MS):
+            wl.dock.cancel_button.click()
+        qtbot.waitUntil(lambda: _idle(wl.runner), timeout=SOLVE_TIMEOUT_MS)
+        assert wl.runner.latest is None
+        assert "cancelled" in wl.dock.status.text()
+    finally:
+        close_window(window)
