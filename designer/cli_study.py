@@ -154,12 +154,9 @@ def _write_table(rows: list[dict], out: str) -> None:
     path = Path(out)
     suffix = path.suffix.lower()
     if suffix == ".parquet":
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise UsageError(f"-o {out}: writing Parquet needs pyarrow "
-                             "(pip install pyarrow); or write .csv or .json") from None
+        import pyarrow as pa  # (there: `_check_output` found it)
+        import pyarrow.parquet as pq
+
         pq.write_table(pa.Table.from_pylist(rows), path)
         return
     if suffix == ".json":
@@ -174,8 +171,16 @@ def _write_table(rows: list[dict], out: str) -> None:
 
 
 def _check_output(out: str | None) -> None:
-    if out is not None and Path(out).suffix.lower() not in (".csv", ".parquet", ".json"):
+    """Refuse an ``-o`` the study could not write, before the study runs."""
+    suffix = Path(out).suffix.lower() if out is not None else None
+    if out is not None and suffix not in (".csv", ".parquet", ".json"):
         raise UsageError(f"-o {out}: write .csv, .parquet or .json")
+    if suffix == ".parquet":
+        import importlib.util
+
+        if importlib.util.find_spec("pyarrow") is None:
+            raise UsageError(f"-o {out}: writing Parquet needs pyarrow "
+                             "(pip install pyarrow); or write .csv or .json")
 
 
 def _ms(seconds: float | None) -> str:
@@ -231,11 +236,11 @@ def cmd_failures(args: argparse.Namespace) -> int:
     print(f"{cut} disconnect ranks, {slower} slow the {'step' if training else 'collective'} "
           f"down, {n - cut - slower} change nothing")
     top = report.elements[:args.top]
-    print(f"{'slowdown':>9}  {'time':>12}  {'connected':9}  {'class':>5}  kind  element")
+    print(f"{'slowdown':>9}  {'time':>12}  {'connected':9}  {'class':>5}  {'kind':9}  element")
     for e in top:
         slow = "-" if e.slowdown is None else f"{e.slowdown:.3f}x"
         print(f"{slow:>9}  {_ms(e.time_s):>12}  {'yes' if e.connected else 'NO':9}  "
-              f"{e.cls:>5}  {e.kind:4}  {shown(e.id)}")
+              f"{e.cls:>5}  {e.kind:9}  {shown(e.id)}")
     if n > len(top):
         print(f"(the worst {len(top)} of {n}; --top N, --json or -o FILE.csv for more)")
     return 0

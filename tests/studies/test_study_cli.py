@@ -4,6 +4,7 @@ codes (2: a usage mistake, 1: a bad design or file), and the progress on stderr.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 
 import pytest
@@ -56,6 +57,8 @@ def test_failures_table_and_csv(design, capsys, tmp_path):
     (["--workers", "-1"], 2, "--workers must be 0..1024"),
     (["--scheduler", "myhost"], 2, "tcp://HOST:8786"),
     (["-o", "x.xlsx"], 2, "write .csv, .parquet or .json"),
+    pytest.param(["-o", "x.parquet"], 2, "needs pyarrow", marks=pytest.mark.skipif(
+        importlib.util.find_spec("pyarrow") is not None, reason="pyarrow is installed")),
 ])
 def test_failures_usage_errors(design, capsys, argv, code, words):
     got, _out, err = run(capsys, "study", "failures", design, *argv)
