@@ -340,6 +340,8 @@ def test_file_export_writes_an_svg_through_the_real_export_module(window, monkey
     monkeypatch.setattr(
         QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), "SVG image (*.svg)")
     )
+    # The diagram options (legend, title block) answered with their defaults.
+    monkeypatch.setattr("designer.gui.export_sheet.run_dialog", lambda dialog: 1)
     window.actions_by_name["export"].trigger()
     assert target.is_file()
     assert target.read_bytes().lstrip().startswith((b"<?xml", b"<svg"))

@@ -76,7 +76,7 @@ def _simulator(name: str) -> Callable[..., None]:
 
 
 def _node_link(topology: Topology, path: Any, **options: Any) -> None:
-    from designer.io.graph_export import export_node_link_json
+    from designer.io.exports.node_link import export_node_link_json
 
     export_node_link_json(topology, path)
 
