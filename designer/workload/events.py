@@ -123,10 +123,9 @@ def run_jobs(
     left = [np.zeros(len(j.tasks), dtype=np.int64) for j in jobs]  # groups still running
     clock: list[tuple[float, int, int]] = []  # compute ends: (time, job, task)
     groups: list[_Group] = []
-    arc_bytes = np.zeros(n_jobs * n_arcs)
     peak = np.zeros(n_arcs)
     now, events = 0.0, 0
-    loads = _Loads()
+    loads = _Loads(n_arcs)
     ready: list[tuple[int, int]] = [
         (jx, i) for jx in range(n_jobs) for i in np.flatnonzero(waiting[jx] == 0).tolist()
     ]
@@ -174,11 +173,8 @@ def run_jobs(
             until = clock[0][0]
         else:
             until = now + dt
-        if flat:
-            idx, val, arc, load = loads.of(flowing, speed_of, n_arcs)
-            arc_bytes[idx] += val * (dt * 1e9)
-            if dt > 0:
-                peak[arc] = np.maximum(peak[arc], load)
+        if flat and dt > 0:
+            loads.add(flowing, speed_of, dt, peak)
         now = until
         done: list[_Group] = []
         for k, g in enumerate(groups):
@@ -198,7 +194,7 @@ def run_jobs(
     return Run(
         start,
         end,
-        arc_bytes.reshape(n_jobs, n_arcs),
+        loads.bytes(n_jobs),
         peak,
         max((float(e.max()) for e in end if e.size), default=0.0),
         events,
@@ -206,26 +202,48 @@ def run_jobs(
 
 
 class _Loads:
-    """What the running phases put on the arcs, per set of running phases (the speeds
-    follow from the set, so a set that comes back loads the arcs as before)."""
+    """What the running phases put on the arcs, integrated over time.
 
-    def __init__(self) -> None:
-        self._known: dict[tuple, tuple[np.ndarray, ...]] = {}
+    A phase's load only scales with its speed, so its bytes are its load times the
+    integral of its speed (one number per phase, added up event by event and spread
+    over its arcs once, at the end).  The peak is the largest load of any moment; the
+    speeds follow from the set of running phases, so each set is looked at once.
+    """
 
-    def of(self, flowing: list[_Group], speed_of: np.ndarray, n_arcs: int):
-        """``(job_arc, load, arc, total)``: each job's load (GB/s) on each arc it loads,
-        as indices into the flattened (job, arc) array, and each arc's total load."""
-        pairs = [(g.job, p) for g in flowing for p in g.phases()]
-        key = tuple(sorted((j, id(p)) for j, p in pairs))
-        got = self._known.get(key)
-        if got is None:
-            idx = np.concatenate([p.arcs + j * n_arcs for j, p in pairs])
-            val = np.concatenate(
-                [p.load_GBps * s for (_, p), s in zip(pairs, speed_of, strict=True)]
-            )
-            job_arc, inv = np.unique(idx, return_inverse=True)
-            per_job = np.bincount(inv, weights=val, minlength=len(job_arc))
-            arc, inv = np.unique(idx % n_arcs, return_inverse=True)
-            total = np.bincount(inv, weights=val, minlength=len(arc))
-            got = self._known[key] = (job_arc, per_job, arc, total)
-        return got
+    def __init__(self, n_arcs: int):
+        self.n_arcs = n_arcs
+        self.scratch = np.zeros(n_arcs)  # zero between calls
+        self.spent: dict[tuple[int, int], list] = {}  # (job, id(phase)) -> [phase, s*dt]
+        self.seen: set[tuple] = set()
+
+    def add(self, flowing: list[_Group], speed_of: np.ndarray, dt: float, peak: np.ndarray) -> None:
+        """``dt`` (> 0) seconds of the running phases at their speeds."""
+        at = 0
+        moment = []
+        for g in flowing:
+            for p in g.phases():
+                key = (g.job, id(p))
+                entry = self.spent.get(key)
+                if entry is None:
+                    entry = self.spent[key] = [p, 0.0]
+                entry[1] += float(speed_of[at]) * dt
+                moment.append((key, p, float(speed_of[at])))
+                at += 1
+        key = tuple(sorted(k for k, _, _ in moment))
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        scratch = self.scratch
+        for _, p, speed in moment:  # a phase lists each of its arcs once
+            scratch[p.arcs] += p.load_GBps * speed
+        for _, p, _ in moment:  # an arc in several phases gets the same value each time
+            peak[p.arcs] = np.maximum(peak[p.arcs], scratch[p.arcs])
+        for _, p, _ in moment:
+            scratch[p.arcs] = 0.0
+
+    def bytes(self, n_jobs: int) -> np.ndarray:
+        """Bytes each job put on each arc, shape (jobs, arcs)."""
+        out = np.zeros(n_jobs * self.n_arcs)
+        for (job, _), (p, seconds) in self.spent.items():
+            out[p.arcs + job * self.n_arcs] += p.load_GBps * (seconds * 1e9)
+        return out.reshape(n_jobs, self.n_arcs)
