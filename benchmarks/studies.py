@@ -17,7 +17,9 @@ workers (measured per-failure cost x failures / workers):
   same solves in this process: <= 10 % more time
 
 The study's time counts everything after the design is built: its text for the
-workers, the classes, starting the cluster, every solve.
+workers, the classes, starting the cluster, every solve.  Each row also prints the
+machine's load average: on a shared machine the other processes' load stretches every
+figure (a solve measured at 36 ms alone took 130-160 ms in a worker at load 8-10).
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ PAPER_GPUS, PAPER_WORKERS = 131_072, 64
 
 
 def _row(case: str, what: str, figure: str, goal: str, ok: bool, note: str = "") -> None:
+    load = os.getloadavg()[0]
     print(f"{case:10s} {what:58s} {figure:>10s} {goal:>8s}  {'met' if ok else 'MISSED':6s} "
-          f"{note}", flush=True)
+          f"{note}; load average {load:.1f} on {os.cpu_count()} cores", flush=True)
 
 
 def _quiet(done: int, total: int, stage: str) -> None:
