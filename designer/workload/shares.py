@@ -75,6 +75,8 @@ class SharedRates:
         self._shapes: dict[bytes, int] = {}
         self._whole: dict[tuple[int, ...], np.ndarray] = {}
         self._parts: dict[tuple, np.ndarray] = {}
+        self._overlaps: dict[tuple[int, int], bool] = {}
+        self._sharing: dict[tuple[int, ...], bytes] = {}
         self.solves = 0
         """`max_min_rates` calls made (for the benchmark and the cache tests)."""
 
@@ -118,18 +120,52 @@ class SharedRates:
         out[order] = got
         return out
 
+    def _overlap(self, i: int, j: int) -> bool:
+        """Whether items ``i`` and ``j`` share an arc (kept: sets of running phases
+        change one phase at a time, so the same pairs come back)."""
+        key = (i, j) if i < j else (j, i)
+        got = self._overlaps.get(key)
+        if got is None:
+            a, b = self._held[key[0]].arcs, self._held[key[1]].arcs
+            got = self._overlaps[key] = bool(np.intersect1d(a, b, assume_unique=True).size)
+        return got
+
+    def _parts_of(self, items: np.ndarray) -> list[np.ndarray]:
+        """The components of ``items`` (positions), each in position order, components in
+        order of their first position."""
+        n = len(items)
+        root = list(range(n))
+
+        def find(x: int) -> int:
+            while root[x] != x:
+                root[x] = root[root[x]]
+                x = root[x]
+            return x
+
+        ids = items.tolist()
+        for x in range(n):
+            for y in range(x + 1, n):
+                if (ids[x] == ids[y] or self._overlap(ids[x], ids[y])) and find(x) != find(y):
+                    root[max(find(x), find(y))] = min(find(x), find(y))
+        return _groups(np.array([find(x) for x in range(n)], dtype=np.int64))
+
     def _solve_parts(self, phases: list[PhaseFlows], items: np.ndarray) -> np.ndarray:
         n = len(phases)
-        label = _components([p.arcs for p in phases])
         out = np.empty(n)
         todo: list[tuple[tuple, np.ndarray]] = []
-        for comp in _groups(label):
+        for comp in self._parts_of(items):
             shapes = np.array([self._shape_of[items[i]] for i in comp], dtype=np.int64)
             canon = comp[np.lexsort((items[comp], shapes))]
             key = (tuple(self._shape_of[items[i]] for i in canon),)
             if len(canon) > 1:
-                arcs = np.concatenate([phases[i].pair_arc for i in canon])
-                key += (_first_use(arcs).tobytes(),)
+                # How the component's phases share arcs, named independently of the
+                # arcs (kept per set of phases: it is an array pass over their pairs).
+                members = tuple(items[canon].tolist())
+                shared = self._sharing.get(members)
+                if shared is None:
+                    arcs = np.concatenate([phases[i].pair_arc for i in canon])
+                    shared = self._sharing[members] = _first_use(arcs).tobytes()
+                key += (shared,)
             got = self._parts.get(key)
             if got is None:
                 todo.append((key, canon))
@@ -161,24 +197,6 @@ class SharedRates:
         if np.any(speed <= 0):
             raise SolverError("a transfer crosses a link with no capacity")
         return speed
-
-
-def _components(arcs: list[np.ndarray]) -> np.ndarray:
-    """Component label of each phase: phases that share an arc, directly or through
-    others, get the same label (the smallest phase number in the component)."""
-    n = len(arcs)
-    item = np.repeat(np.arange(n), [len(a) for a in arcs])
-    _, arc = np.unique(np.concatenate(arcs), return_inverse=True)
-    label = np.arange(n)
-    while True:
-        at_arc = np.full(arc.max() + 1 if arc.size else 0, n)
-        np.minimum.at(at_arc, arc, label[item])
-        new = label.copy()
-        np.minimum.at(new, item, at_arc[arc])
-        new = new[new]  # jump to the label's own label
-        if np.array_equal(new, label):
-            return label
-        label = new
 
 
 def _groups(label: np.ndarray) -> list[np.ndarray]:
