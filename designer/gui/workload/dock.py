@@ -139,23 +139,6 @@ class WorkloadDock(QDockWidget):
         column.addWidget(self.answer)
         column.addLayout(status_row)
 
-        self.table = QTableWidget(0, len(COLUMNS), top)
-        self.table.setObjectName("workload_jobs")
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().hide()
-        self.table.setWordWrap(False)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
-        row_h = self.table.verticalHeader().defaultSectionSize()
-        self.table.setMinimumHeight(header.sizeHint().height() + 2 * row_h + 4)
-        self.table.setMaximumHeight(header.sizeHint().height() + 5 * row_h + 4)
-        self.table.itemSelectionChanged.connect(self._on_table_selection_changed)
-        column.addWidget(self.table)
-
         buttons = QHBoxLayout()
         buttons.setContentsMargins(4, 0, 4, 0)
         self.add_button = QToolButton(top)
@@ -178,17 +161,37 @@ class WorkloadDock(QDockWidget):
             buttons.addWidget(b)
         buttons.addStretch(1)
         column.addLayout(buttons)
-        rule = QFrame(top)
+
+        # Below the headline and the buttons, everything scrolls: the dock's minimum
+        # stays small (it shares the right column at 1280 x 720).
+        body = QWidget(top)
+        inner = QVBoxLayout(body)
+        inner.setContentsMargins(0, 0, 0, 0)
+        self.table = QTableWidget(0, len(COLUMNS), body)
+        self.table.setObjectName("workload_jobs")
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().hide()
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.table.itemSelectionChanged.connect(self._on_table_selection_changed)
+        inner.addWidget(self.table)
+
+        rule = QFrame(body)
         rule.setFrameShape(QFrame.Shape.HLine)
         rule.setFrameShadow(QFrame.Shadow.Sunken)
-        column.addWidget(rule)
-
-        self.editor = JobEditor(top)
+        inner.addWidget(rule)
+        self.editor = JobEditor(body)
         self.editor.job_edited.connect(self._on_editor_job_edited)
+        inner.addWidget(self.editor, 1)
         scroll = QScrollArea(top)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setWidget(self.editor)
+        scroll.setWidget(body)
         column.addWidget(scroll, 1)
         self.setWidget(top)
 
@@ -254,6 +257,7 @@ class WorkloadDock(QDockWidget):
                     f"{job.name}: {job.model.params() / 1e9:.3g}B "
                     f"parameters, {job.placement} placement"
                 )
+            self._fit_table_height()
             names = [j.name for j in jobs]
             row = names.index(keep) if keep in names else (0 if jobs else -1)
             if row >= 0:
@@ -264,6 +268,13 @@ class WorkloadDock(QDockWidget):
             self.table.blockSignals(False)
         self._show_results()
         self._on_table_selection_changed()
+
+    def _fit_table_height(self) -> None:
+        """As tall as its rows (two to six shown; more scroll inside the table)."""
+        header = self.table.horizontalHeader().sizeHint().height()
+        row = self.table.verticalHeader().defaultSectionSize()
+        rows = min(max(self.table.rowCount(), 2), 6)
+        self.table.setFixedHeight(header + rows * row + 2 * self.table.frameWidth() + 2)
 
     def _on_table_selection_changed(self) -> None:
         name = self.selected_name()
