@@ -197,3 +197,23 @@ def png_size_at_1(design: Path, folder: Path) -> tuple[int, int]:
     out = folder / "one.png"
     assert cli("export", str(design), "-o", str(out), "--scale", "1").returncode == 0
     return png_size(out)
+
+
+def test_commands_read_drawio_and_graphml_exports(hgx, tmp_path):
+    """Every command that reads a design imports draw.io and GraphML exports; an
+    unknown model is one line and exit code 1."""
+    for suffix in (".drawio", ".graphml"):
+        out = tmp_path / f"h{suffix}"
+        assert cli("export", str(hgx), "-o", str(out)).returncode == 0
+        info = cli("info", str(out))
+        assert info.returncode == 0, info.stderr
+        assert "gpu 8" in info.stdout
+        back = tmp_path / f"back{suffix}.fabric.json"
+        assert cli("export", str(out), "-o", str(back)).returncode == 0
+        text = out.read_text(encoding="utf-8").replace("NVSwitch-gen3", "NVSwitch-gen99")
+        bad = tmp_path / f"bad{suffix}"
+        bad.write_text(text, encoding="utf-8")
+        proc = cli("bom", str(bad))
+        assert proc.returncode == 1
+        assert "unknown model 'NVSwitch-gen99'" in proc.stderr
+        assert proc.stderr.count("\n") == 1
