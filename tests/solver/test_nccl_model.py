@@ -217,7 +217,7 @@ def test_tiny_messages_are_latency_bound(params):
     expected += 14 * params.step_us["nvlink"]["ring"]["LL"]
     assert p.protocol.tolist() == ["LL", "LL"]
     assert p.time_s[0] * 1e6 == pytest.approx(expected, rel=0.02)
-    assert p.time_s[1] / p.time_s[0] < 1.05
+    assert p.time_s[1] / p.time_s[0] < 1.1  # 1 KiB: one LL channel for a microsecond at most
     assert 5.0 < p.time_s[0] * 1e6 < 40.0
     assert p.busbw_GBps[0] < 0.01
 

@@ -78,3 +78,35 @@ def test_large_all_to_all_is_bandwidth_bound():
     shape = CollectiveShape("alltoall", "p2p", 1024, 128, 46.0, 1, 3)
     p = predict(shape, 128 * MiB)
     assert p.busbw_GBps[0] > 0.9 * 46.0 * 0.99
+
+
+def test_nccls_medium_size_tree_correction_steers_the_choice_only():
+    # One 8-GPU board, 1 MiB: the chain (tree) would be faster, but NCCL's tuner scales a
+    # tree's medium-size bandwidth down (treeCorrectionFactor) and picks the ring.
+    ring = CollectiveShape("allreduce", "ring", 8, 1, 240.0, 1, 0)
+    tree = CollectiveShape("allreduce", "tree", 8, 1, 210.0, 1, 0)
+    best, preds = choose([ring, tree], [MiB])
+    assert best.tolist() == [0]
+    assert preds[1].time_s[0] < preds[0].time_s[0]
+    # at sizes past the table (512 MiB and up) the rating is the time
+    assert predict(tree, 4 * GiB, rated=True).time_s[0] == predict(tree, 4 * GiB).time_s[0]
+
+
+def test_multi_node_simple_ring_pays_nccls_plateau_latency():
+    # NCCL multiplies a multi-node Simple ring all-reduce's latency by 1.4 once each
+    # rank's share of a channel reaches 64 B; on one node it does not.
+    from designer.solver.timing.nccl_model import protocol_times
+    from designer.solver.timing.nccl_params import load_params
+
+    per_channel = load_params().channel_GBps * 1e9
+
+    def latency(n_nodes):
+        shape = CollectiveShape("allreduce", "ring", 16, n_nodes, 376.0, 1, int(n_nodes > 1))
+        t = protocol_times(shape, [1024, 64 * MiB, 128 * MiB], launch="graph")["Simple"]
+        small = t[0] - 1024 * 2 * 15 / 16 / per_channel  # one channel at 1 KiB
+        return small, 2 * t[1] - t[2]  # the intercept of the large sizes
+
+    small, large = latency(2)
+    assert large == pytest.approx(1.4 * small, rel=1e-6)
+    small, large = latency(1)
+    assert large == pytest.approx(small, rel=1e-6)

@@ -97,10 +97,13 @@ def test_time_grows_with_size(hgx_auto, hgx_ring):
     assert np.all(np.diff(hgx_auto.busbw_GBps) >= 0)
 
 
-def test_auto_takes_the_fastest_algorithm_at_every_size(hgx, hgx_auto):
+def test_auto_takes_the_algorithm_nccl_rates_fastest(hgx, hgx_auto):
+    # NCCL's rating (its medium-size tree correction) may pick an algorithm a little
+    # slower than the fastest; the time shown is always the picked one's.
     forced = {alg: solve_collective(hgx, algorithm=alg) for alg in ("ring", "tree", "nvls")}
     best = np.min([f.time_s for f in forced.values()], axis=0)
-    assert np.allclose(hgx_auto.time_s, best)
+    assert np.all(hgx_auto.time_s >= best * (1 - 1e-12))
+    assert np.median(hgx_auto.time_s / best) == pytest.approx(1.0)
     for i, alg in enumerate(hgx_auto.algorithm_by_size):
         assert hgx_auto.time_s[i] == pytest.approx(forced[alg].time_s[i])
     # NVLS wins large messages on 8 x H100; small ones are latency bound (not NVLS)

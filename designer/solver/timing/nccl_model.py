@@ -292,12 +292,16 @@ def _latency_us(
 
 
 def _bandwidth_GBps(
-    shape: CollectiveShape, protocol: str, nbytes: np.ndarray, params: ModelParams
+    shape: CollectiveShape, protocol: str, nbytes: np.ndarray, params: ModelParams,
+    rated: bool = False,
 ) -> np.ndarray:
-    """Bus bandwidth of one protocol at each size: the ceiling, or the channel ramp."""
+    """Bus bandwidth of one protocol at each size: the ceiling, or the channel ramp
+    (``rated``: as NCCL's tuner rates it, with its medium-size tree correction)."""
     algo = "p2p" if shape.collective in ("alltoall", "sendrecv") else shape.algorithm
     frac = params.fraction(protocol)
     full = shape.ceiling_GBps * _efficiency(algo, params, shape.nvls_efficiency) * frac
+    if rated and algo == "tree" and shape.collective == "allreduce":
+        full = full * tree_correction(params, protocol, nbytes)
     if algo in _FIXED_CHANNELS:
         return np.full(nbytes.shape, full)
     # NCCL drops channels while nbytes < channels * threads * threshold; each channel
@@ -310,6 +314,29 @@ def _bandwidth_GBps(
     per_channel_bytes = per_thread * params.max_threads[protocol]
     channels = np.maximum(nbytes / per_channel_bytes, 1.0)
     return np.minimum(full, channels * params.channel_GBps * frac)
+
+
+def tree_correction(params: ModelParams, protocol: str, nbytes: np.ndarray) -> np.ndarray:
+    """NCCL's medium-size factor on a tree all-reduce's bandwidth (``tuning.cc``
+    ``treeCorrectionFactor``), by protocol and ``log2(nbytes / 64)``; 1 beyond its table.
+
+    >>> tree_correction(_default_params(), "Simple", np.array([1 << 20, 1 << 34])).tolist()
+    [0.5, 1.0]
+    """
+    table = np.asarray(params.tree_correction[protocol])
+    log = np.floor(np.log2(np.maximum(nbytes / 64.0, 1.0))).astype(np.int64)
+    return np.where(log < len(table), table[np.minimum(log, len(table) - 1)], 1.0)
+
+
+def _ring_plateau(shape: CollectiveShape, protocol: str, nbytes: np.ndarray,
+                  params: ModelParams) -> np.ndarray:
+    """NCCL's latency factor on a multi-node Simple ring all-reduce whose per-rank share
+    of a channel reaches 64 bytes ("plateau effect of ring"), else 1."""
+    if not (shape.algorithm == "ring" and protocol == "Simple" and shape.n_nodes > 1
+            and shape.collective == "allreduce"):
+        return np.ones(nbytes.shape)
+    share = nbytes / (params.ring_plateau_channels * shape.n_ranks)
+    return np.where(share >= 64, params.ring_plateau, 1.0)
 
 
 def _as_sizes(nbytes: Any) -> np.ndarray:
@@ -326,8 +353,15 @@ def protocol_times(
     *,
     launch: str = "eager",
     gpus_per_thread: int = 1,
+    rated: bool = False,
 ) -> dict[str, np.ndarray]:
     """Predicted time (s) of each protocol the algorithm can use, per size.
+
+    ``rated``: the time NCCL's tuner *expects* instead, which it picks by: at the shape's
+    `CollectiveShape.tuner_ceiling_GBps`, with NCCL's medium-size tree correction
+    (`tree_correction`).  The correction steers NCCL's choice; whether a tree really runs
+    slower at those sizes is not in it (a published 2-node tree curve does not,
+    docs/model.md), so the time of the algorithm that runs leaves it out.
 
     Examples
     --------
@@ -338,12 +372,15 @@ def protocol_times(
     params = params or _default_params()
     launch_us = _launch_us(params, launch, gpus_per_thread)
     sizes = _as_sizes(nbytes)
+    if rated:
+        shape = shape.as_rated()
     algo = "p2p" if shape.collective in ("alltoall", "sendrecv") else shape.algorithm
     factor = bus_factor(shape.collective, shape.n_ranks)
     out = {}
     for proto in _ALGO_PROTOCOLS[algo]:
-        bw = _bandwidth_GBps(shape, proto, sizes, params)
-        lat_us = _latency_us(shape, proto, params, launch_us)
+        bw = _bandwidth_GBps(shape, proto, sizes, params, rated)
+        lat_us = launch_us + (_latency_us(shape, proto, params, launch_us) - launch_us) * (
+            _ring_plateau(shape, proto, sizes, params))
         # one rank: bus factor 0, nothing crosses a link, only the launch remains
         out[proto] = lat_us * 1e-6 + factor * sizes / (bw * 1e9)
     if algo == "p2p":
@@ -363,6 +400,7 @@ def predict(
     *,
     launch: str = "eager",
     gpus_per_thread: int = 1,
+    rated: bool = False,
 ) -> Prediction:
     """Predict the time and bandwidths of a collective at each message size.
 
@@ -380,11 +418,13 @@ def predict(
     gpus_per_thread : int
         GPUs one host thread drives (nccl-tests ``-g``); eager launches are serial, so
         each adds a launch.  1 for the usual one process per GPU.
+    rated : bool
+        The times NCCL's tuner expects (see `protocol_times`) rather than the model's.
 
     Returns
     -------
     Prediction
-        Per size: time, algbw, busbw and the fastest protocol.
+        Per size: time, algbw, busbw and the protocol NCCL's tuner picks.
 
     Examples
     --------
@@ -393,18 +433,15 @@ def predict(
     >>> bool(p.time_s[0] < p.time_s[1]), str(p.protocol[0]), str(p.protocol[1])
     (True, 'LL', 'Simple')
     """
-    times = protocol_times(shape, nbytes, params, launch=launch, gpus_per_thread=gpus_per_thread)
+    kw = {"launch": launch, "gpus_per_thread": gpus_per_thread}
+    times = protocol_times(shape, nbytes, params, rated=rated, **kw)
     sizes = _as_sizes(nbytes)
     names = list(times)
     stack = np.vstack([times[p] for p in names])
     # NCCL picks the protocol by its own rating of the algorithm; it then runs at the
     # algorithm's real speed.
-    rated = shape.as_rated()
-    if rated is shape:
-        best = np.argmin(stack, axis=0)
-    else:
-        r = protocol_times(rated, nbytes, params, launch=launch, gpus_per_thread=gpus_per_thread)
-        best = np.argmin(np.vstack([r[p] for p in names]), axis=0)
+    r = times if rated else protocol_times(shape, nbytes, params, rated=True, **kw)
+    best = np.argmin(np.vstack([r[p] for p in names]), axis=0)
     time_s = stack[best, np.arange(sizes.size)]
     algbw = sizes / time_s / 1e9
     return Prediction(
@@ -451,10 +488,10 @@ def choose(
 ) -> tuple[np.ndarray, list[Prediction]]:
     """NCCL's "auto": for each size, the shape (algorithm) NCCL's tuner rates fastest.
 
-    The tuner's rating is the predicted time with each shape's `tuner_ceiling_GBps`
-    where it has one (a tree across more than two nodes); the predictions returned are
-    at the shapes' real ceilings, so a pick can be slower than NCCL thought, as on the
-    hardware.
+    The tuner's rating is `predict` with ``rated=True``: each shape's
+    `tuner_ceiling_GBps` where it has one (a tree across more than two nodes) and NCCL's
+    medium-size tree correction; the predictions returned are at the shapes' real
+    ceilings, so a pick can be slower than NCCL thought, as on the hardware.
 
     Parameters
     ----------
@@ -487,12 +524,11 @@ def choose(
     preds = [
         predict(s, nbytes, params, launch=launch, gpus_per_thread=gpus_per_thread) for s in shapes
     ]
-    # The pick is by NCCL's rating of each candidate (`CollectiveShape.tuner_ceiling_GBps`),
-    # the predictions are what the candidates reach.
+    # The pick is by NCCL's rating of each candidate (`CollectiveShape.tuner_ceiling_GBps`,
+    # its medium-size tree correction), the predictions are what the candidates reach.
     rated = [
-        p if s.as_rated() is s else predict(s.as_rated(), nbytes, params, launch=launch,
-                                            gpus_per_thread=gpus_per_thread)
-        for s, p in zip(shapes, preds, strict=True)
+        predict(s, nbytes, params, launch=launch, gpus_per_thread=gpus_per_thread, rated=True)
+        for s in shapes
     ]
     best = np.argmin(np.vstack([p.time_s for p in rated]), axis=0)
     return best, preds

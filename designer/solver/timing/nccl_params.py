@@ -50,6 +50,9 @@ class ModelParams:
     launch_graph_us: float
     nvls_reference: float
     p2p_ll_threshold: int
+    tree_correction: Mapping[str, tuple[float, ...]]
+    ring_plateau: float
+    ring_plateau_channels: int
     efficiency: Mapping[str, float]
     thread_threshold: Mapping[str, int]
     max_threads: Mapping[str, int]
@@ -100,6 +103,16 @@ def _positive(table: Mapping[str, Any], key: str, where: str) -> float:
     return value
 
 
+def _factors(table: Mapping[str, Any], key: str, where: str) -> tuple[float, ...]:
+    """A list of factors in (0, 1], one per power of two of the message size."""
+    value = table.get(key)
+    if not isinstance(value, list) or not value or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1 for v in value
+    ):
+        raise DesignError(f"{where}: {key!r} must be a list of factors in (0, 1]")
+    return tuple(float(v) for v in value)
+
+
 def _by_protocol(table: Mapping[str, Any], where: str) -> Mapping[str, float]:
     return MappingProxyType({p: _number(table, p, where) for p in PROTOCOLS})
 
@@ -139,6 +152,13 @@ def load_params(path: str | Path | None = None) -> ModelParams:
         launch_graph_us=_number(_table(data, ("launch_us",), where), "graph", where),
         p2p_ll_threshold=int(_positive(proto["LL"], "p2p_threshold_bytes",
                                        f"{where} [protocol.LL]")),
+        tree_correction=MappingProxyType(
+            {p: _factors(_table(data, ("medium_sizes",), where), f"tree_correction_{p}", where)
+             for p in PROTOCOLS}
+        ),
+        ring_plateau=_positive(_table(data, ("medium_sizes",), where), "ring_plateau", where),
+        ring_plateau_channels=int(_positive(_table(data, ("medium_sizes",), where),
+                                            "ring_plateau_channels", where)),
         nvls_reference=_positive(_table(data, ("nvls",), where), "reference_efficiency",
                                  f"{where} [nvls]"),
         efficiency=MappingProxyType(
