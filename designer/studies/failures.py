@@ -99,7 +99,7 @@ def failure_study(topo: Topology, *, elements: str = "links", k: int = 1,
                   training: TrainingSpec | None = None, reduce: bool = True,
                   verify: int = 2, workers: int | None = None, scheduler: str | None = None,
                   progress: Callable[[int, int, str], None] | None = None,
-                  client=None) -> FailureReport:
+                  client=None, classify: Callable[..., dict] | None = None) -> FailureReport:
     """Fail each element of ``topo`` (or ``samples`` pairs with ``k=2``) and solve.
 
     Parameters
@@ -125,6 +125,10 @@ def failure_study(topo: Topology, *, elements: str = "links", k: int = 1,
         Where the solves run (`designer.studies.engine.run_tasks`); ``workers=0`` here.
     progress : callable, optional
         ``progress(done, total, stage)`` after each finished task.
+    classify : callable, optional
+        ``classify(topo, elements, ranks, link_labels) -> {key: [(kind, id), ...]}``,
+        the grouping to verify; `designer.studies.symmetry.element_classes` by default.
+        Whatever it claims, a class whose sampled members disagree is enumerated.
 
     Raises
     ------
@@ -187,7 +191,7 @@ def failure_study(topo: Topology, *, elements: str = "links", k: int = 1,
         ranks = resolve_ranks(snap, scenario.ranks) if training is None else None
         gpu_ids = [snap.node_ids[g] for g in snap.gpus.tolist()]
         rank_ids = frozenset(gpu_ids if ranks is None else (gpu_ids[r] for r in ranks))
-        groups = element_classes(topo, elements, rank_ids, intact_link_loads(base))
+        groups = (classify or element_classes)(topo, elements, rank_ids, intact_link_loads(base))
         keys = sorted(groups)                          # class keys are colours: name-free
         members = [sorted(groups[key], key=lambda m: m[1]) for key in keys]
         if not reduce or k == 2:

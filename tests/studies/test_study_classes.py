@@ -80,3 +80,19 @@ def test_sampled_pairs_fail_two_elements_at_once():
     both_spines = next(e for e in every.elements if set(e.id.split("+")) ==
                        {"spine-0", "spine-1"})
     assert not both_spines.connected
+
+
+def test_a_class_whose_members_disagree_is_enumerated():
+    """Verified, not assumed: a grouping that lumps every switch together (leaves, whose
+    failure cuts hosts off, with spines, whose failure does not) is caught by its
+    sample, and the study solves every member."""
+    topo = build_template("leaf-spine")
+
+    def one_class(topo, elements, ranks, labels):
+        return {("everything",): [("node", n.id) for n in topo.nodes()
+                                  if n.kind in ("leaf", "spine")]}
+
+    lumped = failure_study(topo, elements="switches", workers=0, classify=one_class, verify=3)
+    full = failure_study(topo, elements="switches", workers=0, reduce=False)
+    assert lumped.enumerated_classes == 1 and lumped.solves == 6
+    assert same_figures(by_id(lumped.as_json()), by_id(full.as_json()))
