@@ -36,6 +36,11 @@ class SimulationMemo:
     (see the module)."""
 
     def __init__(self) -> None:
+        from designer.solver import RouteMemo
+
+        #: The routers of successive snapshots, each rebased from the last (its plans
+        #: are not kept: the results built on them are).
+        self.routes = RouteMemo(max_plans=0)
         self.snap = None
         self.settings: tuple = ()
         self.known: dict = {}

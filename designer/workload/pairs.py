@@ -68,7 +68,9 @@ def lone_pairs(
         raise ValueError("a solve cache serves one snapshot")
     router = cache.get("router")
     if router is None:
-        router = cache["router"] = Router(snap)
+        # The router a route memo rebased from the last snapshot's, else a new one.
+        memo = cache.get("memo")
+        router = cache["router"] = memo.router(snap) if memo is not None else Router(snap)
     fb = FlowBuilder(router)
     flows = fb.new_flows(np.ones(len(a)), [f"{x}->{y}" for x, y in pairs])
     # Key 0 for every pair, as a lone pair's own solve hashes it (ECMP).

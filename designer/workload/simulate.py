@@ -274,6 +274,7 @@ def simulate(
     rates = None
     if memo is not None:
         memo.checked = tuple(jobs)
+        lones.solver_cache["memo"] = memo.routes
         lones.known = memo.carry(snap, settings)
         lones.joined = dict(memo.joined)
         rates = memo.rates
