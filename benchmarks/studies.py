@@ -42,8 +42,11 @@ PAPER_GPUS, PAPER_WORKERS = 131_072, 64
 
 def _row(case: str, what: str, figure: str, goal: str, ok: bool, note: str = "") -> None:
     load = os.getloadavg()[0]
-    print(f"{case:10s} {what:58s} {figure:>10s} {goal:>8s}  {'met' if ok else 'MISSED':6s} "
-          f"{note}; load average {load:.1f} on {os.cpu_count()} cores", flush=True)
+    print(
+        f"{case:10s} {what:58s} {figure:>10s} {goal:>8s}  {'met' if ok else 'MISSED':6s} "
+        f"{note}; load average {load:.1f} on {os.cpu_count()} cores",
+        flush=True,
+    )
 
 
 def _quiet(done: int, total: int, stage: str) -> None:
@@ -62,28 +65,46 @@ def n1(sus: int, elements: str, case: str, facts: dict) -> None:
     seconds = time.perf_counter() - t0
     e = report.engine
     per = e.work_s / max(report.solves, 1)
-    facts[case] = {"gpus": gpus, "elements": len(report.elements), "per_failure_s": per,
-                   "links": sum(1 for _ in topo.links())}
-    _row(case, f"N-1 {elements} of {gpus:,}-GPU SuperPOD ({len(report.elements):,} elements)",
-         f"{seconds:.1f} s", f"{GOALS[case]:.0f} s", seconds <= GOALS[case],
-         f"{report.classes} classes, {report.enumerated_classes} enumerated, "
-         f"{report.solves} solves ({per * 1e3:.0f} ms each) on {e.where}; build "
-         f"{built:.1f} s not counted")
+    facts[case] = {
+        "gpus": gpus,
+        "elements": len(report.elements),
+        "per_failure_s": per,
+        "links": sum(1 for _ in topo.links()),
+    }
+    _row(
+        case,
+        f"N-1 {elements} of {gpus:,}-GPU SuperPOD ({len(report.elements):,} elements)",
+        f"{seconds:.1f} s",
+        f"{GOALS[case]:.0f} s",
+        seconds <= GOALS[case],
+        f"{report.classes} classes, {report.enumerated_classes} enumerated, "
+        f"{report.solves} solves ({per * 1e3:.0f} ms each) on {e.where}; build "
+        f"{built:.1f} s not counted",
+    )
 
 
 def sweep48(facts: dict) -> None:
     from designer.studies import sweep_study
 
-    grid = {"oversubscription": ["1", "2", "4"], "nodes": ["4", "8", "16", "32"],
-            "nic_gbps": ["400", "800"], "fabric": ["infiniband", "roce"]}
+    grid = {
+        "oversubscription": ["1", "2", "4"],
+        "nodes": ["4", "8", "16", "32"],
+        "nic_gbps": ["400", "800"],
+        "fabric": ["infiniband", "roce"],
+    }
     t0 = time.perf_counter()
     report = sweep_study("rail-cluster", grid, progress=_quiet)
     seconds = time.perf_counter() - t0
     failed = sum(bool(v.error) for v in report.variants)
     front = sum(v.pareto for v in report.variants)
-    _row("sweep-48", f"sweep of {len(report.variants)} rail-cluster variants", f"{seconds:.1f} s",
-         f"{GOALS['sweep-48']:.0f} s", seconds <= GOALS["sweep-48"],
-         f"{front} on the Pareto front, {failed} unsolvable, on {report.engine.where}")
+    _row(
+        "sweep-48",
+        f"sweep of {len(report.variants)} rail-cluster variants",
+        f"{seconds:.1f} s",
+        f"{GOALS['sweep-48']:.0f} s",
+        seconds <= GOALS["sweep-48"],
+        f"{front} on the Pareto front, {failed} unsolvable, on {report.engine.where}",
+    )
 
 
 def overhead(facts: dict) -> None:
@@ -96,17 +117,26 @@ def overhead(facts: dict) -> None:
     kw = {"elements": "links", "scenario": RING}
     failure_study(topo, workers=0, **kw)  # warm this process's copy
     serial = failure_study(topo, workers=0, **kw)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         failure_study(topo, client=client, **kw)  # the worker parses the design once
         dask = failure_study(topo, client=client, **kw)
     s, d = serial.timing_ms["solve"], dask.timing_ms["solve"]
     extra = (d - s) / s
     tasks = dask.engine.tasks
-    _row("overhead", "Dask (1 warm worker) vs serial, 1,024-GPU N-1 solves", f"{extra:+.1%}",
-         f"{GOALS['overhead']:.0%}", extra <= GOALS["overhead"],
-         f"serial {s / 1e3:.2f} s, Dask {d / 1e3:.2f} s over {tasks} tasks "
-         f"({(d - s) / max(tasks, 1):.0f} ms a task)")
+    _row(
+        "overhead",
+        "Dask (1 warm worker) vs serial, 1,024-GPU N-1 solves",
+        f"{extra:+.1%}",
+        f"{GOALS['overhead']:.0%}",
+        extra <= GOALS["overhead"],
+        f"serial {s / 1e3:.2f} s, Dask {d / 1e3:.2f} s over {tasks} tasks "
+        f"({(d - s) / max(tasks, 1):.0f} ms a task)",
+    )
 
 
 def paper(facts: dict) -> None:
@@ -121,11 +151,13 @@ def paper(facts: dict) -> None:
     per = base["per_failure_s"] * scale
     elements = base["elements"] * scale
     seconds = per * elements / PAPER_WORKERS
-    print(f"\non paper: full N-1 of a {PAPER_GPUS:,}-GPU design on {PAPER_WORKERS} workers "
-          f"= {per:.2f} s per failure x {elements:,.0f} failures / {PAPER_WORKERS} = "
-          f"{seconds / 3600:.1f} h (scaled x{scale:.1f} from the measured "
-          f"{base['gpus']:,}-GPU case: {base['per_failure_s'] * 1e3:.0f} ms per failure, "
-          f"{base['elements']:,} elements)")
+    print(
+        f"\non paper: full N-1 of a {PAPER_GPUS:,}-GPU design on {PAPER_WORKERS} workers "
+        f"= {per:.2f} s per failure x {elements:,.0f} failures / {PAPER_WORKERS} = "
+        f"{seconds / 3600:.1f} h (scaled x{scale:.1f} from the measured "
+        f"{base['gpus']:,}-GPU case: {base['per_failure_s'] * 1e3:.0f} ms per failure, "
+        f"{base['elements']:,} elements)"
+    )
 
 
 CASES = {

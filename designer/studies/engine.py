@@ -28,8 +28,13 @@ __all__ = ["TARGET_TASK_S", "EngineStats", "batches", "run_tasks"]
 #: The work one task carries, seconds: well above Dask's per-task overhead.
 TARGET_TASK_S = 1.0
 #: Modules the LocalCluster's fork server imports once for all its workers.
-PRELOAD = ("distributed", "designer.studies.work", "designer.studies.sweep",
-           "designer.solver.pipeline", "designer.io.fabric_json")
+PRELOAD = (
+    "distributed",
+    "designer.studies.work",
+    "designer.studies.sweep",
+    "designer.solver.pipeline",
+    "designer.io.fabric_json",
+)
 #: How long to wait for the first worker of a cluster, seconds.
 CONNECT_TIMEOUT_S = 10.0
 
@@ -47,8 +52,9 @@ class EngineStats:
     extra: dict = field(default_factory=dict)
 
 
-def batches(items: Sequence, seconds_each: float, workers: int,
-            target_s: float = TARGET_TASK_S) -> list[list]:
+def batches(
+    items: Sequence, seconds_each: float, workers: int, target_s: float = TARGET_TASK_S
+) -> list[list]:
     """``items`` cut into consecutive batches of about ``target_s`` of work each, yet at
     least one per worker when there are that many items (idle workers cost more than a
     short task)."""
@@ -58,7 +64,7 @@ def batches(items: Sequence, seconds_each: float, workers: int,
     size = max(1, math.ceil(target_s / max(seconds_each, 1e-6)))
     if math.ceil(n / size) < workers:
         size = max(1, math.ceil(n / min(workers, n)))
-    return [list(items[i:i + size]) for i in range(0, n, size)]
+    return [list(items[i : i + size]) for i in range(0, n, size)]
 
 
 def default_workers() -> int:
@@ -69,10 +75,16 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_tasks(func: Callable, shared: Any, tasks: Sequence, *, workers: int | None = None,
-              scheduler: str | None = None,
-              on_result: Callable[[Any], None] | None = None,
-              client: Any = None) -> EngineStats:
+def run_tasks(
+    func: Callable,
+    shared: Any,
+    tasks: Sequence,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    on_result: Callable[[Any], None] | None = None,
+    client: Any = None,
+) -> EngineStats:
     """Run ``func(shared, task)`` for every task; ``on_result`` receives each return
     value as it completes.
 
@@ -115,8 +127,14 @@ def run_tasks(func: Callable, shared: Any, tasks: Sequence, *, workers: int | No
     return stats
 
 
-def run_on(client: Any, func: Callable, shared: Any, tasks: Sequence,
-           on_result: Callable[[Any], None] | None, stats: EngineStats) -> None:
+def run_on(
+    client: Any,
+    func: Callable,
+    shared: Any,
+    tasks: Sequence,
+    on_result: Callable[[Any], None] | None,
+    stats: EngineStats,
+) -> None:
     """`run_tasks` on a connected Dask client."""
     from distributed import Future, as_completed
 
@@ -158,8 +176,9 @@ class Cluster:
     """A Dask client for a study: on an existing scheduler, or on a LocalCluster of
     worker processes started here (and stopped on exit, also after Ctrl+C)."""
 
-    def __init__(self, workers: int | None = None, scheduler: str | None = None,
-                 client: Any = None):
+    def __init__(
+        self, workers: int | None = None, scheduler: str | None = None, client: Any = None
+    ):
         self.workers, self.scheduler = workers, scheduler
         self.client, self._own_client = client, client is None
         self._cluster = None
@@ -189,14 +208,20 @@ class Cluster:
         # cancels their tasks and stops them, without their tracebacks.  Their logs
         # stay quiet below errors; no dashboard, and the HTTP server takes a free port
         # (8787 may be another cluster's).
-        with _sigint_ignored(), dask.config.set(
-                {"distributed.worker.multiprocessing-method": "forkserver"}):
+        with (
+            _sigint_ignored(),
+            dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}),
+        ):
             from distributed.utils import get_mp_context
 
             get_mp_context().set_forkserver_preload(list(PRELOAD))
-            self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                         dashboard_address=":0",
-                                         silence_logs=logging.ERROR)
+            self._cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+            )
         self.client = Client(self._cluster)
         self.where = f"LocalCluster of {n} process(es)"
         return self
@@ -207,9 +232,12 @@ class Cluster:
         worker then prepares (parses the design) while this process does its own part."""
         shared_f = self.client.scatter(shared, broadcast=True, hash=False)
         if warm is not None:
-            self._warm = [self.client.submit(warm, shared_f, workers=[w], pure=False,
-                                             allow_other_workers=False)
-                          for w in self.client.nthreads()]
+            self._warm = [
+                self.client.submit(
+                    warm, shared_f, workers=[w], pure=False, allow_other_workers=False
+                )
+                for w in self.client.nthreads()
+            ]
         return shared_f
 
     def n_workers(self) -> int:

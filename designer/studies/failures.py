@@ -43,12 +43,12 @@ class ElementResult:
     """One failed element (or pair, ``id`` ``"a+b"``): its figure with it failed."""
 
     id: str
-    kind: str            # link, node (switch or NIC), or both joined by "+" for a pair
-    cls: int             # the class it belongs to (-1: a sampled pair)
+    kind: str  # link, node (switch or NIC), or both joined by "+" for a pair
+    cls: int  # the class it belongs to (-1: a sampled pair)
     time_s: float | None
     slowdown: float | None
     connected: bool
-    solved: bool         # solved itself, not stood for by its class's representative
+    solved: bool  # solved itself, not stood for by its class's representative
     error: str = ""
 
 
@@ -70,12 +70,24 @@ class FailureReport:
         """The ``study failures --json`` document."""
         metric = "step_s" if self.training is not None else "collective_s"
         return {
-            "intact": {"time_s": self.intact.time_s, "connected": self.intact.connected,
-                       "metric": metric, **self.scenario.to_dict()},
+            "intact": {
+                "time_s": self.intact.time_s,
+                "connected": self.intact.connected,
+                "metric": metric,
+                **self.scenario.to_dict(),
+            },
             "classes": self.classes,
-            "elements": [{"id": e.id, "kind": e.kind, "class": e.cls, "time_s": e.time_s,
-                          "slowdown": e.slowdown, "connected": e.connected}
-                         for e in self.elements],
+            "elements": [
+                {
+                    "id": e.id,
+                    "kind": e.kind,
+                    "class": e.cls,
+                    "time_s": e.time_s,
+                    "slowdown": e.slowdown,
+                    "connected": e.connected,
+                }
+                for e in self.elements
+            ],
             "timing_ms": {k: round(v, 1) for k, v in self.timing_ms.items()},
         }
 
@@ -94,12 +106,23 @@ def _agree(a: Outcome, b: Outcome) -> bool:
     return abs(a.time_s - b.time_s) <= TOLERANCE * max(abs(a.time_s), abs(b.time_s))
 
 
-def failure_study(topo: Topology, *, elements: str = "links", k: int = 1,
-                  samples: int = 1000, seed: int = 0, scenario: Scenario | None = None,
-                  training: TrainingSpec | None = None, reduce: bool = True,
-                  verify: int = 2, workers: int | None = None, scheduler: str | None = None,
-                  progress: Callable[[int, int, str], None] | None = None,
-                  client=None, classify: Callable[..., dict] | None = None) -> FailureReport:
+def failure_study(
+    topo: Topology,
+    *,
+    elements: str = "links",
+    k: int = 1,
+    samples: int = 1000,
+    seed: int = 0,
+    scenario: Scenario | None = None,
+    training: TrainingSpec | None = None,
+    reduce: bool = True,
+    verify: int = 2,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    client=None,
+    classify: Callable[..., dict] | None = None,
+) -> FailureReport:
     """Fail each element of ``topo`` (or ``samples`` pairs with ``k=2``) and solve.
 
     Parameters
@@ -141,8 +164,7 @@ def failure_study(topo: Topology, *, elements: str = "links", k: int = 1,
     from designer.solver import SolverError, resolve_ranks, take_snapshot
 
     if elements not in ELEMENT_KINDS:
-        raise ValueError(f"unknown elements {elements!r}; choose one of "
-                         f"{', '.join(ELEMENT_KINDS)}")
+        raise ValueError(f"unknown elements {elements!r}; choose one of {', '.join(ELEMENT_KINDS)}")
     if k not in (1, 2):
         raise ValueError(f"k must be 1 or 2, got {k}")
     t_start = time.perf_counter()
@@ -167,16 +189,27 @@ def failure_study(topo: Topology, *, elements: str = "links", k: int = 1,
             if progress is not None:
                 progress(done[0], len(tasks), stage)
 
-        stats.append(run_tasks(run_batch, shared, tasks, workers=workers, on_result=on_result,
-                               client=cluster.client if cluster is not None else None))
+        stats.append(
+            run_tasks(
+                run_batch,
+                shared,
+                tasks,
+                workers=workers,
+                on_result=on_result,
+                client=cluster.client if cluster is not None else None,
+            )
+        )
 
     serial = workers == 0 and scheduler is None and client is None
     with contextlib.ExitStack() as stack:
         # The cluster first: its workers parse the design while this process finds the
         # classes.
         t0 = time.perf_counter()
-        cluster = None if serial else stack.enter_context(
-            Cluster(workers=workers, scheduler=scheduler, client=client))
+        cluster = (
+            None
+            if serial
+            else stack.enter_context(Cluster(workers=workers, scheduler=scheduler, client=client))
+        )
         where = "serial" if cluster is None else cluster.where
         shared = base if cluster is None else cluster.share(base, warm=evaluate)
         timing["cluster"] = (time.perf_counter() - t0) * 1e3
@@ -192,7 +225,7 @@ def failure_study(topo: Topology, *, elements: str = "links", k: int = 1,
         gpu_ids = [snap.node_ids[g] for g in snap.gpus.tolist()]
         rank_ids = frozenset(gpu_ids if ranks is None else (gpu_ids[r] for r in ranks))
         groups = (classify or element_classes)(topo, elements, rank_ids, intact_link_loads(base))
-        keys = sorted(groups)                          # class keys are colours: name-free
+        keys = sorted(groups)  # class keys are colours: name-free
         members = [sorted(groups[key], key=lambda m: m[1]) for key in keys]
         if not reduce or k == 2:
             members = [[m] for ms in members for m in ms]
@@ -204,8 +237,7 @@ def failure_study(topo: Topology, *, elements: str = "links", k: int = 1,
             pairs = _pairs(len(flat), samples, rng)
             failures = [(flat[i], flat[j]) for i, j in pairs]
             solve([(i, f) for i, f in enumerate(failures)], "N-2: sampled pairs")
-            results = [_result(f, -1, outcomes[i], intact, True)
-                       for i, f in enumerate(failures)]
+            results = [_result(f, -1, outcomes[i], intact, True) for i, f in enumerate(failures)]
         else:
             # Stage 1: each class's sample; stage 2: every member of a class that disagreed.
             picks = [rng.sample(range(len(ms)), _sample_size(len(ms), verify)) for ms in members]
@@ -221,30 +253,48 @@ def failure_study(topo: Topology, *, elements: str = "links", k: int = 1,
                     split.add(c)
             enumerated = len(split)
             solved = {(c, i): n for n, (_f, c, i) in enumerate(failures)}
-            rest = [((members[c][i],), c, i) for c in sorted(split)
-                    for i in range(len(members[c])) if (c, i) not in solved]
+            rest = [
+                ((members[c][i],), c, i)
+                for c in sorted(split)
+                for i in range(len(members[c]))
+                if (c, i) not in solved
+            ]
             start = len(failures)
             failures.extend(rest)
-            solve([(start + n, f[0]) for n, f in enumerate(rest)],
-                  "N-1: every member of the classes that disagreed")
+            solve(
+                [(start + n, f[0]) for n, f in enumerate(rest)],
+                "N-1: every member of the classes that disagreed",
+            )
             solved.update({(c, i): start + n for n, (_f, c, i) in enumerate(rest)})
             results = []
             for c, ms in enumerate(members):
                 rep = solved[(c, picks[c][0])]
                 for i, m in enumerate(ms):
                     n = solved.get((c, i))
-                    results.append(_result((m,), c, outcomes[rep if n is None else n], intact,
-                                           n is not None))
+                    results.append(
+                        _result((m,), c, outcomes[rep if n is None else n], intact, n is not None)
+                    )
     timing["solve"] = (time.perf_counter() - t0) * 1e3
     timing["total"] = (time.perf_counter() - t_start) * 1e3
     results = _numbered(results)
-    engine = EngineStats(tasks=sum(s.tasks for s in stats),
-                         work_s=sum(s.work_s for s in stats),
-                         wall_s=sum(s.wall_s for s in stats),
-                         workers=max((s.workers for s in stats), default=0),
-                         where=where)
-    return FailureReport(intact, scenario, training, len(members) if k == 1 else 0, results,
-                         timing, len(outcomes), enumerated, engine)
+    engine = EngineStats(
+        tasks=sum(s.tasks for s in stats),
+        work_s=sum(s.work_s for s in stats),
+        wall_s=sum(s.wall_s for s in stats),
+        workers=max((s.workers for s in stats), default=0),
+        where=where,
+    )
+    return FailureReport(
+        intact,
+        scenario,
+        training,
+        len(members) if k == 1 else 0,
+        results,
+        timing,
+        len(outcomes),
+        enumerated,
+        engine,
+    )
 
 
 def _sample_size(n: int, verify: int) -> int:
@@ -275,14 +325,11 @@ def _pairs(n: int, samples: int, rng: random.Random) -> list[tuple[int, int]]:
     return sorted(chosen)
 
 
-def _result(failure: tuple, cls: int, out: Outcome, intact: Outcome,
-            solved: bool) -> ElementResult:
+def _result(failure: tuple, cls: int, out: Outcome, intact: Outcome, solved: bool) -> ElementResult:
     ident = "+".join(i for _k, i in failure)
     kind = "+".join(k for k, _i in failure)
-    slowdown = (out.time_s / intact.time_s if out.time_s is not None and intact.time_s
-                else None)
-    return ElementResult(ident, kind, cls, out.time_s, slowdown, out.connected, solved,
-                         out.error)
+    slowdown = out.time_s / intact.time_s if out.time_s is not None and intact.time_s else None
+    return ElementResult(ident, kind, cls, out.time_s, slowdown, out.connected, solved, out.error)
 
 
 def _numbered(results: list[ElementResult]) -> list[ElementResult]:
@@ -293,7 +340,18 @@ def _numbered(results: list[ElementResult]) -> list[ElementResult]:
     for e in results:
         if e.cls >= 0 and e.cls not in renumber:
             renumber[e.cls] = len(renumber)
-    out = [ElementResult(e.id, e.kind, renumber.get(e.cls, -1), e.time_s, e.slowdown,
-                         e.connected, e.solved, e.error) for e in results]
+    out = [
+        ElementResult(
+            e.id,
+            e.kind,
+            renumber.get(e.cls, -1),
+            e.time_s,
+            e.slowdown,
+            e.connected,
+            e.solved,
+            e.error,
+        )
+        for e in results
+    ]
     out.sort(key=_sort_key)
     return out

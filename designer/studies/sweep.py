@@ -66,9 +66,13 @@ class SweepReport:
 
     def as_json(self) -> dict:
         """The ``study sweep --json`` document."""
-        return {"template": self.template, "grid": self.grid, "set": self.sets,
-                "variants": [dict(vars(v)) for v in self.variants],
-                "timing_ms": {k: round(v, 1) for k, v in self.timing_ms.items()}}
+        return {
+            "template": self.template,
+            "grid": self.grid,
+            "set": self.sets,
+            "variants": [dict(vars(v)) for v in self.variants],
+            "timing_ms": {k: round(v, 1) for k, v in self.timing_ms.items()},
+        }
 
 
 def parse_grid(items: Sequence[str], option: str = "--grid") -> dict[str, list[str]]:
@@ -89,8 +93,9 @@ def parse_grid(items: Sequence[str], option: str = "--grid") -> dict[str, list[s
     return grid
 
 
-def variants(template: str, grid: Mapping[str, Sequence[str]],
-             sets: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+def variants(
+    template: str, grid: Mapping[str, Sequence[str]], sets: Mapping[str, str] | None = None
+) -> list[dict[str, str]]:
     """Every combination of ``grid`` (with ``sets``), each checked against the template.
 
     Raises
@@ -147,16 +152,25 @@ def _measure(shared: tuple, params: dict[str, str]) -> Variant:
     sc = scenario or Scenario.from_dict(topo.settings["scenario"])
     try:
         cache: dict = {}
-        res = solve_collective(snap, sc.collective, sizes=[sc.bytes], algorithm=sc.algorithm,
-                               ranks=resolve_ranks(snap, sc.ranks), launch=sc.launch,
-                               cache=cache)
+        res = solve_collective(
+            snap,
+            sc.collective,
+            sizes=[sc.bytes],
+            algorithm=sc.algorithm,
+            ranks=resolve_ranks(snap, sc.ranks),
+            launch=sc.launch,
+            cache=cache,
+        )
         v.time_s, v.busbw_GBps = float(res.time_s[0]), float(res.busbw_GBps[0])
         if training is not None:
-            wl = TrainingWorkload(params=training.params, grad_dtype=training.grad_dtype,
-                                  dp_size=min(training.dp_size or snap.n_gpus, snap.n_gpus),
-                                  compute_s=training.compute_s, overlap=training.overlap)
-            rep = training_report(snap, wl, compute_cv=training.compute_cv, n_steps=64,
-                                  cache=cache)
+            wl = TrainingWorkload(
+                params=training.params,
+                grad_dtype=training.grad_dtype,
+                dp_size=min(training.dp_size or snap.n_gpus, snap.n_gpus),
+                compute_s=training.compute_s,
+                overlap=training.overlap,
+            )
+            rep = training_report(snap, wl, compute_cv=training.compute_cv, n_steps=64, cache=cache)
             v.step_s = rep.estimate.step_s
     except SolverError as exc:
         v.error = str(exc)
@@ -168,17 +182,25 @@ def pareto(vs: Sequence[Variant]) -> None:
     ok = [v for v in vs if v.figure_s is not None]
     for v in vs:
         v.pareto = v in ok and not any(
-            w.cost_per_gpu_usd <= v.cost_per_gpu_usd and w.figure_s <= v.figure_s
+            w.cost_per_gpu_usd <= v.cost_per_gpu_usd
+            and w.figure_s <= v.figure_s
             and (w.cost_per_gpu_usd < v.cost_per_gpu_usd or w.figure_s < v.figure_s)
-            for w in ok)
+            for w in ok
+        )
 
 
-def sweep_study(template: str, grid: Mapping[str, Sequence[str]],
-                sets: Mapping[str, str] | None = None, *, scenario: Scenario | None = None,
-                training: TrainingSpec | None = None, workers: int | None = None,
-                scheduler: str | None = None,
-                progress: Callable[[int, int, str], None] | None = None,
-                client=None) -> SweepReport:
+def sweep_study(
+    template: str,
+    grid: Mapping[str, Sequence[str]],
+    sets: Mapping[str, str] | None = None,
+    *,
+    scenario: Scenario | None = None,
+    training: TrainingSpec | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    client=None,
+) -> SweepReport:
     """Build, cost and solve every combination of ``grid`` on ``template``.
 
     Parameters
@@ -216,10 +238,18 @@ def sweep_study(template: str, grid: Mapping[str, Sequence[str]],
         if progress is not None:
             progress(done[0], len(tasks), "variants")
 
-    stats = run_tasks(measure, shared, tasks, workers=workers, scheduler=scheduler,
-                      on_result=on_result, client=client)
+    stats = run_tasks(
+        measure,
+        shared,
+        tasks,
+        workers=workers,
+        scheduler=scheduler,
+        on_result=on_result,
+        client=client,
+    )
     vs = [found[i] for i in range(len(combos))]
     pareto(vs)
     timing = {"total": (time.perf_counter() - t_start) * 1e3}
-    return SweepReport(template, {k: list(v) for k, v in grid.items()}, dict(sets or {}), vs,
-                       timing, stats)
+    return SweepReport(
+        template, {k: list(v) for k, v in grid.items()}, dict(sets or {}), vs, timing, stats
+    )

@@ -66,9 +66,12 @@ def _dense(keys: np.ndarray) -> np.ndarray:
     return inverse.reshape(-1).astype(np.int64)
 
 
-def node_colours(topo: Topology, ranks: frozenset[str] = frozenset(),
-                 link_labels: Mapping[str, Hashable] | None = None,
-                 max_rounds: int = 64) -> tuple[list[str], np.ndarray, list, np.ndarray]:
+def node_colours(
+    topo: Topology,
+    ranks: frozenset[str] = frozenset(),
+    link_labels: Mapping[str, Hashable] | None = None,
+    max_rounds: int = 64,
+) -> tuple[list[str], np.ndarray, list, np.ndarray]:
     """Weisfeiler-Lehman colours of every node and link of ``topo``.
 
     Parameters
@@ -98,8 +101,9 @@ def node_colours(topo: Topology, ranks: frozenset[str] = frozenset(),
     colour = _codes((n.kind, n.model, n.plane, bool(n.failed), n.id in ranks) for n in nodes)
     links = list(topo.links())
     extra = link_labels or {}
-    link_colour = _codes((lk.tech, int(lk.count), lk.plane, bool(lk.failed),
-                          extra.get(lk.id, ())) for lk in links)
+    link_colour = _codes(
+        (lk.tech, int(lk.count), lk.plane, bool(lk.failed), extra.get(lk.id, ())) for lk in links
+    )
     a = np.fromiter((where[lk.a] for lk in links), dtype=np.int64, count=len(links))
     b = np.fromiter((where[lk.b] for lk in links), dtype=np.int64, count=len(links))
     ends = np.concatenate([a, b])
@@ -122,10 +126,12 @@ def node_colours(topo: Topology, ranks: frozenset[str] = frozenset(),
     return node_ids, colour, links, link_colour
 
 
-def element_classes(topo: Topology, elements: str = "links",
-                    ranks: frozenset[str] = frozenset(),
-                    link_labels: Mapping[str, Hashable] | None = None,
-                    ) -> dict[tuple, list[tuple[str, str]]]:
+def element_classes(
+    topo: Topology,
+    elements: str = "links",
+    ranks: frozenset[str] = frozenset(),
+    link_labels: Mapping[str, Hashable] | None = None,
+) -> dict[tuple, list[tuple[str, str]]]:
     """The design's live elements of the kind ``elements`` grouped by structural class.
 
     Parameters
@@ -144,8 +150,7 @@ def element_classes(topo: Topology, elements: str = "links",
         already failed in the design are left out (they are down already).
     """
     if elements not in ELEMENT_KINDS:
-        raise ValueError(f"unknown elements {elements!r}; choose one of "
-                         f"{', '.join(ELEMENT_KINDS)}")
+        raise ValueError(f"unknown elements {elements!r}; choose one of {', '.join(ELEMENT_KINDS)}")
     node_ids, colour, links, link_colour = node_colours(topo, ranks, link_labels)
     where = {nid: i for i, nid in enumerate(node_ids)}
     classes: dict[tuple, list[tuple[str, str]]] = {}
@@ -155,10 +160,10 @@ def element_classes(topo: Topology, elements: str = "links",
                 continue
             ends = sorted((int(colour[where[lk.a]]), int(colour[where[lk.b]])))
             classes.setdefault(("link", c, *ends), []).append(("link", lk.id))
-    kinds = {"switches": SWITCH_KINDS, "nics": {"nic"},
-             "all": SWITCH_KINDS | {"nic"}}.get(elements, set())
+    kinds = {"switches": SWITCH_KINDS, "nics": {"nic"}, "all": SWITCH_KINDS | {"nic"}}.get(
+        elements, set()
+    )
     for node in topo.nodes():
         if node.kind in kinds and not node.failed:
-            classes.setdefault(("node", int(colour[where[node.id]])), []).append(
-                ("node", node.id))
+            classes.setdefault(("node", int(colour[where[node.id]])), []).append(("node", node.id))
     return classes

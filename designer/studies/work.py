@@ -87,8 +87,10 @@ class _Base:
         done = []
         with self.lock:
             try:
-                for cmd in (SetLinkProps(links, failed=True) if links else None,
-                            SetNodeProps(nodes, failed=True) if nodes else None):
+                for cmd in (
+                    SetLinkProps(links, failed=True) if links else None,
+                    SetNodeProps(nodes, failed=True) if nodes else None,
+                ):
                     if cmd is not None:
                         cmd.do(self.topo)
                         done.append(cmd)
@@ -111,15 +113,28 @@ class _Base:
         sc, tr = self.base.scenario, self.base.training
         if tr is not None:
             dp = tr.dp_size or snap.n_gpus
-            wl = TrainingWorkload(params=tr.params, grad_dtype=tr.grad_dtype,
-                                  dp_size=dp, compute_s=tr.compute_s, overlap=tr.overlap)
-            rep = training_report(snap, wl, compute_cv=tr.compute_cv, n_steps=64,
-                                  cache={"memo": self.memo})
+            wl = TrainingWorkload(
+                params=tr.params,
+                grad_dtype=tr.grad_dtype,
+                dp_size=dp,
+                compute_s=tr.compute_s,
+                overlap=tr.overlap,
+            )
+            rep = training_report(
+                snap, wl, compute_cv=tr.compute_cv, n_steps=64, cache={"memo": self.memo}
+            )
             self._n_ranks, self.last = rep.allreduce.n_ranks, rep.allreduce
             return _checked(rep.estimate.step_s, rep.allreduce.n_ranks, self)
         ranks = resolve_ranks(snap, sc.ranks)
-        res = solve_collective(snap, sc.collective, sizes=[sc.bytes], algorithm=sc.algorithm,
-                               ranks=ranks, launch=sc.launch, memo=self.memo)
+        res = solve_collective(
+            snap,
+            sc.collective,
+            sizes=[sc.bytes],
+            algorithm=sc.algorithm,
+            ranks=ranks,
+            launch=sc.launch,
+            memo=self.memo,
+        )
         self._n_ranks, self.last = res.n_ranks, res
         return _checked(float(res.time_s[0]), res.n_ranks, self)
 

@@ -51,8 +51,10 @@ def by_id(doc: dict, rename: dict[str, str] | None = None) -> dict[str, tuple]:
     """Each element's figures keyed by id (mapped through ``rename``), class left out:
     class numbers follow the outcomes, not the names, but tie order may differ."""
     rename = rename or {}
-    return {rename.get(e["id"], e["id"]): (e["kind"], e["time_s"], e["slowdown"],
-                                           e["connected"]) for e in doc["elements"]}
+    return {
+        rename.get(e["id"], e["id"]): (e["kind"], e["time_s"], e["slowdown"], e["connected"])
+        for e in doc["elements"]
+    }
 
 
 def same_figures(a: dict[str, tuple], b: dict[str, tuple], rel: float = 1e-9) -> bool:

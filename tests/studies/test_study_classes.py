@@ -23,7 +23,7 @@ def _both(topo, elements, scenario=None):
 def test_fat_tree_classes_match_enumeration():
     reduced, full = _both(build_template("fat-tree", k=4), "all", RING)
     assert reduced.classes == 9 and full.classes == len(full.elements) == 116
-    assert reduced.solves < full.solves / 2          # the reduction did reduce
+    assert reduced.solves < full.solves / 2  # the reduction did reduce
     assert same_figures(by_id(reduced.as_json()), by_id(full.as_json()))
 
 
@@ -39,8 +39,7 @@ def test_asymmetric_design_classes_match_enumeration():
     """The doubled uplink splits leaves, uplinks and spines into classes of their own;
     what structure cannot show, the sample's disagreement does."""
     topo = asymmetric()
-    sym = element_classes(build_template("leaf-spine", leaves=4, spines=2, hosts_per_leaf=2),
-                          "all")
+    sym = element_classes(build_template("leaf-spine", leaves=4, spines=2, hosts_per_leaf=2), "all")
     asym = element_classes(topo, "all")
     assert len(asym) > len(sym)
     reduced, full = _both(topo, "all")
@@ -56,7 +55,7 @@ def test_classes_do_not_depend_on_names_or_order():
     b = failure_study(other, elements="all", workers=0).as_json()
     assert a["classes"] == b["classes"]
     assert same_figures(by_id(a, rename), by_id(b))
-    assert ([e["class"] for e in a["elements"]] == [e["class"] for e in b["elements"]])
+    assert [e["class"] for e in a["elements"]] == [e["class"] for e in b["elements"]]
 
 
 def test_class_keys_are_name_free():
@@ -77,8 +76,7 @@ def test_sampled_pairs_fail_two_elements_at_once():
     # Both spines down cuts the leaves apart: that pair, if drawn, is the worst.
     every = failure_study(topo, elements="switches", k=2, samples=100, workers=0)
     assert len(every.elements) == 15  # all pairs of 6 switches
-    both_spines = next(e for e in every.elements if set(e.id.split("+")) ==
-                       {"spine-0", "spine-1"})
+    both_spines = next(e for e in every.elements if set(e.id.split("+")) == {"spine-0", "spine-1"})
     assert not both_spines.connected
 
 
@@ -89,8 +87,9 @@ def test_a_class_whose_members_disagree_is_enumerated():
     topo = build_template("leaf-spine")
 
     def one_class(topo, elements, ranks, labels):
-        return {("everything",): [("node", n.id) for n in topo.nodes()
-                                  if n.kind in ("leaf", "spine")]}
+        return {
+            ("everything",): [("node", n.id) for n in topo.nodes() if n.kind in ("leaf", "spine")]
+        }
 
     lumped = failure_study(topo, elements="switches", workers=0, classify=one_class, verify=3)
     full = failure_study(topo, elements="switches", workers=0, reduce=False)

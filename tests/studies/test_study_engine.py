@@ -16,16 +16,19 @@ from study_designs import without_timing
 
 from designer.studies.engine import batches
 
-ENV = {**os.environ, "PYTHONWARNINGS": "ignore",
-       "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}
+ENV = {**os.environ, "PYTHONWARNINGS": "ignore", "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}
 
 
 def _study(path, *args, timeout=120, code=0):
     """``fabric-designer study failures PATH ARGS --json`` in a new process (Dask's
     threads and worker processes stay out of the test process)."""
-    proc = subprocess.run([sys.executable, "-m", "designer", "study", "failures", str(path),
-                           "--json", "-q", *args], capture_output=True, text=True,
-                          timeout=timeout, env=ENV)
+    proc = subprocess.run(
+        [sys.executable, "-m", "designer", "study", "failures", str(path), "--json", "-q", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=ENV,
+    )
     assert proc.returncode == code, proc.stderr
     return json.loads(proc.stdout) if code == 0 else proc.stderr
 
@@ -33,8 +36,7 @@ def _study(path, *args, timeout=120, code=0):
 def _serial(capsys, path, *args):
     """The same study on the serial path, in this process."""
     capsys.readouterr()
-    code, out, err = run(capsys, "study", "failures", path, "--json", "-q", "--workers", "0",
-                         *args)
+    code, out, err = run(capsys, "study", "failures", path, "--json", "-q", "--workers", "0", *args)
     assert code == 0, err
     return json.loads(out)
 
@@ -73,14 +75,36 @@ def test_existing_cluster_through_scheduler_option(tmp_path, capsys):
     dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
     procs = []
     try:
-        procs.append(subprocess.Popen(
-            [*dask, "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV))
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "1",
-             "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1",
-             "--local-directory", str(tmp_path / "worker")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV))
+        procs.append(
+            subprocess.Popen(
+                [*dask, "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=ENV,
+            )
+        )
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_worker",
+                    address,
+                    "--nworkers",
+                    "1",
+                    "--nthreads",
+                    "1",
+                    "--no-dashboard",
+                    "--host",
+                    "127.0.0.1",
+                    "--local-directory",
+                    str(tmp_path / "worker"),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=ENV,
+            )
+        )
         remote = _study(path, "--elements", "switches", "--scheduler", address, timeout=90)
         serial = _serial(capsys, path, "--elements", "switches")
         assert without_timing(remote) == without_timing(serial)
