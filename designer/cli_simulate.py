@@ -154,6 +154,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seconds(x: float) -> str:
+    """A time as an architect reads it: seconds, or milliseconds below one second."""
+    return f"{x:.4f} s" if x >= 1 else f"{x * 1e3:.3f} ms"
+
+
 def _print(res, n: int, timing: dict) -> None:
     print(f"{len(res.jobs)} job(s), {n} iteration(s) each; times per iteration")
     print(
@@ -161,7 +166,7 @@ def _print(res, n: int, timing: dict) -> None:
         f"{'memory/GPU':>11}  exposed communication"
     )
     for j in res.jobs:
-        alone = "" if j.alone_s is None else f"{j.alone_s:9.4f}s"
+        alone = "" if j.alone_s is None else _seconds(j.alone_s)
         slow = "" if j.slowdown is None else f"{j.slowdown:9.3f}"
         mem = f"{j.memory_gb_per_gpu:7.1f} GB" + ("" if j.fits else "!")
         lanes = ", ".join(
@@ -170,7 +175,7 @@ def _print(res, n: int, timing: dict) -> None:
             if v > 0 and k not in ("compute", "exposed_comm")
         )
         print(
-            f"{j.name:<20} {j.gpus:>6} {j.iteration_s:9.4f}s {alone:>10} {slow:>9} "
+            f"{j.name:<20} {j.gpus:>6} {_seconds(j.iteration_s):>10} {alone:>10} {slow:>9} "
             f"{mem:>11}  {lanes or 'none'}"
         )
     if any(j.fits is False for j in res.jobs):
