@@ -15,7 +15,6 @@ from designer.gui.app import create_window
 from designer.gui.canvas.scene import FabricScene
 from designer.model.commands import PasteSubgraph, RemoveNodes
 from designer.model.topology import Node
-
 from tests.gui.conftest import open_window
 
 
@@ -51,9 +50,7 @@ def _settle(qtbot, win) -> None:
 
 
 @pytest.mark.parametrize("copies", [1, 8])
-def test_bulk_edits_refresh_and_ask_for_a_solve_a_bounded_number_of_times(
-    qtbot, counted, copies
-):
+def test_bulk_edits_refresh_and_ask_for_a_solve_a_bounded_number_of_times(qtbot, counted, copies):
     win, _ = open_window(qtbot)
     win.analysis.runner.enabled = False  # schedule is still called; no solve starts
     topo = win.document.topology
