@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from designer.gui.document import Document
-from designer.gui.workload.dock import WorkloadDock, parallel_text
+from designer.gui.workload.dock import COL, WorkloadDock, parallel_text
 from designer.io.fabric_json import load, save
 from designer.model.templates import build_template
 from designer.workload.files import design_jobs
@@ -46,8 +46,15 @@ def test_a_job_added_from_a_preset_is_listed_undoable_and_saved(dock, tmp_path):
     doc = dock.document
     _add_from_menu(dock, "tiny")
     assert dock.table.rowCount() == 1
-    cells = [dock.table.item(0, c).text() for c in range(4)]
-    assert cells == ["tiny", "tiny", "8", "TP2 PP2 DP2"]
+    cells = {h: dock.table.item(0, c).text() for h, c in COL.items()}
+    assert cells == {
+        "Job": "tiny",
+        "Preset": "tiny",
+        "GPUs": "8",
+        "Parallelism": "TP2 PP2 DP2",
+        "Iteration": "",
+        "Slowdown": "",
+    }
     assert [j["name"] for j in doc.topology.settings["workloads"]] == ["tiny"]
     assert dock.editor.isEnabled() and dock.editor.widgets[("", "name")].text() == "tiny"
 
@@ -73,7 +80,7 @@ def test_a_job_added_from_a_preset_is_listed_undoable_and_saved(dock, tmp_path):
 def test_a_preset_too_big_for_the_design_is_cut_to_its_gpus(dock):
     job = dock.add_job("llama3.1-70b")  # 256 GPUs by default; the design has 8
     assert job.n_gpus <= 8 and job.parallel.tp == 8
-    assert dock.table.item(0, 3).text() == parallel_text(job)
+    assert dock.table.item(0, COL["Parallelism"]).text() == parallel_text(job)
 
 
 def test_a_bad_value_shows_an_inline_error_naming_the_field_and_changes_nothing(dock, qtbot):
@@ -118,16 +125,16 @@ def test_a_good_value_is_one_undo_step(dock, qtbot):
     qtbot.keyClick(dp, Qt.Key.Key_Return)
     assert dock.editor.error == ""
     assert doc.undo_stack.count() == steps + 2
-    assert dock.table.item(0, 3).text() == "TP2 DP4"
+    assert dock.table.item(0, COL["Parallelism"]).text() == "TP2 DP4"
     assert doc.topology.settings["workloads"][0]["parallel"]["dp"] == 4
     doc.undo_stack.undo()
-    assert dock.table.item(0, 3).text() == "TP2 DP2"
+    assert dock.table.item(0, COL["Parallelism"]).text() == "TP2 DP2"
     assert dp.text() == "2"
     doc.undo_stack.undo()
-    assert dock.table.item(0, 3).text() == "TP2 PP2 DP2"
+    assert dock.table.item(0, COL["Parallelism"]).text() == "TP2 PP2 DP2"
     doc.undo_stack.redo()
     doc.undo_stack.redo()
-    assert dock.table.item(0, 3).text() == "TP2 DP4"
+    assert dock.table.item(0, COL["Parallelism"]).text() == "TP2 DP4"
 
 
 def test_duplicate_and_delete(dock):

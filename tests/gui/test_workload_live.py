@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 
 from designer.gui.analysis.panels.base import format_seconds
+from designer.gui.workload.dock import COL
 from designer.model.commands import SetLinkProps
 from tests.gui.conftest import close_window, open_window
 
@@ -56,8 +57,8 @@ def test_a_job_is_simulated_and_shown_in_the_dock_and_the_timeline(qtbot, tmp_pa
         result = simulated(qtbot, window)
         (job,) = result.simulation.jobs
         assert job.name == "tiny" and job.iteration_s > 0 and job.slowdown == 1.0
-        assert wl.dock.table.item(0, 4).text() == format_seconds(job.iteration_s)
-        assert wl.dock.table.item(0, 5).text() == "1.000×"
+        assert wl.dock.table.item(0, COL["Iteration"]).text() == format_seconds(job.iteration_s)
+        assert wl.dock.table.item(0, COL["Slowdown"]).text() == "1.000×"
         assert "tiny" in wl.dock.answer.text()
 
         panel = wl.timeline
@@ -67,7 +68,10 @@ def test_a_job_is_simulated_and_shown_in_the_dock_and_the_timeline(qtbot, tmp_pa
         lanes = {text.split(" · ")[1] for _row, text in panel.row_labels}
         assert {"compute", "TP", "PP", "DP"} <= lanes
         bar = next(b for b in panel.bars if b.lane == "tp")
-        assert panel.bar_at((bar.start_s + bar.end_s) / 2, bar.row) == bar
+        mid = (bar.start_s + bar.end_s) / 2
+        under = panel.bar_at(mid, bar.row)
+        assert under.lane == "tp" and under.start_s <= mid <= under.end_s
+        assert panel.bar_at(mid, bar.row + 0.5) is None  # between two lanes
         assert "per group" in bar.describe()
 
         path = panel.export_csv(tmp_path / "timeline.csv")
@@ -83,7 +87,9 @@ def test_a_job_is_simulated_and_shown_in_the_dock_and_the_timeline(qtbot, tmp_pa
         window.document.push(SetLinkProps([nvlink.id], count=max(nvlink.count // 2, 1)))
         result = simulated(qtbot, window)
         assert [j.name for j in result.simulation.jobs] == ["tiny", "tiny-moe"]
-        assert all(wl.dock.table.item(r, 4).text() for r in range(2))
+        # The capacity edit kept the collectives it cannot have changed.
+        assert wl.runner.memo.last["kept"] > 0
+        assert all(wl.dock.table.item(r, COL["Iteration"]).text() for r in range(2))
         # Every result shown was of the design as it was when it arrived.
         assert seen and all(g == now for g, now in seen)
 
@@ -109,7 +115,7 @@ def test_a_job_the_design_cannot_hold_says_why_and_cancel_stops_a_run(qtbot):
             pass
         assert "tiny-5" in blocker.args[1]
         assert wl.dock.status.text().startswith("Simulation failed:")
-        assert all(wl.dock.table.item(r, 4).text() == "" for r in range(5))
+        assert all(wl.dock.table.item(r, COL["Iteration"]).text() == "" for r in range(5))
 
         window.document.undo_stack.undo()  # 4 jobs again: fits
         qtbot.waitUntil(lambda: wl.runner.busy, timeout=SOLVE_TIMEOUT_MS)

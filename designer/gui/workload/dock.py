@@ -48,9 +48,12 @@ from designer.workload.files import job_from_dict, job_to_dict
 from designer.workload.job import Job
 from designer.workload.presets import presets
 
-__all__ = ["COLUMNS", "JOB_COLOURS", "WorkloadDock", "parallel_text"]
+__all__ = ["COL", "COLUMNS", "JOB_COLOURS", "WorkloadDock", "parallel_text"]
 
-COLUMNS = ("Job", "Preset", "GPUs", "Parallelism", "Iteration", "Slowdown")
+#: The list's columns, the answers (iteration, slowdown) first: seen in a narrow dock.
+COLUMNS = ("Job", "Iteration", "Slowdown", "GPUs", "Parallelism", "Preset")
+COL = {name: i for i, name in enumerate(COLUMNS)}
+_RIGHT = {COL["Iteration"], COL["Slowdown"], COL["GPUs"]}
 #: Colours given to new jobs in turn (Okabe-Ito: colour-blind safe).
 JOB_COLOURS = tuple(
     OKABE_ITO[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "yellow")
@@ -122,6 +125,7 @@ class WorkloadDock(QDockWidget):
         self.answer = QLabel("", top)
         self.answer.setObjectName("workload_answer")
         self.answer.setMinimumWidth(1)
+        self.answer.setWordWrap(True)
         self.answer.setContentsMargins(8, 6, 8, 0)
         self.answer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         status_row = QHBoxLayout()
@@ -237,17 +241,15 @@ class WorkloadDock(QDockWidget):
         try:
             self.table.setRowCount(len(jobs))
             for r, job in enumerate(jobs):
-                cells = (
-                    job.name,
-                    job.preset or "custom",
-                    str(job.n_gpus),
-                    parallel_text(job),
-                    "",
-                    "",
-                )
-                for c, text in enumerate(cells):
-                    item = QTableWidgetItem(text)
-                    if c >= 2:
+                cells = {
+                    "Job": job.name,
+                    "Preset": job.preset or "custom",
+                    "GPUs": str(job.n_gpus),
+                    "Parallelism": parallel_text(job),
+                }
+                for c, column in enumerate(COLUMNS):
+                    item = QTableWidgetItem(cells.get(column, ""))
+                    if c in _RIGHT:
                         item.setTextAlignment(
                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                         )
@@ -383,10 +385,10 @@ class WorkloadDock(QDockWidget):
             res = by_name.get(job.name)
             it = "" if res is None else format_seconds(res.iteration_s)
             slow = "" if res is None or res.slowdown is None else f"{res.slowdown:.3f}×"
-            self.table.item(r, 4).setText(it)
-            self.table.item(r, 5).setText(slow)
+            self.table.item(r, COL["Iteration"]).setText(it)
+            self.table.item(r, COL["Slowdown"]).setText(slow)
             if res is not None and res.fits is False:
-                self.table.item(r, 4).setToolTip(
+                self.table.item(r, COL["Iteration"]).setToolTip(
                     f"{res.memory_gb_per_gpu:.1f} GB a GPU: does not fit in the GPUs' memory"
                 )
         self.answer.setText(self._headline())

@@ -177,6 +177,11 @@ class WorkloadRunner(QObject):
             self._debounced_start()
 
     @property
+    def memo(self) -> SimulationMemo:
+        """What the simulations of the open design carry from one to the next."""
+        return self._memo
+
+    @property
     def busy(self) -> bool:
         """A worker is running (or winding down after a cancel)."""
         return self._worker is not None

@@ -151,7 +151,7 @@ class IterationTimelinePanel(PanelDock):
         self.bars: list[WorkloadBar] = []
         self.row_labels: list[tuple[int, str]] = []
         self.bar_item: pg.BarGraphItem | None = None
-        self._band_items: list = []
+        self._extent: np.ndarray | None = None  # start, end, row of each bar (hover)
         super().__init__("Iteration timeline", "iteration-timeline-panel", parent)
         self.plot.setLabel("bottom", "time", units="s")
         self.plot.setMouseEnabled(x=True, y=True)
@@ -172,6 +172,7 @@ class IterationTimelinePanel(PanelDock):
 
     def _draw(self, result) -> None:
         self.bars, self.row_labels = workload_bars(result)
+        self._extent = None
         self.hover.hide()
         self.plot.addItem(self.hover, ignoreBounds=True)
         if not self.bars:
@@ -226,16 +227,27 @@ class IterationTimelinePanel(PanelDock):
     def _draw_overlays(self) -> None:
         if self.result is None:
             self.bars, self.row_labels = [], []
+            self._extent = None
             self.bar_item = None
             self.plot.getAxis("left").setTicks([[], []])
 
     # ------------------------------------------------------------------ hover
     def bar_at(self, x: float, y: float) -> WorkloadBar | None:
-        """The bar under the data point (x seconds, y row), if any."""
-        for b in self.bars:
-            if b.start_s <= x <= b.end_s and abs(y - b.row) <= BAR_HEIGHT / 2:
-                return b
-        return None
+        """The bar under the data point (x seconds, y row), if any (the shortest where
+        bars overlap: a short transfer inside a long one stays reachable)."""
+        if self._extent is None or len(self._extent) != len(self.bars):
+            self._extent = np.array(
+                [(b.start_s, b.end_s, b.row) for b in self.bars], dtype=float
+            ).reshape(-1, 3)
+        start, end, row = self._extent.T
+        hit = np.flatnonzero((start <= x) & (x <= end) & (np.abs(y - row) <= BAR_HEIGHT / 2))
+        if not hit.size:
+            return None
+        return self.bars[int(hit[np.argmin(end[hit] - start[hit])])]
+
+    def leaveEvent(self, event) -> None:
+        super().leaveEvent(event)
+        self.hover.hide()  # the pointer left the panel: no stale tooltip stays
 
     def _on_scene_mouse_moved(self, pos: QPointF) -> None:
         if not self.bars or not self.plot.vb.sceneBoundingRect().contains(pos):
