@@ -209,6 +209,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise UsageError("--legend and --title-block apply to .svg, .png and .pdf exports")
     if (args.page or args.fit) and fmt.suffix != ".pdf":
         raise UsageError("--page and --fit apply to .pdf exports only")
+    if args.with_results and not fmt.results:
+        raise UsageError("--with-results applies to .drawio and .graphml exports")
     if args.fit and not args.page:
         raise UsageError("--fit needs --page (a diagram-sized PDF is one page)")
     if args.scale is not None and not (0 < args.scale < float("inf")):
@@ -236,10 +238,36 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         from designer.io.graph_export import export
 
-        export(topo, out)
+        export(topo, out, results=_link_results(topo) if args.with_results else None)
     log.info("exported %s to %s (%s)", args.file, out, fmt.name)
     print(f"wrote {out}{_cable_summary(topo, fmt.suffix)}")
     return 0
+
+
+def _link_results(topo) -> dict[str, dict[str, float]]:
+    """Per link id, the utilisation and load (busiest direction) of the design's saved
+    scenario, solved as `solve` and the GUI solve it."""
+    from designer.model.scenario import Scenario
+    from designer.solver import (
+        SolverError,
+        rank_spec,
+        resolve_ranks,
+        solve_collective,
+        take_snapshot,
+    )
+
+    saved = Scenario.from_dict(topo.settings["scenario"])
+    snap = take_snapshot(topo)
+    try:
+        ranks = resolve_ranks(snap, rank_spec(topo, saved.ranks))
+        res = solve_collective(snap, saved.collective, sizes=[saved.bytes],
+                               algorithm=saved.algorithm, ranks=ranks, launch=saved.launch)
+    except SolverError as exc:
+        raise DesignError(f"--with-results: the saved scenario cannot be solved: {exc}") from None
+    util, load = res.arc_util, res.arc_load_GBps
+    return {lid: {"utilisation": float(max(util[2 * k], util[2 * k + 1])),
+                  "load_GBps": float(max(load[2 * k], load[2 * k + 1]))}
+            for k, lid in enumerate(snap.link_ids)}
 
 
 def _cable_summary(topo, suffix: str) -> str:
@@ -319,6 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scale", type=float, metavar="S",
                    help="PNG pixels per canvas unit (default 2, or the largest scale "
                         "that fits when the design is too large for 2)")
+    s.add_argument("--with-results", action="store_true",
+                   help=".drawio/.graphml: solve the design's saved scenario and add each "
+                        "link's utilisation and load (edges coloured by utilisation)")
     s.add_argument("--legend", action="store_true",
                    help="SVG/PNG/PDF: add a legend of the link technologies")
     s.add_argument("--title-block", action="store_true",

@@ -217,3 +217,21 @@ def test_commands_read_drawio_and_graphml_exports(hgx, tmp_path):
         assert proc.returncode == 1
         assert "unknown model 'NVSwitch-gen99'" in proc.stderr
         assert proc.stderr.count("\n") == 1
+
+
+def test_with_results_carries_what_solve_reports(tmp_path):
+    """--with-results: each link's utilisation is the one `solve --json` reports for
+    the design's saved scenario."""
+    design = tmp_path / "r.fabric.json"
+    assert cli("new", "rail-cluster", "-o", str(design)).returncode == 0
+    out = tmp_path / "r.graphml"
+    proc = cli("export", str(design), "-o", str(out), "--with-results")
+    assert proc.returncode == 0, proc.stderr
+    graph = nx.read_graphml(out, force_multigraph=True)
+    exported = {k: d["utilisation"] for _, _, k, d in graph.edges(keys=True, data=True)}
+    solved = json.loads(cli("solve", str(design), "--json").stdout)["links"]
+    assert solved and max(exported.values()) > 0.5
+    for link in solved:
+        assert exported[link["id"]] == pytest.approx(link["utilization"], abs=1e-4)
+    refused = cli("export", str(design), "-o", str(tmp_path / "r.dot"), "--with-results")
+    assert refused.returncode == 2 and "--with-results applies to" in refused.stderr
