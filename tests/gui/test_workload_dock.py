@@ -148,3 +148,22 @@ def test_duplicate_and_delete(dock):
     assert [j.name for j in dock.jobs] == ["tiny"]
     doc.undo_stack.undo()
     assert [j.name for j in dock.jobs] == ["tiny", "tiny-2"]
+
+
+def test_a_job_that_cannot_be_read_makes_the_list_read_only(dock):
+    """Editing the list would drop the job it cannot read: it refuses, saying why."""
+    doc = dock.document
+    dock.add_job("tiny")
+    broken = dict(doc.topology.settings["workloads"][0], name="broken")
+    broken["parallel"] = dict(broken["parallel"], tp=3)
+    doc.topology.set_setting("workloads", [*doc.topology.settings["workloads"], broken])
+    assert "broken" in dock.answer.text() and "tp" in dock.answer.text()
+    assert not dock.add_button.isEnabled() and not dock.delete_button.isEnabled()
+    assert not dock.editor.isEnabled()
+
+
+def test_opening_another_design_lists_its_jobs(dock):
+    dock.add_job("tiny")
+    dock.document.replace(build_template("hgx"))
+    assert dock.jobs == [] and dock.table.rowCount() == 0
+    assert dock.add_button.isEnabled() and not dock.editor.isEnabled()

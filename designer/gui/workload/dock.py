@@ -281,9 +281,15 @@ class WorkloadDock(QDockWidget):
     def _on_table_selection_changed(self) -> None:
         name = self.selected_name()
         job = next((j for j in self.jobs if j.name == name), None)
-        self.editor.set_job(job, {j.name for j in self.jobs if j.name != name})
-        self.duplicate_button.setEnabled(job is not None)
-        self.delete_button.setEnabled(job is not None)
+        # A job the file holds but that cannot be read would be dropped by any edit of
+        # the list: the list is read-only until the file is fixed (the headline says why).
+        editable = not self.load_error
+        self.editor.set_job(
+            job if editable else None, {j.name for j in self.jobs if j.name != name}
+        )
+        self.add_button.setEnabled(editable)
+        self.duplicate_button.setEnabled(editable and job is not None)
+        self.delete_button.setEnabled(editable and job is not None)
         self.job_selected.emit(name)
 
     # ------------------------------------------------------------ gestures -> commands
