@@ -8,13 +8,15 @@ from __future__ import annotations
 import functools
 
 import pytest
-from PySide6.QtCore import QCoreApplication, QEvent
+import shiboken6
+from PySide6.QtCore import QCoreApplication, QEvent, QObject
 
 from designer.gui.analysis.runner import SolveRunner
 from designer.gui.app import create_window
 from designer.gui.canvas.scene import FabricScene
+from designer.gui.model_events import ModelSlot
 from designer.model.commands import PasteSubgraph, RemoveNodes
-from designer.model.topology import Node
+from designer.model.topology import Node, Topology
 from tests.gui.conftest import open_window
 
 
@@ -98,3 +100,28 @@ def test_a_deleted_window_is_no_longer_called_by_its_design(qtbot, counted):
     assert [str(e[1]) for e in errors] == []
     assert counted == before
     assert [len(topo.events[name]) for name in topo.events] == [0] * len(topo.events)
+
+
+def test_a_model_slot_lets_go_when_its_object_is_deleted_though_python_holds_it(qapp):
+    """Not the garbage collector's doing: the wrapper is still referenced here."""
+
+    class Follower(QObject):
+        def __init__(self, topo):
+            super().__init__()
+            self.calls = 0
+            self.follow = ModelSlot(self, self._on_topology_changed)
+            self.follow.watch(topo.events.changed)
+
+        def _on_topology_changed(self, _edit) -> None:
+            self.calls += 1
+
+    topo, other = Topology(), Topology()
+    follower = Follower(topo)
+    topo.add_node(Node("a", "gpu", "H100", "A"))
+    follower.follow.watch(other.events.changed)  # follows another design instead
+    topo.add_node(Node("b", "gpu", "H100", "B"))
+    other.add_node(Node("c", "gpu", "H100", "C"))
+    assert follower.calls == 2 and len(topo.events.changed) == 0
+    shiboken6.delete(follower)
+    other.add_node(Node("d", "gpu", "H100", "D"))
+    assert follower.calls == 2 and len(other.events.changed) == 0
