@@ -40,6 +40,7 @@ from designer.model.errors import DesignError
 
 __all__ = ["default_export_name", "export_dialog"]
 
+
 def _filters() -> tuple[tuple[str, str], ...]:
     """(filter, suffix) of every export format, one entry per distinct name."""
     seen: set[str] = set()
@@ -121,8 +122,10 @@ def canvas_link_results(window: QWidget, document: Document) -> dict | None:
         return None
     if result.generation != document.topology.generation:
         return None  # an edit since: its solve is still running
-    return {lid: {"utilisation": float(u), "load_GBps": float(overlay.load[lid])}
-            for lid, u in overlay.utilisation.items()}
+    return {
+        lid: {"utilisation": float(u), "load_GBps": float(overlay.load[lid])}
+        for lid, u in overlay.utilisation.items()
+    }
 
 
 def headline(window: QWidget, document: Document) -> str | None:
@@ -135,9 +138,11 @@ def headline(window: QWidget, document: Document) -> str | None:
     focus = result.focus
     sizes = [int(b) for b in focus.sizes]
     k = sizes.index(result.scenario.bytes) if result.scenario.bytes in sizes else 0
-    return (f"result: {focus.collective} on {focus.n_ranks} GPUs: "
-            f"{focus.time_s[k] * 1e3:.2f} ms, busbw {focus.busbw_GBps[k]:.0f} GB/s "
-            f"({focus.algorithm_by_size[k]})")
+    return (
+        f"result: {focus.collective} on {focus.n_ranks} GPUs: "
+        f"{focus.time_s[k] * 1e3:.2f} ms, busbw {focus.busbw_GBps[k]:.0f} GB/s "
+        f"({focus.algorithm_by_size[k]})"
+    )
 
 
 def export_dialog(window: QWidget, scene: FabricScene, document: Document) -> Path | None:

@@ -38,11 +38,24 @@ from designer.io.exports.common import SATURATED_COLOR, utilisation_color
 from designer.model.scenario import Scenario
 from designer.model.topology import Topology
 
-__all__ = ["BAND", "FITS", "PAGES", "Sheet", "ask_sheet", "band_height", "page_layout",
-           "paint_band", "title_lines"]
+__all__ = [
+    "BAND",
+    "FITS",
+    "PAGES",
+    "Sheet",
+    "ask_sheet",
+    "band_height",
+    "page_layout",
+    "paint_band",
+    "title_lines",
+]
 
-PAGES = {"A4": QPageSize.PageSizeId.A4, "A3": QPageSize.PageSizeId.A3,
-         "Letter": QPageSize.PageSizeId.Letter, "Tabloid": QPageSize.PageSizeId.Tabloid}
+PAGES = {
+    "A4": QPageSize.PageSizeId.A4,
+    "A3": QPageSize.PageSizeId.A3,
+    "Letter": QPageSize.PageSizeId.Letter,
+    "Tabloid": QPageSize.PageSizeId.Tabloid,
+}
 FITS = ("scale", "tile")
 BAND = 64.0  # scene units: the height of the legend / title band
 PAGE_MARGIN_MM = 10.0
@@ -81,8 +94,12 @@ def band_height(sheet: Sheet | None) -> float:
 def page_layout(sheet: Sheet) -> QPageLayout:
     """The landscape page of ``sheet.page`` with `PAGE_MARGIN_MM` margins."""
     m = PAGE_MARGIN_MM
-    return QPageLayout(QPageSize(PAGES[sheet.page]), QPageLayout.Orientation.Landscape,
-                       QMarginsF(m, m, m, m), QPageLayout.Unit.Millimeter)
+    return QPageLayout(
+        QPageSize(PAGES[sheet.page]),
+        QPageLayout.Orientation.Landscape,
+        QMarginsF(m, m, m, m),
+        QPageLayout.Unit.Millimeter,
+    )
 
 
 def _size_text(nbytes: int) -> str:
@@ -100,8 +117,11 @@ def title_lines(topology: Topology, sheet: Sheet, page: str | None = None) -> li
     except Exception:  # a design without a valid scenario still prints
         scenario = "scenario: none"
     date = sheet.date or _dt.date.today().isoformat()
-    lines = [topology.name or "Fabric design",
-             f"{date}{'  ·  ' + page if page else ''}  ·  Fabric Designer", scenario]
+    lines = [
+        topology.name or "Fabric design",
+        f"{date}{'  ·  ' + page if page else ''}  ·  Fabric Designer",
+        scenario,
+    ]
     if sheet.headline:
         lines.append(sheet.headline)
     return lines
@@ -116,8 +136,9 @@ def _legend_entries(topology: Topology) -> list[tuple[str, QColor]]:
     return list(seen.items())
 
 
-def paint_band(painter: QPainter, rect: QRectF, topology: Topology, sheet: Sheet,
-               page: str | None = None) -> None:
+def paint_band(
+    painter: QPainter, rect: QRectF, topology: Topology, sheet: Sheet, page: str | None = None
+) -> None:
     """Paint the legend (left) and the title block (right) into ``rect``."""
     painter.save()
     painter.setPen(QPen(QColor("#9E9E9E"), 0.8))
@@ -134,8 +155,9 @@ def paint_band(painter: QPainter, rect: QRectF, topology: Topology, sheet: Sheet
             painter.setPen(QColor("#333333"))
             painter.drawText(QPointF(x, y + 22), "0 %")
             painter.drawText(QPointF(x + steps * 6 - 20, y + 22), "99 %  saturated")
-            painter.drawText(QPointF(x + steps * 6 + 20, y + 9),
-                             "link utilisation (busiest direction)")
+            painter.drawText(
+                QPointF(x + steps * 6 + 20, y + 9), "link utilisation (busiest direction)"
+            )
         else:
             col_w = 150.0
             for row, (name, color) in enumerate(_legend_entries(topology)):
@@ -152,14 +174,17 @@ def paint_band(painter: QPainter, rect: QRectF, topology: Topology, sheet: Sheet
         painter.setPen(QPen(QColor("#333333"), 0.8))
         painter.drawRect(box)
         painter.setFont(_BOLD)
-        painter.drawText(box.adjusted(6, 2, -6, 0), Qt.AlignmentFlag.AlignLeft
-                         | Qt.AlignmentFlag.AlignTop, painter.fontMetrics().elidedText(
-                             lines[0], Qt.TextElideMode.ElideRight, int(w - 12)))
+        painter.drawText(
+            box.adjusted(6, 2, -6, 0),
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
+            painter.fontMetrics().elidedText(lines[0], Qt.TextElideMode.ElideRight, int(w - 12)),
+        )
         painter.setFont(_FONT)
         for i, line in enumerate(lines[1:]):
-            painter.drawText(QPointF(box.left() + 6, box.top() + 30 + i * 12),
-                             painter.fontMetrics().elidedText(
-                                 line, Qt.TextElideMode.ElideRight, int(w - 12)))
+            painter.drawText(
+                QPointF(box.left() + 6, box.top() + 30 + i * 12),
+                painter.fontMetrics().elidedText(line, Qt.TextElideMode.ElideRight, int(w - 12)),
+            )
     painter.restore()
 
 
@@ -168,8 +193,9 @@ def tiles(width: float, height: float, page_w: float, page_h: float) -> list[QRe
     diagram with pages holding ``page_w`` x ``page_h`` units, row by row."""
     cols = max(1, math.ceil(width / page_w - 1e-9))
     rows = max(1, math.ceil(height / page_h - 1e-9))
-    return [QRectF(c * page_w, r * page_h, page_w, page_h)
-            for r in range(rows) for c in range(cols)]
+    return [
+        QRectF(c * page_w, r * page_h, page_w, page_h) for r in range(rows) for c in range(cols)
+    ]
 
 
 def ask_sheet(parent: QWidget | None, suffix: str, *, utilisation: bool) -> Sheet | None:
@@ -194,16 +220,22 @@ def ask_sheet(parent: QWidget | None, suffix: str, *, utilisation: bool) -> Shee
     if suffix == ".pdf":
         form.addRow("Page:", page)
         form.addRow("Large diagrams:", fit)
-    buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
-                               | QDialogButtonBox.StandardButton.Cancel)
+    buttons = QDialogButtonBox(
+        QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+    )
     buttons.accepted.connect(dialog.accept)
     buttons.rejected.connect(dialog.reject)
     form.addRow(buttons)
     try:
         if run_dialog(dialog) != QDialog.DialogCode.Accepted:
             return None
-        return Sheet(legend=legend.isChecked(), title_block=title.isChecked(),
-                     page=page.currentData(), fit=fit.currentData(), utilisation=utilisation)
+        return Sheet(
+            legend=legend.isChecked(),
+            title_block=title.isChecked(),
+            page=page.currentData(),
+            fit=fit.currentData(),
+            utilisation=utilisation,
+        )
     finally:
         dialog.deleteLater()
 
@@ -213,8 +245,9 @@ def run_dialog(dialog: QDialog) -> QDialog.DialogCode:
     return QDialog.DialogCode(dialog.exec())
 
 
-def paint_pages(writer, painter: QPainter, render, source: QRectF, topology: Topology,
-                sheet: Sheet) -> int:
+def paint_pages(
+    writer, painter: QPainter, render, source: QRectF, topology: Topology, sheet: Sheet
+) -> int:
     """Paint a diagram of ``source`` (scene units) on ``writer``'s pages of
     `page_layout`, scaled to one page or tiled (``sheet.fit``); the number of pages.
 
@@ -240,6 +273,11 @@ def paint_pages(writer, painter: QPainter, render, source: QRectF, topology: Top
         render(painter, QRectF(0, 0, src.width(), src.height()), src)
         painter.restore()
         if band:
-            paint_band(painter, QRectF(0, area_h, pw, band), topology, sheet,
-                       page=f"page {i + 1} of {len(parts)}")
+            paint_band(
+                painter,
+                QRectF(0, area_h, pw, band),
+                topology,
+                sheet,
+                page=f"page {i + 1} of {len(parts)}",
+            )
     return len(parts)

@@ -50,7 +50,9 @@ def _write(path: str | os.PathLike[str], write: Any, data: Any) -> None:
 
 
 def export_graphml(
-    topology: Topology, path: str | os.PathLike[str], *,
+    topology: Topology,
+    path: str | os.PathLike[str],
+    *,
     results: Any = None,
 ) -> None:
     """Write the design as yFiles GraphML (`designer.io.exports.graphml`: readable by

@@ -14,8 +14,12 @@ from designer.io.imports import read_design
 @pytest.fixture
 def save_as(monkeypatch):
     def answer(path, selected_filter):
-        monkeypatch.setattr(QFileDialog, "getSaveFileName",
-                            staticmethod(lambda *a, **k: (str(path), selected_filter)))
+        monkeypatch.setattr(
+            QFileDialog,
+            "getSaveFileName",
+            staticmethod(lambda *a, **k: (str(path), selected_filter)),
+        )
+
     return answer
 
 
@@ -32,12 +36,15 @@ def test_every_registry_format_is_offered(window, monkeypatch):
         assert f"(*{fmt.suffix})" in offered["filters"] or fmt.suffix == ".air.dot"
 
 
-@pytest.mark.parametrize("filt, name, check", [
-    ("draw.io diagram (*.drawio)", "d.drawio", "file"),
-    ("Graphviz DOT, UFM cable-validation style (*.ufm.dot)", "u.ufm.dot", "file"),
-    ("Cabling plan (CSV) (*.cabling.csv)", "c.cabling.csv", "file"),
-    ("NetBox import folder (*.netbox)", "n.netbox", "folder"),
-])
+@pytest.mark.parametrize(
+    "filt, name, check",
+    [
+        ("draw.io diagram (*.drawio)", "d.drawio", "file"),
+        ("Graphviz DOT, UFM cable-validation style (*.ufm.dot)", "u.ufm.dot", "file"),
+        ("Cabling plan (CSV) (*.cabling.csv)", "c.cabling.csv", "file"),
+        ("NetBox import folder (*.netbox)", "n.netbox", "folder"),
+    ],
+)
 def test_file_export_writes_the_new_formats(window, save_as, tmp_path, filt, name, check):
     stem = name.split(".")[0]
     save_as(tmp_path / stem, filt)  # no suffix typed: the filter's is added
@@ -65,11 +72,9 @@ def test_file_open_reports_an_unknown_model(window, tmp_path, monkeypatch):
     from designer.io.exports import export
 
     export(window.document.topology, path)
-    path.write_text(path.read_text(encoding="utf-8").replace(">H100<", ">H999<"),
-                    encoding="utf-8")
+    path.write_text(path.read_text(encoding="utf-8").replace(">H100<", ">H999<"), encoding="utf-8")
     errors = []
-    monkeypatch.setattr(QMessageBox, "warning",
-                        staticmethod(lambda *a, **k: errors.append(a[2])))
+    monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda *a, **k: errors.append(a[2])))
     before = window.document.topology
     assert not window.files.open_file(path)
     assert window.document.topology is before
@@ -83,23 +88,32 @@ def test_file_export_carries_the_canvas_utilisation(window, save_as, tmp_path, q
     import xml.etree.ElementTree as ET
 
     overlay = window.analysis.overlay
-    qtbot.waitUntil(lambda: overlay.result is not None
-                    and overlay.result.generation == window.document.topology.generation,
-                    timeout=60_000)
+    qtbot.waitUntil(
+        lambda: (
+            overlay.result is not None
+            and overlay.result.generation == window.document.topology.generation
+        ),
+        timeout=60_000,
+    )
     assert overlay.by_utilisation
     save_as(tmp_path / "u.drawio", "draw.io diagram (*.drawio)")
     path = export_dialog(window, window.scene, window.document)
     objects = {o.get("id"): o for o in ET.parse(path).getroot().iter("object")}
     busiest = max(overlay.utilisation, key=overlay.utilisation.get)
     assert float(objects[f"link#{busiest}"].get("utilisation")) == pytest.approx(
-        overlay.utilisation[busiest], abs=1e-4)
+        overlay.utilisation[busiest], abs=1e-4
+    )
     save_as(tmp_path / "u.graphml", "GraphML (yEd, Gephi, networkx) (*.graphml)")
     import networkx as nx
 
-    graph = nx.read_graphml(export_dialog(window, window.scene, window.document),
-                            force_multigraph=True)
-    util = {k: d["utilisation"] for _, _, k, d in graph.edges(keys=True, data=True)
-            if "utilisation" in d}
+    graph = nx.read_graphml(
+        export_dialog(window, window.scene, window.document), force_multigraph=True
+    )
+    util = {
+        k: d["utilisation"]
+        for _, _, k, d in graph.edges(keys=True, data=True)
+        if "utilisation" in d
+    }
     assert util[busiest] == pytest.approx(overlay.utilisation[busiest])
 
 
@@ -115,6 +129,9 @@ def test_exported_utilisation_colours_are_the_canvas_colours():
         mine, canvas = QColor(utilisation_color(u)), util_color(u)
         if u <= 1e-9:
             continue  # the canvas's idle grey is translucent; ours is the opaque grey
-        for a, b in ((mine.red(), canvas.red()), (mine.green(), canvas.green()),
-                     (mine.blue(), canvas.blue())):
+        for a, b in (
+            (mine.red(), canvas.red()),
+            (mine.green(), canvas.green()),
+            (mine.blue(), canvas.blue()),
+        ):
             assert abs(a - b) <= 6, (u, mine.name(), canvas.name())

@@ -52,8 +52,14 @@ def test_svg_band_holds_legend_and_title():
     height = float(root.get("viewBox").split()[3])
     assert height == pytest.approx(float(plain.get("viewBox").split()[3]) + BAND, abs=1)
     text = svg_texts(data)
-    for expected in ("NVLink 4", "PCIe Gen5 x16", "HGX H100 (8 GPUs)", "2026-01-02",
-                     "allreduce of 1 GiB", "result: x"):
+    for expected in (
+        "NVLink 4",
+        "PCIe Gen5 x16",
+        "HGX H100 (8 GPUs)",
+        "2026-01-02",
+        "allreduce of 1 GiB",
+        "result: x",
+    ):
         assert expected in text
     assert "NVLink 4" not in svg_texts(ex.svg_bytes(scene))
 
@@ -67,8 +73,10 @@ def test_png_grows_by_the_band():
     assert (img.width(), img.height()) == (w, h + BAND)
 
 
-@pytest.mark.parametrize("page, size", [("A4", (842, 595)), ("Letter", (792, 612)),
-                                        ("A3", (1191, 842)), ("Tabloid", (1224, 792))])
+@pytest.mark.parametrize(
+    "page, size",
+    [("A4", (842, 595)), ("Letter", (792, 612)), ("A3", (1191, 842)), ("Tabloid", (1224, 792))],
+)
 def test_pdf_on_a_standard_landscape_page(superpod, page, size):
     scene = superpod
     data = ex.pdf_bytes(scene, sheet=Sheet(page=page, title_block=True))
@@ -90,8 +98,9 @@ def test_pdf_tiled_over_pages_at_print_scale(superpod):
 
 
 def test_file_export_asks_for_the_options(window, monkeypatch, tmp_path):
-    monkeypatch.setattr(QFileDialog, "getSaveFileName",
-                        staticmethod(lambda *a, **k: (str(tmp_path / "d.pdf"), "")))
+    monkeypatch.setattr(
+        QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(tmp_path / "d.pdf"), ""))
+    )
     asked = {}
 
     def answer(dialog):
@@ -107,8 +116,9 @@ def test_file_export_asks_for_the_options(window, monkeypatch, tmp_path):
 
 
 def test_cancelling_the_options_writes_nothing(window, monkeypatch, tmp_path):
-    monkeypatch.setattr(QFileDialog, "getSaveFileName",
-                        staticmethod(lambda *a, **k: (str(tmp_path / "d.svg"), "")))
+    monkeypatch.setattr(
+        QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(tmp_path / "d.svg"), ""))
+    )
     monkeypatch.setattr(export_sheet, "run_dialog", lambda d: QDialog.DialogCode.Rejected)
     assert export_dialog(window, window.scene, window.document) is None
     assert not (tmp_path / "d.svg").exists()

@@ -47,10 +47,13 @@ def evil_fabric() -> Topology:
     return t
 
 
-@pytest.mark.parametrize("suffix, attr, roles", [
-    (".dot", "function", {"spine", "leaf", "server"}),
-    (".ufm.dot", "role", {"spine", "leaf"}),
-])
+@pytest.mark.parametrize(
+    "suffix, attr, roles",
+    [
+        (".dot", "function", {"spine", "leaf", "server"}),
+        (".ufm.dot", "role", {"spine", "leaf"}),
+    ],
+)
 def test_dot_parses_with_pydot(tmp_path, suffix, attr, roles):
     t = build_template("rail-cluster")
     path = tmp_path / f"f{suffix}"
@@ -84,8 +87,14 @@ def test_dot_survives_hostile_names(tmp_path):
 # name, slug.  Custom fields are columns named cf_<name>.
 REQUIRED = {
     "devices.csv": {"name", "role", "manufacturer", "device_type", "status", "site"},
-    "cables.csv": {"side_a_device", "side_a_type", "side_a_name", "side_b_device",
-                   "side_b_type", "side_b_name"},
+    "cables.csv": {
+        "side_a_device",
+        "side_a_type",
+        "side_a_name",
+        "side_b_device",
+        "side_b_type",
+        "side_b_name",
+    },
     "sites.csv": {"name", "slug", "status"},
     "racks.csv": {"site", "name", "status"},
     "manufacturers.csv": {"name", "slug"},
@@ -132,8 +141,9 @@ def test_cabling_counts_match_the_bom(tmp_path):
         for row in plan:
             counted[row["tech"]] = counted.get(row["tech"], 0) + 1
         billed = {r.tech: r.links for r in bom(t).cables}
-        cabled = {tech for tech in billed
-                  if t.catalog.tech(tech).family in ("infiniband", "ethernet")}
+        cabled = {
+            tech for tech in billed if t.catalog.tech(tech).family in ("infiniband", "ethernet")
+        }
         assert cabled and set(counted) == cabled, template
         for tech in cabled:
             assert counted[tech] == billed[tech], (template, tech)
@@ -146,8 +156,11 @@ def test_cabling_counts_match_the_bom(tmp_path):
 @pytest.mark.parametrize("name", ["cabling.csv", "netbox"])
 def test_every_csv_neutralises_formulas(tmp_path, name):
     export(evil_fabric(), tmp_path / f"f.{name}")
-    paths = [tmp_path / f"f.{name}"] if name.endswith("csv") else sorted(
-        (tmp_path / f"f.{name}").glob("*.csv"))
+    paths = (
+        [tmp_path / f"f.{name}"]
+        if name.endswith("csv")
+        else sorted((tmp_path / f"f.{name}").glob("*.csv"))
+    )
     seen = 0
     for path in paths:
         for row in csv.reader(io.StringIO(path.read_text(encoding="utf-8"))):

@@ -17,27 +17,36 @@ from designer.model.templates import build_template
 from designer.model.topology import Group, Link, Node, Topology
 
 HOSTILE = [
-    'a<b>&c"d\'e',
+    "a<b>&c\"d'e",
     "end]]>of cdata",
     "two\nlines\r\tand tab",
     "\u202eRTL override\u200b zero-width",
-    "=HYPERLINK(\"x\")",
+    '=HYPERLINK("x")',
     "nul\x00byte",
 ]
 
 
 def hostile_design() -> Topology:
     """Nested groups, every hostile name, parallel bundles, a failed link."""
-    t = Topology(name="Review <draft> & \"v2\"")
+    t = Topology(name='Review <draft> & "v2"')
     t.add_group(Group("rack1", "rack", "Rack ]]> 1"))
     t.add_group(Group("srv", "node", HOSTILE[2], parent="rack1"))
     t.add_node(Node("sw", "nvswitch", "NVSwitch-gen3", HOSTILE[0], x=200.5, y=-40, group="srv"))
     t.add_node(Node("leaf", "leaf", "QM9700", HOSTILE[4], x=300, y=-400))
     for g in range(3):
-        t.add_node(Node(f"gpu{g}", "gpu", "H100", HOSTILE[(g + 1) % len(HOSTILE)],
-                        x=g * 70.25, y=100, group="srv", failed=g == 1))
-        t.add_node(Node(f"nic{g}", "nic", "ConnectX-7", f"NIC {g}", x=g * 70, y=200,
-                        group="srv"))
+        t.add_node(
+            Node(
+                f"gpu{g}",
+                "gpu",
+                "H100",
+                HOSTILE[(g + 1) % len(HOSTILE)],
+                x=g * 70.25,
+                y=100,
+                group="srv",
+                failed=g == 1,
+            )
+        )
+        t.add_node(Node(f"nic{g}", "nic", "ConnectX-7", f"NIC {g}", x=g * 70, y=200, group="srv"))
         t.add_link(Link(f"nv{g}a", f"gpu{g}", "sw", "nvlink4", count=5))
         t.add_link(Link(f"nv{g}b", "sw", f"gpu{g}", "nvlink4", count=4, failed=True))
         t.add_link(Link(f"pc{g}", f"gpu{g}", f"nic{g}", "pcie5"))
@@ -64,13 +73,20 @@ def expected_name(name: str) -> str:
 def same_design(a: Topology, b: Topology) -> None:
     assert b.name == expected_name(a.name)
     assert {g.id: (g.kind, expected_name(g.name), g.parent) for g in a.groups()} == {
-        g.id: (g.kind, g.name, g.parent) for g in b.groups()}
+        g.id: (g.kind, g.name, g.parent) for g in b.groups()
+    }
     nodes_b = {n.id: n for n in b.nodes()}
     assert set(nodes_b) == {n.id for n in a.nodes()}
     for n in a.nodes():
         m = nodes_b[n.id]
         assert (m.kind, m.model, m.group, m.plane, m.failed, m.name) == (
-            n.kind, n.model, n.group, n.plane, n.failed, expected_name(n.name))
+            n.kind,
+            n.model,
+            n.group,
+            n.plane,
+            n.failed,
+            expected_name(n.name),
+        )
         assert m.x == pytest.approx(n.x, abs=1e-6) and m.y == pytest.approx(n.y, abs=1e-6)
     assert {lk.id: lk for lk in a.links()} == {lk.id: lk for lk in b.links()}
 
@@ -93,8 +109,9 @@ def test_templates_round_trip(tmp_path, suffix, template):
     same_design(t, read_design(path))
 
 
-@pytest.mark.parametrize("suffix", [".drawio", ".graphml", ".dot", ".ufm.dot",
-                                    ".cabling.csv", ".json", ".ns3.txt"])
+@pytest.mark.parametrize(
+    "suffix", [".drawio", ".graphml", ".dot", ".ufm.dot", ".cabling.csv", ".json", ".ns3.txt"]
+)
 def test_export_does_not_depend_on_listing_order(tmp_path, suffix):
     t = build_template("rail-cluster")
     export(t, tmp_path / f"a{suffix}")
@@ -106,10 +123,16 @@ def test_netbox_does_not_depend_on_listing_order(tmp_path):
     t = build_template("rail-cluster")
     export(t, tmp_path / "a.netbox")
     export(shuffled(t, 2), tmp_path / "b.netbox")
-    a = {p.relative_to(tmp_path / "a.netbox"): p.read_bytes()
-         for p in (tmp_path / "a.netbox").rglob("*") if p.is_file()}
-    b = {p.relative_to(tmp_path / "b.netbox"): p.read_bytes()
-         for p in (tmp_path / "b.netbox").rglob("*") if p.is_file()}
+    a = {
+        p.relative_to(tmp_path / "a.netbox"): p.read_bytes()
+        for p in (tmp_path / "a.netbox").rglob("*")
+        if p.is_file()
+    }
+    b = {
+        p.relative_to(tmp_path / "b.netbox"): p.read_bytes()
+        for p in (tmp_path / "b.netbox").rglob("*")
+        if p.is_file()
+    }
     assert a == b and len(a) > 5
 
 
@@ -130,8 +153,7 @@ def test_yed_graphics_are_there(tmp_path):
     root = ET.parse(tmp_path / "d.graphml").getroot()
     shapes = list(root.iter(f"{y}ShapeNode"))
     assert len(shapes) == len(hostile_design())
-    geo = next(s.find(f"{y}Geometry") for s in shapes
-               if s.find(f"{y}NodeLabel").text == "NIC 2")
+    geo = next(s.find(f"{y}Geometry") for s in shapes if s.find(f"{y}NodeLabel").text == "NIC 2")
     assert (float(geo.get("x")), float(geo.get("y"))) == (140 - 20, 200 - 20)
     assert len(list(root.iter(f"{y}GroupNode"))) == 2
 
@@ -167,8 +189,12 @@ def test_graphml_moved_in_yed_takes_the_new_position(tmp_path):
 def test_unknown_model_is_one_clear_line(tmp_path, suffix):
     path = tmp_path / f"d{suffix}"
     export(hostile_design(), path)
-    path.write_text(path.read_text(encoding="utf-8").replace('"QM9700"', '"QM9999"')
-                    .replace(">QM9700<", ">QM9999<"), encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8")
+        .replace('"QM9700"', '"QM9999"')
+        .replace(">QM9700<", ">QM9999<"),
+        encoding="utf-8",
+    )
     with pytest.raises(FileFormatError) as err:
         read_design(path)
     message = str(err.value)
@@ -178,8 +204,11 @@ def test_unknown_model_is_one_clear_line(tmp_path, suffix):
 
 def test_not_a_design_file_is_refused(tmp_path):
     path = tmp_path / "x.drawio"
-    path.write_text("<mxfile><diagram name='p'><mxGraphModel><root><mxCell id='0'/>"
-                    "</root></mxGraphModel></diagram></mxfile>", encoding="utf-8")
+    path.write_text(
+        "<mxfile><diagram name='p'><mxGraphModel><root><mxCell id='0'/>"
+        "</root></mxGraphModel></diagram></mxfile>",
+        encoding="utf-8",
+    )
     with pytest.raises(FileFormatError, match="no Fabric Designer nodes"):
         read_design(path)
     path.write_text("<!DOCTYPE x [<!ENTITY a 'b'>]><mxfile/>", encoding="utf-8")

@@ -16,11 +16,19 @@ from designer.model.templates import build_template
 
 # astra-sim examples/system/native_collectives/*.json (e.g. ring.json): the keys every
 # upstream system file has.
-SYSTEM_KEYS = {"scheduling-policy", "endpoint-delay", "active-chunks-per-dimension",
-               "preferred-dataset-splits", "all-reduce-implementation",
-               "all-gather-implementation", "reduce-scatter-implementation",
-               "all-to-all-implementation", "collective-optimization", "local-mem-bw",
-               "boost-mode"}
+SYSTEM_KEYS = {
+    "scheduling-policy",
+    "endpoint-delay",
+    "active-chunks-per-dimension",
+    "preferred-dataset-splits",
+    "all-reduce-implementation",
+    "all-gather-implementation",
+    "reduce-scatter-implementation",
+    "all-to-all-implementation",
+    "collective-optimization",
+    "local-mem-bw",
+    "boost-mode",
+}
 # astra-sim examples/network/analytical/*.yml
 NETWORK_KEYS = {"topology", "npus_count", "bandwidth", "latency"}
 
@@ -29,8 +37,7 @@ def gpus(t) -> int:
     return sum(1 for n in t.nodes() if n.kind == "gpu")
 
 
-@pytest.mark.parametrize("template, dims", [("hgx", 1), ("rail-cluster", 2),
-                                            ("fat-tree", 2)])
+@pytest.mark.parametrize("template, dims", [("hgx", 1), ("rail-cluster", 2), ("fat-tree", 2)])
 def test_astra_sim_inputs(tmp_path, template, dims):
     t = build_template(template)
     export(t, tmp_path / "a.astra-sim")

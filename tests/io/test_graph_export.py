@@ -16,8 +16,19 @@ from designer.io.graph_export import export, export_graphml, export_node_link_js
 from designer.model.topology import Group, Link, Node, Topology
 
 # (``shape_type`` is networkx's reading of the yFiles shape; ``design_id`` survives yEd.)
-NODE_ATTRS = ("kind", "model", "name", "label", "x", "y", "group", "plane", "failed",
-              "design_id", "shape_type")
+NODE_ATTRS = (
+    "kind",
+    "model",
+    "name",
+    "label",
+    "x",
+    "y",
+    "group",
+    "plane",
+    "failed",
+    "design_id",
+    "shape_type",
+)
 EDGE_ATTRS = ("tech", "count", "plane", "failed", "gbps_per_direction", "design_id")
 
 

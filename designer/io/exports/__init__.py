@@ -121,8 +121,9 @@ FORMATS: tuple[ExportFormat, ...] = (
     ExportFormat(".ufm.dot", "Graphviz DOT, UFM cable-validation style", _dot("ufm")),
     ExportFormat(".netbox", "NetBox import folder", _netbox, folder=True),
     ExportFormat(".cabling.csv", "Cabling plan (CSV)", _cabling),
-    ExportFormat(".astra-sim", "ASTRA-sim analytical inputs (folder)", _simulator("astra_sim"),
-                 folder=True),
+    ExportFormat(
+        ".astra-sim", "ASTRA-sim analytical inputs (folder)", _simulator("astra_sim"), folder=True
+    ),
     ExportFormat(".simai", "SimAI topology (folder)", _simulator("simai"), folder=True),
     ExportFormat(".ns3.txt", "ns-3 topology (ASTRA-sim, SimAI backends)", _simulator("ns3")),
     ExportFormat(".fabric.json", "Fabric design", _fabric),
@@ -155,7 +156,8 @@ def export(topology: Topology, path: str | os.PathLike[str], **options: Any) -> 
     fmt = format_for(path)
     if fmt is None:
         raise ExportFormatError(
-            f"{os.fspath(path)}: unknown export format (use {', '.join(suffixes())})")
+            f"{os.fspath(path)}: unknown export format (use {', '.join(suffixes())})"
+        )
     if fmt.write is None:
         raise ExportFormatError(f"{os.fspath(path)}: {fmt.name} is drawn by the GUI layer")
     fmt.write(topology, path, **options)

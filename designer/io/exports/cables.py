@@ -40,8 +40,30 @@ METRES_PER_UNIT = 0.01
 SLACK_M = 3.0
 IN_RACK_M = 2.0
 IN_SERVER_M = 0.5
-STOCK_LENGTHS_M = (0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200,
-                   300, 500, 1000, 2000)
+STOCK_LENGTHS_M = (
+    0.5,
+    1,
+    1.5,
+    2,
+    2.5,
+    3,
+    4,
+    5,
+    7,
+    10,
+    15,
+    20,
+    30,
+    50,
+    70,
+    100,
+    150,
+    200,
+    300,
+    500,
+    1000,
+    2000,
+)
 #: Per-lane-rate reach (DAC, AEC) in metres by link rate (Gb/s, at least): assumptions
 #: after common vendor datasheets (400G/800G passive copper 2-3 m, active 5-7 m).
 REACH_M: tuple[tuple[float, float, float], ...] = (
@@ -130,13 +152,18 @@ def cables(topology: Topology) -> list[Cable]:
     racks: dict[str, str] = {}
     members: dict[str, list[Node]] = {}
     for n in nodes:
-        rack = (_enclosing(topology, n.group, ("rack",))
-                or _enclosing(topology, n.group, SERVER_KINDS) or n.id)
+        rack = (
+            _enclosing(topology, n.group, ("rack",))
+            or _enclosing(topology, n.group, SERVER_KINDS)
+            or n.id
+        )
         racks[n.id] = rack
         members.setdefault(rack, []).append(n)
     for rack, inside in members.items():
-        centre[rack] = (sum(n.x for n in inside) / len(inside),
-                        sum(n.y for n in inside) / len(inside))
+        centre[rack] = (
+            sum(n.x for n in inside) / len(inside),
+            sum(n.y for n in inside) / len(inside),
+        )
     servers = {n.id: _enclosing(topology, n.group, SERVER_KINDS) for n in nodes}
     next_port: dict[tuple[str, str], int] = {}
     out: list[Cable] = []
@@ -165,12 +192,26 @@ def cables(topology: Topology) -> list[Cable]:
                 n = next_port.get((end.id, prefix), 0) + 1
                 next_port[(end.id, prefix)] = n
                 ports.append(f"{prefix}{n}")
-            out.append(Cable(
-                cable_id=f"{link.id}/{i}" if link.count > 1 else link.id, link_id=link.id,
-                index=i, a=a.id, a_port=ports[0], b=b.id, b_port=ports[1], tech=link.tech,
-                gbps=tech.gbps, plane=link.plane, failed=link.failed, a_rack=ra, b_rack=rb,
-                length_m=length, cable_type=kind, optics=optics,
-            ))
+            out.append(
+                Cable(
+                    cable_id=f"{link.id}/{i}" if link.count > 1 else link.id,
+                    link_id=link.id,
+                    index=i,
+                    a=a.id,
+                    a_port=ports[0],
+                    b=b.id,
+                    b_port=ports[1],
+                    tech=link.tech,
+                    gbps=tech.gbps,
+                    plane=link.plane,
+                    failed=link.failed,
+                    a_rack=ra,
+                    b_rack=rb,
+                    length_m=length,
+                    cable_type=kind,
+                    optics=optics,
+                )
+            )
     return out
 
 
@@ -180,7 +221,7 @@ def ports_used(all_cables: list[Cable]) -> Mapping[str, dict[str, int]]:
     for c in all_cables:
         for node, port in ((c.a, c.a_port), (c.b, c.b_port)):
             prefix = port.rstrip("0123456789")
-            n = int(port[len(prefix):])
+            n = int(port[len(prefix) :])
             slot = used.setdefault(node, {})
             slot[prefix] = max(slot.get(prefix, 0), n)
     return used

@@ -24,8 +24,23 @@ from designer.model.topology import Topology
 
 __all__ = ["COLUMNS", "cable_counts", "cabling_bytes", "write_cabling"]
 
-COLUMNS = ("cable", "link", "plane", "tech", "rate_gbps", "a_device", "a_port", "a_rack",
-           "b_device", "b_port", "b_rack", "cable_type", "length_m", "transceivers", "status")
+COLUMNS = (
+    "cable",
+    "link",
+    "plane",
+    "tech",
+    "rate_gbps",
+    "a_device",
+    "a_port",
+    "a_rack",
+    "b_device",
+    "b_port",
+    "b_rack",
+    "cable_type",
+    "length_m",
+    "transceivers",
+    "status",
+)
 
 
 def _name(topology: Topology, ident: str, devices: dict[str, str]) -> str:
@@ -41,12 +56,25 @@ def cabling_bytes(topology: Topology) -> bytes:
     rows: list[list] = [list(COLUMNS)]
     devices = unique_names(topology)
     for c in cables(topology):
-        rows.append([
-            c.cable_id, c.link_id, c.plane, c.tech, f"{c.gbps:g}",
-            devices[c.a], c.a_port, _name(topology, c.a_rack, devices),
-            devices[c.b], c.b_port, _name(topology, c.b_rack, devices),
-            c.cable_type, f"{c.length_m:g}", c.optics, "failed" if c.failed else "planned",
-        ])
+        rows.append(
+            [
+                c.cable_id,
+                c.link_id,
+                c.plane,
+                c.tech,
+                f"{c.gbps:g}",
+                devices[c.a],
+                c.a_port,
+                _name(topology, c.a_rack, devices),
+                devices[c.b],
+                c.b_port,
+                _name(topology, c.b_rack, devices),
+                c.cable_type,
+                f"{c.length_m:g}",
+                c.optics,
+                "failed" if c.failed else "planned",
+            ]
+        )
     return csv_bytes(rows)
 
 

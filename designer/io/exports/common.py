@@ -95,9 +95,25 @@ def link_color(topology: Topology, link: Link) -> str:
 #: The canvas's utilisation colours (`designer.gui.analysis.overlay`): the cividis map,
 #: here as 17 stops interpolated linearly (a test holds them to pyqtgraph's map),
 #: vermillion from 99 %, translucent grey when idle.
-CIVIDIS = ("#00204d", "#002c69", "#05366e", "#2d426c", "#414d6b", "#52596c", "#61646f",
-           "#6f7073", "#7d7c78", "#8b8779", "#9b9477", "#aca174", "#bdaf6f", "#cebc68",
-           "#e0cb5e", "#f2da50", "#ffea46")
+CIVIDIS = (
+    "#00204d",
+    "#002c69",
+    "#05366e",
+    "#2d426c",
+    "#414d6b",
+    "#52596c",
+    "#61646f",
+    "#6f7073",
+    "#7d7c78",
+    "#8b8779",
+    "#9b9477",
+    "#aca174",
+    "#bdaf6f",
+    "#cebc68",
+    "#e0cb5e",
+    "#f2da50",
+    "#ffea46",
+)
 SATURATED_COLOR = "#D55E00"
 IDLE_COLOR = "#969696"
 
@@ -113,7 +129,7 @@ def utilisation_color(fraction: float) -> str:
     i = min(int(x), len(CIVIDIS) - 2)
     t = x - i
     a, b = CIVIDIS[i], CIVIDIS[i + 1]
-    rgb = [round(int(a[k:k + 2], 16) * (1 - t) + int(b[k:k + 2], 16) * t) for k in (1, 3, 5)]
+    rgb = [round(int(a[k : k + 2], 16) * (1 - t) + int(b[k : k + 2], 16) * t) for k in (1, 3, 5)]
     return "#{:02X}{:02X}{:02X}".format(*rgb)
 
 
@@ -149,8 +165,12 @@ def sorted_nodes(topology: Topology) -> list[Node]:
     """Nodes by (group path, kind, name, id)."""
     return sorted(
         topology.nodes(),
-        key=lambda n: (group_path(topology, n.group), natural_key(n.kind),
-                       natural_key(n.name), natural_key(n.id)),
+        key=lambda n: (
+            group_path(topology, n.group),
+            natural_key(n.kind),
+            natural_key(n.name),
+            natural_key(n.id),
+        ),
     )
 
 
@@ -190,8 +210,9 @@ class Box:
         return Box(x0, y0, x1 - x0, y1 - y0)
 
     def grown(self, pad: float, top: float = 0.0) -> Box:
-        return Box(self.x - pad, self.y - pad - top, self.width + 2 * pad,
-                   self.height + 2 * pad + top)
+        return Box(
+            self.x - pad, self.y - pad - top, self.width + 2 * pad, self.height + 2 * pad + top
+        )
 
 
 def node_box(node: Node) -> Box:
@@ -283,7 +304,6 @@ def write_folder(path: str | os.PathLike[str], files: Mapping[str, bytes]) -> No
         with contextlib.suppress(OSError):
             shutil.rmtree(temp)
         raise
-
 
 
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")

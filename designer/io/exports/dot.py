@@ -59,8 +59,9 @@ def dot_bytes(topology: Topology, *, style: str = "air") -> bytes:
             attrs.insert(0, f"role={quoted(UFM_ROLE[node.kind])}")
         lines.append(f"  {quoted(names[node.id])} [{' '.join(attrs)}]")
     for c in plan:
-        lines.append(f"  {quoted(names[c.a])}:{quoted(c.a_port)} -- "
-                     f"{quoted(names[c.b])}:{quoted(c.b_port)}")
+        lines.append(
+            f"  {quoted(names[c.a])}:{quoted(c.a_port)} -- {quoted(names[c.b])}:{quoted(c.b_port)}"
+        )
     lines.append("}")
     return ("\n".join(lines) + "\n").encode("utf-8", errors="replace")
 

@@ -72,15 +72,20 @@ def _fmt(value: float) -> str:
 
 def _geometry(parent: ET.Element, box: Box, origin: Box | None) -> None:
     ox, oy = (origin.x, origin.y) if origin is not None else (0.0, 0.0)
-    ET.SubElement(parent, "mxGeometry", {
-        "x": _fmt(box.x - ox), "y": _fmt(box.y - oy),
-        "width": _fmt(box.width), "height": _fmt(box.height), "as": "geometry",
-    })
+    ET.SubElement(
+        parent,
+        "mxGeometry",
+        {
+            "x": _fmt(box.x - ox),
+            "y": _fmt(box.y - oy),
+            "width": _fmt(box.width),
+            "height": _fmt(box.height),
+            "as": "geometry",
+        },
+    )
 
 
-def drawio_bytes(
-    topology: Topology, *, utilisation: Mapping[str, float] | None = None
-) -> bytes:
+def drawio_bytes(topology: Topology, *, utilisation: Mapping[str, float] | None = None) -> bytes:
     """The design as draw.io XML (see module doc).
 
     Parameters
@@ -94,9 +99,17 @@ def drawio_bytes(
     boxes = group_boxes(topology)
     mxfile = ET.Element("mxfile", {"host": "Fabric Designer", "version": __version__})
     diagram = ET.SubElement(mxfile, "diagram", {"id": "fabric", "name": xml_text(topology.name)})
-    model = ET.SubElement(diagram, "mxGraphModel", {
-        "grid": "1", "gridSize": "10", "page": "0", "arrows": "0", "connect": "1",
-    })
+    model = ET.SubElement(
+        diagram,
+        "mxGraphModel",
+        {
+            "grid": "1",
+            "gridSize": "10",
+            "page": "0",
+            "arrows": "0",
+            "connect": "1",
+        },
+    )
     root = ET.SubElement(model, "root")
     ET.SubElement(root, "mxCell", {"id": "0"})
     ET.SubElement(root, "mxCell", {"id": "1", "parent": "0"})
@@ -108,35 +121,59 @@ def drawio_bytes(
 
     for group in sorted_groups(topology):
         parent, origin = parent_of(group.parent)
-        obj = ET.SubElement(root, "object", {
-            "id": f"group#{group.id}", "label": xml_text(group.name), "kind": group.kind,
-        })
-        cell = ET.SubElement(obj, "mxCell", {
-            "style": "rounded=1;arcSize=4;container=1;collapsible=0;dashed=1;"
-                     "fillColor=#F7F7F7;strokeColor=#9E9E9E;verticalAlign=top;"
-                     "align=left;spacingLeft=6;fontStyle=1;",
-            "vertex": "1", "parent": parent,
-        })
+        obj = ET.SubElement(
+            root,
+            "object",
+            {
+                "id": f"group#{group.id}",
+                "label": xml_text(group.name),
+                "kind": group.kind,
+            },
+        )
+        cell = ET.SubElement(
+            obj,
+            "mxCell",
+            {
+                "style": "rounded=1;arcSize=4;container=1;collapsible=0;dashed=1;"
+                "fillColor=#F7F7F7;strokeColor=#9E9E9E;verticalAlign=top;"
+                "align=left;spacingLeft=6;fontStyle=1;",
+                "vertex": "1",
+                "parent": parent,
+            },
+        )
         _geometry(cell, boxes[group.id], origin)
 
     nodes = sorted_nodes(topology)
     for node in nodes:
         parent, origin = parent_of(node.group)
         device = topology.catalog.devices.get(node.model)
-        obj = ET.SubElement(root, "object", {
-            "id": f"node#{node.id}", "label": xml_text(node.name), "kind": node.kind,
-            "model": node.model, "plane": node.plane, "failed": str(node.failed).lower(),
-        })
+        obj = ET.SubElement(
+            root,
+            "object",
+            {
+                "id": f"node#{node.id}",
+                "label": xml_text(node.name),
+                "kind": node.kind,
+                "model": node.model,
+                "plane": node.plane,
+                "failed": str(node.failed).lower(),
+            },
+        )
         if device is not None:
             obj.set("model_name", xml_text(device.name))
         fill = FAILED_COLOR if node.failed else KIND_COLORS.get(node.kind, OTHER_COLOR)
         shape = SHAPES.get(node.kind, "rounded=0")
-        cell = ET.SubElement(obj, "mxCell", {
-            "style": f"{shape};fillColor={fill};strokeColor=#333333;"
-                     "verticalLabelPosition=bottom;verticalAlign=top;fontSize=9;"
-                     + ("dashed=1;" if node.failed else ""),
-            "vertex": "1", "parent": parent,
-        })
+        cell = ET.SubElement(
+            obj,
+            "mxCell",
+            {
+                "style": f"{shape};fillColor={fill};strokeColor=#333333;"
+                "verticalLabelPosition=bottom;verticalAlign=top;fontSize=9;"
+                + ("dashed=1;" if node.failed else ""),
+                "vertex": "1",
+                "parent": parent,
+            },
+        )
         _geometry(cell, node_box(node), origin)
 
     order = {n.id: i for i, n in enumerate(nodes)}
@@ -144,10 +181,13 @@ def drawio_bytes(
         a, b = link.a, link.b  # the design's own orientation, kept for the round trip
         tech = topology.catalog.tech(link.tech)
         attrs = {
-            "id": f"link#{link.id}", "label": f"x{link.count}" if link.count > 1 else "",
-            "tech": link.tech, "count": str(link.count),
+            "id": f"link#{link.id}",
+            "label": f"x{link.count}" if link.count > 1 else "",
+            "tech": link.tech,
+            "count": str(link.count),
             "gbps_per_direction": _fmt(link.count * tech.gbps),
-            "plane": link.plane, "failed": str(link.failed).lower(),
+            "plane": link.plane,
+            "failed": str(link.failed).lower(),
         }
         color = link_color(topology, link)
         if utilisation is not None and link.id in utilisation and not link.failed:
@@ -155,19 +195,27 @@ def drawio_bytes(
             color = utilisation_color(utilisation[link.id])
         obj = ET.SubElement(root, "object", attrs)
         width = 1 + min(4, link.count // 4)
-        cell = ET.SubElement(obj, "mxCell", {
-            "style": f"endArrow=none;html=0;strokeColor={color};strokeWidth={width};"
-                     "fontSize=8;labelBackgroundColor=#FFFFFF;"
-                     + ("dashed=1;" if link.failed else ""),
-            "edge": "1", "parent": "1", "source": f"node#{a}", "target": f"node#{b}",
-        })
+        cell = ET.SubElement(
+            obj,
+            "mxCell",
+            {
+                "style": f"endArrow=none;html=0;strokeColor={color};strokeWidth={width};"
+                "fontSize=8;labelBackgroundColor=#FFFFFF;" + ("dashed=1;" if link.failed else ""),
+                "edge": "1",
+                "parent": "1",
+                "source": f"node#{a}",
+                "target": f"node#{b}",
+            },
+        )
         ET.SubElement(cell, "mxGeometry", {"relative": "1", "as": "geometry"})
     ET.indent(mxfile, space=" ")
     return ET.tostring(mxfile, encoding="utf-8", xml_declaration=True) + b"\n"
 
 
 def write_drawio(
-    topology: Topology, path: str | os.PathLike[str], *,
+    topology: Topology,
+    path: str | os.PathLike[str],
+    *,
     utilisation: Mapping[str, float] | None = None,
 ) -> None:
     """Write `drawio_bytes` to ``path`` atomically."""

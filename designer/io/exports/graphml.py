@@ -66,23 +66,36 @@ _SCHEMA = (
 
 #: (id, for, attr.name, attr.type): the design's attributes.
 NODE_KEYS = (
-    ("d_kind", "kind", "string"), ("d_model", "model", "string"),
-    ("d_name", "name", "string"), ("d_label", "label", "string"),
-    ("d_x", "x", "double"), ("d_y", "y", "double"), ("d_group", "group", "string"),
-    ("d_plane", "plane", "string"), ("d_failed", "failed", "boolean"),
-    ("d_id", "design_id", "string"), ("d_gkind", "group_kind", "string"),
+    ("d_kind", "kind", "string"),
+    ("d_model", "model", "string"),
+    ("d_name", "name", "string"),
+    ("d_label", "label", "string"),
+    ("d_x", "x", "double"),
+    ("d_y", "y", "double"),
+    ("d_group", "group", "string"),
+    ("d_plane", "plane", "string"),
+    ("d_failed", "failed", "boolean"),
+    ("d_id", "design_id", "string"),
+    ("d_gkind", "group_kind", "string"),
 )
 EDGE_KEYS = (
-    ("e_tech", "tech", "string"), ("e_count", "count", "int"),
-    ("e_plane", "plane", "string"), ("e_failed", "failed", "boolean"),
-    ("e_gbps", "gbps_per_direction", "double"), ("e_id", "design_id", "string"),
+    ("e_tech", "tech", "string"),
+    ("e_count", "count", "int"),
+    ("e_plane", "plane", "string"),
+    ("e_failed", "failed", "boolean"),
+    ("e_gbps", "gbps_per_direction", "double"),
+    ("e_id", "design_id", "string"),
 )
 RESULT_KEYS = (("e_util", "utilisation", "double"), ("e_load", "load_GBps", "double"))
 
 #: yEd shape per node kind.
 SHAPES: Mapping[str, str] = {
-    "gpu": "roundrectangle", "nvswitch": "hexagon", "nvlink-switch-tray": "hexagon",
-    "nic": "parallelogram", "host": "rectangle3d", "storage": "ellipse",
+    "gpu": "roundrectangle",
+    "nvswitch": "hexagon",
+    "nvlink-switch-tray": "hexagon",
+    "nic": "parallelogram",
+    "host": "rectangle3d",
+    "storage": "ellipse",
 }
 
 
@@ -123,15 +136,20 @@ def graphml_bytes(
     ET.register_namespace("y", Y_NS)
     ET.register_namespace("xsi", _XSI)
     root = ET.Element(_g("graphml"), {f"{{{_XSI}}}schemaLocation": _SCHEMA})
-    ET.SubElement(root, _g("key"), {"id": "g_name", "for": "graph", "attr.name": "name",
-                                    "attr.type": "string"})
+    ET.SubElement(
+        root,
+        _g("key"),
+        {"id": "g_name", "for": "graph", "attr.name": "name", "attr.type": "string"},
+    )
     for kid, name, typ in NODE_KEYS:
-        ET.SubElement(root, _g("key"), {"id": kid, "for": "node", "attr.name": name,
-                                        "attr.type": typ})
+        ET.SubElement(
+            root, _g("key"), {"id": kid, "for": "node", "attr.name": name, "attr.type": typ}
+        )
     edge_keys = EDGE_KEYS + (RESULT_KEYS if results is not None else ())
     for kid, name, typ in edge_keys:
-        ET.SubElement(root, _g("key"), {"id": kid, "for": "edge", "attr.name": name,
-                                        "attr.type": typ})
+        ET.SubElement(
+            root, _g("key"), {"id": kid, "for": "edge", "attr.name": name, "attr.type": typ}
+        )
     ET.SubElement(root, _g("key"), {"id": "ng", "for": "node", "yfiles.type": "nodegraphics"})
     ET.SubElement(root, _g("key"), {"id": "eg", "for": "edge", "yfiles.type": "edgegraphics"})
     graph = ET.SubElement(root, _g("graph"), {"id": "G", "edgedefault": "undirected"})
@@ -141,21 +159,35 @@ def graphml_bytes(
     containers: dict[str | None, ET.Element] = {None: graph}
     for group in sorted_groups(topology):
         outer = containers.get(group.parent, graph)
-        el = ET.SubElement(outer, _g("node"), {"id": f"group#{group.id}",
-                                              "yfiles.foldertype": "group"})
-        gfx = ET.SubElement(ET.SubElement(el, _g("data"), {"key": "ng"}),
-                            _y("ProxyAutoBoundsNode"))
-        real = ET.SubElement(ET.SubElement(gfx, _y("Realizers"), {"active": "0"}),
-                             _y("GroupNode"))
+        el = ET.SubElement(
+            outer, _g("node"), {"id": f"group#{group.id}", "yfiles.foldertype": "group"}
+        )
+        gfx = ET.SubElement(ET.SubElement(el, _g("data"), {"key": "ng"}), _y("ProxyAutoBoundsNode"))
+        real = ET.SubElement(ET.SubElement(gfx, _y("Realizers"), {"active": "0"}), _y("GroupNode"))
         box = boxes[group.id]
-        ET.SubElement(real, _y("Geometry"), {"x": _fmt(box.x), "y": _fmt(box.y),
-                                             "width": _fmt(box.width),
-                                             "height": _fmt(box.height)})
+        ET.SubElement(
+            real,
+            _y("Geometry"),
+            {
+                "x": _fmt(box.x),
+                "y": _fmt(box.y),
+                "width": _fmt(box.width),
+                "height": _fmt(box.height),
+            },
+        )
         ET.SubElement(real, _y("Fill"), {"color": "#F7F7F7", "transparent": "false"})
-        ET.SubElement(real, _y("BorderStyle"), {"color": "#9E9E9E", "type": "dashed",
-                                                "width": "1.0"})
-        _label(real, xml_text(group.name), alignment="left", autoSizePolicy="node_width",
-               modelName="internal", modelPosition="t", fontStyle="bold")
+        ET.SubElement(
+            real, _y("BorderStyle"), {"color": "#9E9E9E", "type": "dashed", "width": "1.0"}
+        )
+        _label(
+            real,
+            xml_text(group.name),
+            alignment="left",
+            autoSizePolicy="node_width",
+            modelName="internal",
+            modelPosition="t",
+            fontStyle="bold",
+        )
         ET.SubElement(real, _y("Shape"), {"type": "roundrectangle"})
         ET.SubElement(real, _y("State"), {"closed": "false"})
         _data(el, "d_kind", "group")
@@ -164,47 +196,75 @@ def graphml_bytes(
         _data(el, "d_label", xml_text(group.name))
         _data(el, "d_group", group.parent or "")
         _data(el, "d_id", group.id)
-        containers[group.id] = ET.SubElement(el, _g("graph"), {
-            "id": f"group#{group.id}:", "edgedefault": "undirected"})
+        containers[group.id] = ET.SubElement(
+            el, _g("graph"), {"id": f"group#{group.id}:", "edgedefault": "undirected"}
+        )
 
     nodes = sorted_nodes(topology)
     for node in nodes:
         el = ET.SubElement(containers.get(node.group, graph), _g("node"), {"id": node.id})
         shape = ET.SubElement(ET.SubElement(el, _g("data"), {"key": "ng"}), _y("ShapeNode"))
         box = node_box(node)
-        ET.SubElement(shape, _y("Geometry"), {"x": _fmt(box.x), "y": _fmt(box.y),
-                                              "width": _fmt(box.width),
-                                              "height": _fmt(box.height)})
+        ET.SubElement(
+            shape,
+            _y("Geometry"),
+            {
+                "x": _fmt(box.x),
+                "y": _fmt(box.y),
+                "width": _fmt(box.width),
+                "height": _fmt(box.height),
+            },
+        )
         fill = FAILED_COLOR if node.failed else KIND_COLORS.get(node.kind, OTHER_COLOR)
         ET.SubElement(shape, _y("Fill"), {"color": fill, "transparent": "false"})
-        ET.SubElement(shape, _y("BorderStyle"), {
-            "color": "#333333", "type": "dashed" if node.failed else "line", "width": "1.0"})
+        ET.SubElement(
+            shape,
+            _y("BorderStyle"),
+            {"color": "#333333", "type": "dashed" if node.failed else "line", "width": "1.0"},
+        )
         _label(shape, xml_text(node.name), modelName="sides", modelPosition="s")
         ET.SubElement(shape, _y("Shape"), {"type": SHAPES.get(node.kind, "rectangle")})
-        for key, value in (("d_kind", node.kind), ("d_model", node.model),
-                           ("d_name", xml_text(node.name)), ("d_label", xml_text(node.name)),
-                           ("d_x", _fmt(node.x)), ("d_y", _fmt(node.y)),
-                           ("d_group", node.group or ""), ("d_plane", node.plane),
-                           ("d_failed", str(node.failed).lower()), ("d_id", node.id)):
+        for key, value in (
+            ("d_kind", node.kind),
+            ("d_model", node.model),
+            ("d_name", xml_text(node.name)),
+            ("d_label", xml_text(node.name)),
+            ("d_x", _fmt(node.x)),
+            ("d_y", _fmt(node.y)),
+            ("d_group", node.group or ""),
+            ("d_plane", node.plane),
+            ("d_failed", str(node.failed).lower()),
+            ("d_id", node.id),
+        ):
             _data(el, key, value)
 
     order = {n.id: i for i, n in enumerate(nodes)}
     for link in sorted_links(topology, order):
-        el = ET.SubElement(graph, _g("edge"), {"id": link.id, "source": link.a,
-                                              "target": link.b})
+        el = ET.SubElement(graph, _g("edge"), {"id": link.id, "source": link.a, "target": link.b})
         color = link_color(topology, link)
         figures = (results or {}).get(link.id)
         if figures and "utilisation" in figures and not link.failed:
             color = utilisation_color(figures["utilisation"])
         line = ET.SubElement(ET.SubElement(el, _g("data"), {"key": "eg"}), _y("PolyLineEdge"))
-        ET.SubElement(line, _y("LineStyle"), {
-            "color": color, "type": "dashed" if link.failed else "line",
-            "width": _fmt(1 + min(4, link.count // 4))})
+        ET.SubElement(
+            line,
+            _y("LineStyle"),
+            {
+                "color": color,
+                "type": "dashed" if link.failed else "line",
+                "width": _fmt(1 + min(4, link.count // 4)),
+            },
+        )
         ET.SubElement(line, _y("Arrows"), {"source": "none", "target": "none"})
         tech = topology.catalog.tech(link.tech)
-        for key, value in (("e_tech", link.tech), ("e_count", str(link.count)),
-                           ("e_plane", link.plane), ("e_failed", str(link.failed).lower()),
-                           ("e_gbps", _fmt(link.count * tech.gbps)), ("e_id", link.id)):
+        for key, value in (
+            ("e_tech", link.tech),
+            ("e_count", str(link.count)),
+            ("e_plane", link.plane),
+            ("e_failed", str(link.failed).lower()),
+            ("e_gbps", _fmt(link.count * tech.gbps)),
+            ("e_id", link.id),
+        ):
             _data(el, key, value)
         for kid, name, _ in RESULT_KEYS if results is not None else ():
             if figures and name in figures:
@@ -217,10 +277,10 @@ def graphml_bytes(
 
 
 def write_graphml(
-    topology: Topology, path: str | os.PathLike[str], *,
+    topology: Topology,
+    path: str | os.PathLike[str],
+    *,
     results: Mapping[str, Mapping[str, float]] | None = None,
 ) -> None:
     """Write `graphml_bytes` to ``path`` atomically."""
     atomic_write_bytes(path, graphml_bytes(topology, results=results))
-
-

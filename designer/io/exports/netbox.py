@@ -45,11 +45,25 @@ from designer.model.topology import Topology
 __all__ = ["netbox_files", "write_netbox"]
 
 #: NetBox CableTypeChoices for our cable types.
-CABLE_TYPES = {"DAC": "dac-passive", "AEC": "dac-active", "AOC": "aoc", "MMF": "mmf-om4",
-               "SMF": "smf-os2"}
-ROLE_COLORS = {"gpu": "76b900", "nvswitch": "e69f00", "nvlink-switch-tray": "e69f00",
-               "leaf": "0072b2", "spine": "56b4e9", "core": "cc79a7", "switch": "0072b2",
-               "nic": "009e73", "host": "7f7f7f", "storage": "d55e00"}
+CABLE_TYPES = {
+    "DAC": "dac-passive",
+    "AEC": "dac-active",
+    "AOC": "aoc",
+    "MMF": "mmf-om4",
+    "SMF": "smf-os2",
+}
+ROLE_COLORS = {
+    "gpu": "76b900",
+    "nvswitch": "e69f00",
+    "nvlink-switch-tray": "e69f00",
+    "leaf": "0072b2",
+    "spine": "56b4e9",
+    "core": "cc79a7",
+    "switch": "0072b2",
+    "nic": "009e73",
+    "host": "7f7f7f",
+    "storage": "d55e00",
+}
 #: Rack units by device category (0: a component inside a server, not rack-mounted).
 U_HEIGHT = {"switch": 1, "host": 2, "storage": 2, "nvlink-switch-tray": 1, "system": 10}
 
@@ -63,13 +77,21 @@ def slug(text: str) -> str:
 def _iface_type(family: str, gbps: float) -> str:
     """NetBox InterfaceTypeChoices value for a port of ``family`` at ``gbps``."""
     if family == "infiniband":
-        return {100: "infiniband-edr", 200: "infiniband-hdr", 400: "infiniband-ndr",
-                800: "infiniband-xdr"}.get(int(gbps), "other")
+        return {
+            100: "infiniband-edr",
+            200: "infiniband-hdr",
+            400: "infiniband-ndr",
+            800: "infiniband-xdr",
+        }.get(int(gbps), "other")
     if family == "ethernet":
         if gbps <= 1:
             return "1000base-t"
-        return {100: "100gbase-x-qsfp28", 200: "200gbase-x-qsfp56",
-                400: "400gbase-x-osfp", 800: "800gbase-x-osfp"}.get(int(gbps), "other")
+        return {
+            100: "100gbase-x-qsfp28",
+            200: "200gbase-x-qsfp56",
+            400: "400gbase-x-osfp",
+            800: "800gbase-x-osfp",
+        }.get(int(gbps), "other")
     return "other"
 
 
@@ -99,7 +121,8 @@ def netbox_files(topology: Topology) -> dict[str, bytes]:
     models = sorted({n.model for n in nodes})
     manufacturers = sorted({catalog.device(m).vendor for m in models})
     files["manufacturers.csv"] = csv_bytes(
-        [["name", "slug"]] + [[v, slug(v)] for v in manufacturers])
+        [["name", "slug"]] + [[v, slug(v)] for v in manufacturers]
+    )
     for model in models:
         device = catalog.device(model)
         counts: dict[str, tuple[int, str]] = {}
@@ -113,18 +136,27 @@ def netbox_files(topology: Topology) -> dict[str, bytes]:
                 for prefix, top in used.get(n.id, {}).items():
                     have, kind = counts.get(prefix, (0, "other"))
                     counts[prefix] = (max(have, top), kind)
-        interfaces = [{"name": f"{prefix}{i}", "type": kind}
-                      for prefix, (count, kind) in sorted(counts.items())
-                      for i in range(1, count + 1)]
-        doc = {"manufacturer": device.vendor, "model": model, "slug": slug(model),
-               "part_number": model, "u_height": U_HEIGHT.get(device.category, 0),
-               "is_full_depth": device.category in ("switch", "host", "storage", "system"),
-               "comments": device.name, "interfaces": interfaces}
+        interfaces = [
+            {"name": f"{prefix}{i}", "type": kind}
+            for prefix, (count, kind) in sorted(counts.items())
+            for i in range(1, count + 1)
+        ]
+        doc = {
+            "manufacturer": device.vendor,
+            "model": model,
+            "slug": slug(model),
+            "part_number": model,
+            "u_height": U_HEIGHT.get(device.category, 0),
+            "is_full_depth": device.category in ("switch", "host", "storage", "system"),
+            "comments": device.name,
+            "interfaces": interfaces,
+        }
         files[f"device-types/{slug(device.vendor)}/{slug(model)}.yaml"] = _yaml(doc).encode()
 
     kinds = sorted({n.kind for n in nodes})
     files["device-roles.csv"] = csv_bytes(
-        [["name", "slug", "color"]] + [[k, slug(k), ROLE_COLORS.get(k, "9e9e9e")] for k in kinds])
+        [["name", "slug", "color"]] + [[k, slug(k), ROLE_COLORS.get(k, "9e9e9e")] for k in kinds]
+    )
 
     def ancestor(group: str | None, kind: str) -> str | None:
         seen: set[str] = set()
@@ -154,40 +186,81 @@ def netbox_files(topology: Topology) -> dict[str, bytes]:
         unique_name(g.id, g.name)
     if not sites or any(ancestor(n.group, "cluster") is None for n in nodes):
         unique_name("", design_site)
-    files["sites.csv"] = csv_bytes([["name", "slug", "status"]] + [
-        [unique[k], slug(unique[k]), "planned"] for k in ([g.id for g in sites] + [""])
-        if k in unique])
+    files["sites.csv"] = csv_bytes(
+        [["name", "slug", "status"]]
+        + [
+            [unique[k], slug(unique[k]), "planned"]
+            for k in ([g.id for g in sites] + [""])
+            if k in unique
+        ]
+    )
     racks = [g for g in groups if g.kind == "rack"]
     for g in racks:
         unique_name(g.id, g.name)
-    files["racks.csv"] = csv_bytes([["site", "name", "status"]] + [
-        [unique[ancestor(g.parent, "cluster") or ""], unique[g.id], "planned"] for g in racks])
+    files["racks.csv"] = csv_bytes(
+        [["site", "name", "status"]]
+        + [[unique[ancestor(g.parent, "cluster") or ""], unique[g.id], "planned"] for g in racks]
+    )
 
     devices = unique_names(topology)
-    rows = [["name", "role", "manufacturer", "device_type", "status", "site", "rack",
-             "cf_coordinates"]]
+    rows = [
+        ["name", "role", "manufacturer", "device_type", "status", "site", "rack", "cf_coordinates"]
+    ]
     for n in nodes:
         device = catalog.device(n.model)
         rack = ancestor(n.group, "rack")
-        rows.append([unique_name(n.id, devices[n.id]), n.kind, device.vendor, n.model,
-                     "offline" if n.failed else "planned",
-                     unique[ancestor(n.group, "cluster") or ""],
-                     unique[rack] if rack else "", f"{n.x:g};{n.y:g}"])
+        rows.append(
+            [
+                unique_name(n.id, devices[n.id]),
+                n.kind,
+                device.vendor,
+                n.model,
+                "offline" if n.failed else "planned",
+                unique[ancestor(n.group, "cluster") or ""],
+                unique[rack] if rack else "",
+                f"{n.x:g};{n.y:g}",
+            ]
+        )
     files["devices.csv"] = csv_bytes(rows)
 
-    rows = [["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type",
-             "side_b_name", "type", "status", "label", "length", "length_unit"]]
+    rows = [
+        [
+            "side_a_device",
+            "side_a_type",
+            "side_a_name",
+            "side_b_device",
+            "side_b_type",
+            "side_b_name",
+            "type",
+            "status",
+            "label",
+            "length",
+            "length_unit",
+        ]
+    ]
     for c in plan:
-        rows.append([unique[c.a], "dcim.interface", c.a_port, unique[c.b], "dcim.interface",
-                     c.b_port, CABLE_TYPES.get(c.cable_type, ""),
-                     "decommissioning" if c.failed else "planned", c.cable_id,
-                     f"{c.length_m:g}", "m"])
+        rows.append(
+            [
+                unique[c.a],
+                "dcim.interface",
+                c.a_port,
+                unique[c.b],
+                "dcim.interface",
+                c.b_port,
+                CABLE_TYPES.get(c.cable_type, ""),
+                "decommissioning" if c.failed else "planned",
+                c.cable_id,
+                f"{c.length_m:g}",
+                "m",
+            ]
+        )
     files["cables.csv"] = csv_bytes(rows)
     files["README.txt"] = (
         b"NetBox import, in this order: manufacturers.csv; device-types/*/*.yaml "
         b"(Device Types > Import); device-roles.csv; sites.csv; racks.csv; devices.csv "
         b"(create the custom field 'coordinates' for netbox-topology-views first, or drop "
-        b"the cf_coordinates column); cables.csv.\n")
+        b"the cf_coordinates column); cables.csv.\n"
+    )
     return files
 
 

@@ -49,12 +49,25 @@ from designer.io.atomic import atomic_write_bytes
 from designer.io.exports.common import ExportFormatError, one_line, sorted_nodes, write_folder
 from designer.model.topology import Topology
 
-__all__ = ["Flat", "astra_sim_files", "flatten", "ns3_text", "simai_files", "write_astra_sim",
-           "write_ns3", "write_simai"]
+__all__ = [
+    "Flat",
+    "astra_sim_files",
+    "flatten",
+    "ns3_text",
+    "simai_files",
+    "write_astra_sim",
+    "write_ns3",
+    "write_simai",
+]
 
 SWITCH_KINDS = ("leaf", "spine", "core", "switch")
-LOST = ("rail identity of links", "taper between tiers beyond one ratio per dimension",
-        "failed nodes and links", "planes other than compute", "per-link heterogeneity")
+LOST = (
+    "rail identity of links",
+    "taper between tiers beyond one ratio per dimension",
+    "failed nodes and links",
+    "planes other than compute",
+    "per-link heterogeneity",
+)
 
 
 @dataclass
@@ -141,8 +154,16 @@ def flatten(topology: Topology) -> Flat:
             a, b = sorted((sw_index[lk.a], sw_index[lk.b]))
             links.extend([(base + a, base + b, tech.gbps, tech.latency_ns)] * lk.count)
     models = Counter(topology.node(g).model for g in gpus)
-    return Flat(gpus, domains, switches, sorted(links), models.most_common(1)[0][0],
-                [nvlink[g] for g in gpus], nic_gbps, gpu_leaf)
+    return Flat(
+        gpus,
+        domains,
+        switches,
+        sorted(links),
+        models.most_common(1)[0][0],
+        [nvlink[g] for g in gpus],
+        nic_gbps,
+        gpu_leaf,
+    )
 
 
 def _lines(flat: Flat) -> list[str]:
@@ -150,8 +171,10 @@ def _lines(flat: Flat) -> list[str]:
 
 
 def _comment(prefix: str, topology: Topology) -> list[str]:
-    return [f"{prefix} from Fabric Designer: {one_line(topology.name)}",
-            f"{prefix} flattening loses: {', '.join(LOST)}"]
+    return [
+        f"{prefix} from Fabric Designer: {one_line(topology.name)}",
+        f"{prefix} flattening loses: {', '.join(LOST)}",
+    ]
 
 
 def ns3_text(topology: Topology) -> str:
@@ -160,8 +183,11 @@ def ns3_text(topology: Topology) -> str:
     flat = flatten(topology)
     n_sw = len(flat.domains) + len(flat.switches)
     first = len(flat.gpus)
-    lines = [f"{first + n_sw} {n_sw} {len(flat.links)}",
-             " ".join(str(first + i) for i in range(n_sw)), *_lines(flat)]
+    lines = [
+        f"{first + n_sw} {n_sw} {len(flat.links)}",
+        " ".join(str(first + i) for i in range(n_sw)),
+        *_lines(flat),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -172,14 +198,21 @@ def simai_files(topology: Topology) -> dict[str, bytes]:
     per_server = max(sizes)
     n_nv, n_sw = len(flat.domains), len(flat.switches)
     first = len(flat.gpus)
-    text = "\n".join([
-        f"{first + n_nv + n_sw} {per_server} {n_nv} {n_sw} {len(flat.links)} {flat.gpu_model}",
-        " ".join(str(first + i) for i in range(n_nv + n_sw)), *_lines(flat)]) + "\n"
-    readme = "\n".join([*_comment("#", topology),
-                        f"# GPUs 0-{first - 1}, NVSwitch per NVLink domain {first}-"
-                        f"{first + n_nv - 1}, switches {first + n_nv}-{first + n_nv + n_sw - 1}",
-                        "# (NVLink domains of unequal size: " + ("yes" if len(sizes) > 1
-                                                                 else "no") + ")"]) + "\n"
+    total = first + n_nv + n_sw
+    header = f"{total} {per_server} {n_nv} {n_sw} {len(flat.links)} {flat.gpu_model}"
+    ids = " ".join(str(first + i) for i in range(n_nv + n_sw))
+    text = "\n".join([header, ids, *_lines(flat)]) + "\n"
+    readme = (
+        "\n".join(
+            [
+                *_comment("#", topology),
+                f"# GPUs 0-{first - 1}, NVSwitch per NVLink domain {first}-"
+                f"{first + n_nv - 1}, switches {first + n_nv}-{first + n_nv + n_sw - 1}",
+                "# (NVLink domains of unequal size: " + ("yes" if len(sizes) > 1 else "no") + ")",
+            ]
+        )
+        + "\n"
+    )
     return {"topology.txt": text.encode(), "README.txt": readme.encode()}
 
 
@@ -187,7 +220,8 @@ def _dimensions(topology: Topology, flat: Flat) -> list[tuple[str, int, float, f
     sizes = {len(d) for d in flat.domains}
     if len(sizes) != 1:
         raise ExportFormatError(
-            f"ASTRA-sim needs NVLink domains of one size; this design has {sorted(sizes)}")
+            f"ASTRA-sim needs NVLink domains of one size; this design has {sorted(sizes)}"
+        )
     per = sizes.pop()
     nvl = min(flat.nvlink_gbps) / 8 if min(flat.nvlink_gbps) > 0 else 0.0
     dims = [("Switch" if per > 2 else "Ring", per, round(nvl, 3), 600.0)]
@@ -220,7 +254,8 @@ def _dimensions(topology: Topology, flat: Flat) -> list[tuple[str, int, float, f
         if len(flat.domains) % n1:
             raise ExportFormatError(
                 f"ASTRA-sim: {len(flat.domains)} NVLink domains do not split evenly into "
-                f"leaf groups of {n1}")
+                f"leaf groups of {n1}"
+            )
         dims.append(("Switch", len(flat.domains) // n1, round(nic / taper, 3), 4000.0))
     # A level of one NPU (a GPU without NVLink peers) is no dimension.
     return [d for d in dims if d[1] > 1] or dims[:1]
@@ -234,15 +269,20 @@ def astra_sim_files(topology: Topology) -> dict[str, bytes]:
     def row(values) -> str:
         return "[ " + ", ".join(str(v) for v in values) + " ]"
 
-    network = "\n".join([
-        *_comment("#", topology),
-        "# one dimension per level: NVLink domain, GPUs under one leaf, leaf groups "
-        "under the spines (levels of one NPU left out)",
-        f"topology: {row(d[0] for d in dims)}",
-        f"npus_count: {row(d[1] for d in dims)}",
-        f"bandwidth: {row(float(d[2]) for d in dims)}  # GB/s per NPU",
-        f"latency: {row(float(d[3]) for d in dims)}  # ns",
-    ]) + "\n"
+    network = (
+        "\n".join(
+            [
+                *_comment("#", topology),
+                "# one dimension per level: NVLink domain, GPUs under one leaf, leaf groups "
+                "under the spines (levels of one NPU left out)",
+                f"topology: {row(d[0] for d in dims)}",
+                f"npus_count: {row(d[1] for d in dims)}",
+                f"bandwidth: {row(float(d[2]) for d in dims)}  # GB/s per NPU",
+                f"latency: {row(float(d[3]) for d in dims)}  # ns",
+            ]
+        )
+        + "\n"
+    )
     n = len(dims)
     system = {
         "scheduling-policy": "LIFO",
@@ -261,9 +301,11 @@ def astra_sim_files(topology: Topology) -> dict[str, bytes]:
         "network.yaml": network.encode(),
         "system.json": (json.dumps(system, indent=2) + "\n").encode(),
         "remote_memory.json": b'{\n  "memory-type": "NO_MEMORY_EXPANSION"\n}\n',
-        "README.txt": (b"ASTRA-sim analytical backend inputs: --network-configuration="
-                       b"network.yaml --system-configuration=system.json "
-                       b"--remote-memory-configuration=remote_memory.json\n"),
+        "README.txt": (
+            b"ASTRA-sim analytical backend inputs: --network-configuration="
+            b"network.yaml --system-configuration=system.json "
+            b"--remote-memory-configuration=remote_memory.json\n"
+        ),
     }
 
 

@@ -49,7 +49,10 @@ def parse_xml(path: str | os.PathLike[str]) -> ET.Element:
 
 
 def build_design(
-    path: str | os.PathLike[str], name: str, groups: Iterable[Group], nodes: Iterable[Node],
+    path: str | os.PathLike[str],
+    name: str,
+    groups: Iterable[Group],
+    nodes: Iterable[Node],
     links: Iterable[Link],
 ) -> Topology:
     """A `Topology` of the items read from ``path``; an unknown model or technology, a
@@ -69,7 +72,8 @@ def build_design(
     for link in links:
         if link.tech not in topology.catalog.techs:
             raise FileFormatError(
-                f"{path}: link {link.id!r}: unknown link technology {link.tech!r}")
+                f"{path}: link {link.id!r}: unknown link technology {link.tech!r}"
+            )
     # Parents before children, whatever order the file lists groups in.
     pending = {g.id: g for g in groups}
     ordered: list[Group] = []

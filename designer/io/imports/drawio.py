@@ -141,12 +141,19 @@ def read_drawio(path: str | os.PathLike[str]):
         ox, oy = origin(cell.get("parent"))
         x = ox + _float(path, cell_id, geo, "x") + _float(path, cell_id, geo, "width") / 2
         y = oy + _float(path, cell_id, geo, "y") + _float(path, cell_id, geo, "height") / 2
-        nodes.append(Node(
-            nid, attrs["kind"], attrs["model"], attrs.get("label", nid), x=x, y=y,
-            group=group_ids.get(cell.get("parent", "")),
-            plane=attrs.get("plane", "compute"),
-            failed=attrs.get("failed", "false").lower() in _TRUE,
-        ))
+        nodes.append(
+            Node(
+                nid,
+                attrs["kind"],
+                attrs["model"],
+                attrs.get("label", nid),
+                x=x,
+                y=y,
+                group=group_ids.get(cell.get("parent", "")),
+                plane=attrs.get("plane", "compute"),
+                failed=attrs.get("failed", "false").lower() in _TRUE,
+            )
+        )
     if not nodes:
         raise FileFormatError(
             f"{path}: no Fabric Designer nodes in this draw.io file (shapes need the "
@@ -160,16 +167,23 @@ def read_drawio(path: str | os.PathLike[str]):
         a, b = cell.get("source", ""), cell.get("target", "")
         if a not in node_ids or b not in node_ids:
             raise FileFormatError(
-                f"{path}: link cell {cell_id!r} is not connected to two nodes at both ends")
+                f"{path}: link cell {cell_id!r} is not connected to two nodes at both ends"
+            )
         try:
             count = int(attrs.get("count", "1"))
         except ValueError:
             raise FileFormatError(
-                f"{path}: link cell {cell_id!r}: count={attrs.get('count')!r} is not a "
-                "whole number") from None
-        links.append(Link(
-            _design_id(cell_id, "link#", taken_l, counter), node_ids[a], node_ids[b],
-            attrs["tech"], count=count, plane=attrs.get("plane", "compute"),
-            failed=attrs.get("failed", "false").lower() in _TRUE,
-        ))
+                f"{path}: link cell {cell_id!r}: count={attrs.get('count')!r} is not a whole number"
+            ) from None
+        links.append(
+            Link(
+                _design_id(cell_id, "link#", taken_l, counter),
+                node_ids[a],
+                node_ids[b],
+                attrs["tech"],
+                count=count,
+                plane=attrs.get("plane", "compute"),
+                failed=attrs.get("failed", "false").lower() in _TRUE,
+            )
+        )
     return build_design(path, name, groups, nodes, links)

@@ -63,8 +63,11 @@ def read_graphml(path: str | os.PathLike[str]):
         raise FileFormatError(f"{path}: a GraphML file without a graph")
 
     def data(el: ET.Element) -> dict[str, str]:
-        return {names[d.get("key", "")]: (d.text or "") for d in el.findall(f"{_G}data")
-                if d.get("key", "") in names}
+        return {
+            names[d.get("key", "")]: (d.text or "")
+            for d in el.findall(f"{_G}data")
+            if d.get("key", "") in names
+        }
 
     def geometry(el: ET.Element) -> ET.Element | None:
         for d in el.findall(f"{_G}data"):
@@ -115,7 +118,8 @@ def read_graphml(path: str | os.PathLike[str]):
             if not attrs.get("model") or not attrs.get("kind"):
                 raise FileFormatError(
                     f"{path}: {where} has no kind and model (a node added in another tool "
-                    "needs the kind and model properties the exporter writes)")
+                    "needs the kind and model properties the exporter writes)"
+                )
             x = _number(path, f"{where} x", attrs.get("x"))
             y = _number(path, f"{where} y", attrs.get("y"))
             geo = geometry(el)
@@ -128,13 +132,19 @@ def read_graphml(path: str | os.PathLike[str]):
                     x, y = cx, cy
             nid = design_id(el, attrs)
             element_ids[el.get("id", "")] = nid
-            nodes.append(Node(
-                nid, attrs["kind"], attrs["model"],
-                yed_label(el) or attrs.get("name") or nid, x=x or 0.0, y=y or 0.0,
-                group=group if group is not None else (attrs.get("group") or None),
-                plane=attrs.get("plane") or "compute",
-                failed=attrs.get("failed", "false").lower() in _TRUE,
-            ))
+            nodes.append(
+                Node(
+                    nid,
+                    attrs["kind"],
+                    attrs["model"],
+                    yed_label(el) or attrs.get("name") or nid,
+                    x=x or 0.0,
+                    y=y or 0.0,
+                    group=group if group is not None else (attrs.get("group") or None),
+                    plane=attrs.get("plane") or "compute",
+                    failed=attrs.get("failed", "false").lower() in _TRUE,
+                )
+            )
 
     walk(graph, None, 0)
     # The plain export before yFiles names groups only in the nodes' ``group`` data.
@@ -153,16 +163,30 @@ def read_graphml(path: str | os.PathLike[str]):
         a, b = element_ids.get(el.get("source", "")), element_ids.get(el.get("target", ""))
         if a is None or b is None:
             raise FileFormatError(f"{path}: {where} does not join two devices")
-        lid = next((raw for raw in (attrs.get("design_id"), el.get("id"))
-                    if raw and ID_RE.match(raw) and raw not in link_taken), None)
+        lid = next(
+            (
+                raw
+                for raw in (attrs.get("design_id"), el.get("id"))
+                if raw and ID_RE.match(raw) and raw not in link_taken
+            ),
+            None,
+        )
         if lid is None:
             lid = f"imported-link-{n}"
         link_taken.add(lid)
         count = _number(path, f"{where} count", attrs.get("count"))
         if count is not None and count != int(count):
             raise FileFormatError(f"{path}: {where} count is not a whole number")
-        links.append(Link(lid, a, b, attrs["tech"], count=int(count or 1),
-                          plane=attrs.get("plane") or "compute",
-                          failed=attrs.get("failed", "false").lower() in _TRUE))
+        links.append(
+            Link(
+                lid,
+                a,
+                b,
+                attrs["tech"],
+                count=int(count or 1),
+                plane=attrs.get("plane") or "compute",
+                failed=attrs.get("failed", "false").lower() in _TRUE,
+            )
+        )
     name = data(graph).get("name", "")
     return build_design(path, name, groups, nodes, links)
