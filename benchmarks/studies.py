@@ -78,8 +78,9 @@ def n1(sus: int, elements: str, case: str, facts: dict) -> None:
         f"{GOALS[case]:.0f} s",
         seconds <= GOALS[case],
         f"{report.classes} classes, {report.enumerated_classes} enumerated, "
-        f"{report.solves} solves ({per * 1e3:.0f} ms each) on {e.where}; build "
-        f"{built:.1f} s not counted",
+        f"{report.solves} solves ({per * 1e3:.0f} ms each) on {e.where}; "
+        + ", ".join(f"{k} {v / 1e3:.1f} s" for k, v in report.timing_ms.items())
+        + f"; build {built:.1f} s not counted",
     )
 
 
