@@ -53,9 +53,12 @@ def test_a_job_is_simulated_and_shown_in_the_dock_and_the_timeline(qtbot, tmp_pa
                 else None
             )
         )
-        wl.dock.add_job("tiny")
+        with qtbot.waitSignal(wl.runner.started, timeout=SOLVE_TIMEOUT_MS):
+            wl.dock.add_job("tiny")
+        assert not wl.dock.answer.isEnabled()  # greyed while the simulation runs
         result = simulated(qtbot, window)
         (job,) = result.simulation.jobs
+        assert wl.dock.answer.isEnabled()
         assert job.name == "tiny" and job.iteration_s > 0 and job.slowdown == 1.0
         assert wl.dock.table.item(0, COL["Iteration"]).text() == format_seconds(job.iteration_s)
         assert wl.dock.table.item(0, COL["Slowdown"]).text() == "1.000×"
@@ -117,10 +120,19 @@ def test_a_job_the_design_cannot_hold_says_why_and_cancel_stops_a_run(qtbot):
         assert wl.dock.status.text().startswith("Simulation failed:")
         assert all(wl.dock.table.item(r, COL["Iteration"]).text() == "" for r in range(5))
 
-        window.document.undo_stack.undo()  # 4 jobs again: fits
-        qtbot.waitUntil(lambda: wl.runner.busy, timeout=SOLVE_TIMEOUT_MS)
+        # Cancel the moment the next simulation starts (a click in the started slot:
+        # before the worker can have finished, however fast it is).
+        clicked = []
+
+        def cancel(_generation):
+            if not clicked:
+                clicked.append(wl.dock.cancel_button.isVisible())
+                wl.dock.cancel_button.click()
+
+        wl.runner.started.connect(cancel)
         with qtbot.waitSignal(wl.runner.cancelled, timeout=SOLVE_TIMEOUT_MS):
-            wl.dock.cancel_button.click()
+            window.document.undo_stack.undo()  # 4 jobs again: fits
+        assert clicked == [True]
         qtbot.waitUntil(lambda: _idle(wl.runner), timeout=SOLVE_TIMEOUT_MS)
         assert wl.runner.latest is None
         assert "cancelled" in wl.dock.status.text()

@@ -365,6 +365,7 @@ class WorkloadDock(QDockWidget):
     def _on_runner_started(self, _generation: int) -> None:
         self.status.setText("Simulating…")
         self.cancel_button.show()
+        self.answer.setEnabled(False)  # greyed: the figures are of the design before
 
     def _on_runner_result_ready(self, result: WorkloadResult | None) -> None:
         self.cancel_button.hide()
@@ -381,6 +382,7 @@ class WorkloadDock(QDockWidget):
 
     def _on_runner_cancelled(self, _generation: int) -> None:
         self.cancel_button.hide()
+        self.answer.setEnabled(True)
         self.status.setText("Simulation cancelled; the next edit runs it again")
 
     def _show_results(self) -> None:
@@ -399,6 +401,7 @@ class WorkloadDock(QDockWidget):
                 )
         self.answer.setText(self._headline())
         self.answer.setToolTip(self.answer.text())
+        self.answer.setEnabled(True)
 
     def _headline(self) -> str:
         if self.load_error:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QWidget
 
 from designer.gui.analysis.panels.base import (
@@ -157,6 +157,10 @@ class IterationTimelinePanel(PanelDock):
         self.plot.setMouseEnabled(x=True, y=True)
         self.plot.invertY(True)
         self.plot.showGrid(x=True, y=False, alpha=0.2)
+        # Lane names a little smaller than the axes': a band per job has several lanes.
+        font = QFont(self.plot.getAxis("left").font())
+        font.setPointSizeF(max(font.pointSizeF() - 1.0, 6.0))
+        self.plot.getAxis("left").setStyle(tickFont=font)
         self.hover = pg.TextItem(anchor=(0, 1))
         self.hover.setZValue(100)
         self.plot.scene().sigMouseMoved.connect(self._on_scene_mouse_moved)
