@@ -217,3 +217,54 @@ def test_not_a_design_file_is_refused(tmp_path):
     path.write_text("<mxfile><oops", encoding="utf-8")
     with pytest.raises(FileFormatError, match="not well-formed"):
         read_design(path)
+
+
+def renamed(t: Topology, seed: int) -> Topology:
+    """The same design with every node, link and group id replaced by a random one."""
+    import dataclasses
+
+    rng = random.Random(seed)
+
+    def fresh(prefix: str) -> str:
+        return f"{prefix}{rng.randrange(10**9):09d}"
+
+    gmap = {g.id: fresh("g") for g in t.groups()}
+    nmap = {n.id: fresh("n") for n in t.nodes()}
+    out = Topology(name=t.name)
+    out.extend(
+        groups=[
+            dataclasses.replace(g, id=gmap[g.id], parent=gmap.get(g.parent)) for g in t.groups()
+        ],
+        nodes=[dataclasses.replace(n, id=nmap[n.id], group=gmap.get(n.group)) for n in t.nodes()],
+        links=[
+            dataclasses.replace(lk, id=fresh("l"), a=nmap[lk.a], b=nmap[lk.b]) for lk in t.links()
+        ],
+    )
+    return out
+
+
+def test_exports_by_name_do_not_depend_on_ids(tmp_path):
+    """DOT, NetBox devices and the cabling plan's ends name devices, never ids: new ids
+    change none of them (the cabling plan's cable and link columns show ids)."""
+    import csv
+    import io
+
+    t = build_template("rail-cluster")
+    other = renamed(t, 3)
+    for suffix in (".dot", ".ufm.dot"):
+        export(t, tmp_path / f"a{suffix}")
+        export(other, tmp_path / f"b{suffix}")
+        assert (tmp_path / f"a{suffix}").read_bytes() == (tmp_path / f"b{suffix}").read_bytes()
+    export(t, tmp_path / "a.netbox")
+    export(other, tmp_path / "b.netbox")
+    for name in ("devices.csv", "racks.csv", "sites.csv"):
+        assert (tmp_path / "a.netbox" / name).read_bytes() == (
+            tmp_path / "b.netbox" / name
+        ).read_bytes()
+
+    def plan(path):
+        export(t if path.name.startswith("a") else other, path)
+        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+        return [{k: v for k, v in r.items() if k not in ("cable", "link")} for r in rows]
+
+    assert plan(tmp_path / "a.cabling.csv") == plan(tmp_path / "b.cabling.csv")
