@@ -5,10 +5,11 @@ band per job, and in it one lane per kind of work the job did: compute, then the
 communication of each parallelism (TP, CP, PP, DP, EP, and storage or background
 traffic when there is some), and **idle** (the job's bubbles: spans of its iteration in
 which none of its compute runs, pipeline fill and drain and exposed communication).  A
-bar's colour says its lane (Okabe-Ito, colour-blind safe); the band's label carries the
-job's name.  The time axis zooms and pans with the wheel and a drag; hovering a bar
-names the job, lane and task, its start, end and duration, its message size, the number
-of groups that ran it, and its achieved bandwidth (bytes over duration, per group).
+bar's colour says its lane (Okabe-Ito, colour-blind safe); the band, tinted in the job's
+colour, is labelled with its name.  The time axis zooms and pans with the wheel and a
+drag (every lane stays in view); hovering a bar names the job, lane and task, its
+start, end and duration, its message size, the number of groups that ran it, and its
+achieved bandwidth (bytes over duration, per group).
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ class IterationTimelinePanel(PanelDock):
         self._extent: np.ndarray | None = None  # start, end, row of each bar (hover)
         super().__init__("Iteration timeline", "iteration-timeline-panel", parent)
         self.plot.setLabel("bottom", "time", units="s")
-        self.plot.setMouseEnabled(x=True, y=True)
+        self.plot.setMouseEnabled(x=True, y=False)  # zoom and pan time; every lane stays
         self.plot.invertY(True)
         self.plot.showGrid(x=True, y=False, alpha=0.2)
         # Lane names a little smaller than the axes': a band per job has several lanes.
@@ -204,7 +205,7 @@ class IterationTimelinePanel(PanelDock):
         jobs = result.simulation.jobs
         parts = [
             f"{j.name} <b>{format_seconds(j.iteration_s)}</b>"
-            + (f" ({j.slowdown:.3f}× alone)" if j.slowdown and len(jobs) > 1 else "")
+            + (f" (slowdown {j.slowdown:.3f}×)" if j.slowdown and len(jobs) > 1 else "")
             for j in jobs
         ]
         self.set_title("One iteration: " + ", ".join(parts))
