@@ -200,6 +200,37 @@ def plan_tree(router: Router, ranks: np.ndarray, collective: str) -> Plan:
     return Plan(collective, "tree", ranks, nodes, (phase,), True)
 
 
+def _in_switch_flows(fb: FlowBuilder, ranks: np.ndarray, n: int) -> None:
+    """Two flows per rank (in ``ranks``' order) into and out of the NVLink switches, each
+    spread over the GPU's NVLink arcs in proportion to their capacity.
+
+    Each carries ``S (1 + 1/n)``: the buffer to the switch plus the reduced shard back
+    for multicast, and the mirror image downstream.  The GPUs' arcs are found by one
+    pass over the NVLink arcs, not one scan of every arc per GPU (quadratic on a
+    16,384-GPU design).
+    """
+    snap = fb.snap
+    gpus = snap.gpus[ranks]
+    flows = fb.new_flows(np.full(2 * len(gpus), 1.0 + 1.0 / n),
+                         [f"nvls {d} {snap.node_ids[g]}" for g in gpus.tolist()
+                          for d in ("send", "recv")])
+    position = np.full(snap.n_nodes, -1, dtype=np.int64)
+    position[gpus] = np.arange(len(gpus))
+    nv = np.flatnonzero(snap.arc_family == NVLINK)
+    flow_parts, arc_parts = [], []
+    for k, end in enumerate((snap.arc_src, snap.arc_dst)):  # send: out of the GPU
+        owner = position[end[nv]]
+        mine = owner >= 0
+        flow_parts.append(flows[2 * owner[mine] + k].astype(np.int64))
+        arc_parts.append(nv[mine])
+    f, arcs = np.concatenate(flow_parts), np.concatenate(arc_parts)
+    order = np.lexsort((arcs, f))   # flow by flow, arcs ascending
+    f, arcs = f[order], arcs[order]
+    cap = snap.arc_cap[arcs]
+    total = np.bincount(f - int(flows[0]), weights=cap, minlength=len(flows))
+    fb.add(f, arcs, cap / total[f - int(flows[0])])
+
+
 def plan_nvls(router: Router, ranks: np.ndarray, collective: str) -> Plan:
     """In-switch reduction: each GPU sends its data into the NVSwitches once and receives
     the reduced result once, sprayed over all its NVLinks."""
@@ -212,17 +243,7 @@ def plan_nvls(router: Router, ranks: np.ndarray, collective: str) -> Plan:
     if not snap.domain_nvls[snap.gpu_domain[ranks[0]]]:
         raise SolverError("this NVLink domain's switches or GPUs cannot reduce in-switch (NVLS)")
     fb = FlowBuilder(router)
-    nv = snap.arc_family == NVLINK
-    for r in ranks.tolist():
-        g = int(snap.gpus[r])
-        ends = (("send", snap.arc_src), ("recv", snap.arc_dst))
-        for direction, end in ends:
-            sel = nv & (end == g)
-            arcs = np.flatnonzero(sel)
-            # S to the switch plus the reduced shard back for multicast (S/n), and the
-            # mirror image downstream: S (1 + 1/n) each way.
-            flow = fb.new_flow(1.0 + 1.0 / len(ranks), f"nvls {direction} {snap.node_ids[g]}")
-            fb.add(flow, arcs, snap.arc_cap[arcs] / snap.arc_cap[arcs].sum())
+    _in_switch_flows(fb, ranks, len(ranks))
     fb.nv_fixed = 2
     phase = fb.phase("NVLS in-switch all-reduce", 2)
     return Plan(collective, "nvls", ranks, 1, (phase,), True)
@@ -247,14 +268,8 @@ def plan_nvlstree(router: Router, ranks: np.ndarray, collective: str) -> Plan:
     if not np.all(snap.domain_nvls[doms]):
         raise SolverError("an NVLink domain's switches or GPUs cannot reduce in-switch (NVLS)")
     fb = FlowBuilder(router)
-    nv = snap.arc_family == NVLINK
     n_local = int(sizes.min())
-    for r in srt.tolist():
-        g = int(snap.gpus[r])
-        for direction, end in (("send", snap.arc_src), ("recv", snap.arc_dst)):
-            arcs = np.flatnonzero(nv & (end == g))
-            flow = fb.new_flow(1.0 + 1.0 / n_local, f"nvls {direction} {snap.node_ids[g]}")
-            fb.add(flow, arcs, snap.arc_cap[arcs] / snap.arc_cap[arcs].sum())
+    _in_switch_flows(fb, srt, n_local)
     fb.nv_fixed = 2
     intra = fb.phase("NVLS in-switch reduce and multicast", 2)
     # The heads: channel c's head is the c-th GPU of every domain (its rail); each

@@ -155,10 +155,11 @@ class FlowBuilder:
         return np.arange(first, self.n_flows,
                          dtype=np.int32 if self.n_flows < 2**31 else np.int64)
 
-    def add(self, flow: int, arcs: np.ndarray, weights: np.ndarray) -> None:
-        """Pairs of ``flow`` given as they are (a phase with such pairs is rebuilt, not
-        patched, after an edit)."""
-        self.pieces.append(raw_piece(np.full(len(arcs), flow, dtype=np.int64),
+    def add(self, flow: int | np.ndarray, arcs: np.ndarray, weights: np.ndarray) -> None:
+        """Pairs of ``flow`` (one flow, or one per arc) given as they are (a phase with
+        such pairs is rebuilt, not patched, after an edit)."""
+        self.pieces.append(raw_piece(np.broadcast_to(np.asarray(flow, dtype=np.int64),
+                                                     (len(arcs),)).copy(),
                                      np.asarray(arcs, dtype=np.int64),
                                      np.asarray(weights, dtype=float)))
 
