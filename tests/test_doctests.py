@@ -1,5 +1,5 @@
-"""The examples in the pure layers' docstrings (model, solver, io) run and print what
-they show."""
+"""The examples in the pure layers' docstrings (model, solver, io, studies) run and
+print what they show."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pkgutil
 
 import pytest
 
-PURE = ("model", "solver", "io")
+PURE = ("model", "solver", "io", "studies")
 
 
 def _modules() -> list[str]:

@@ -11,8 +11,8 @@ step, given a workload).  The Pareto front of cost per GPU against time is marke
 Example
 -------
 >>> report = sweep_study("leaf-spine", {"spines": ["1", "2"]}, workers=0)
->>> [v.params["spines"] for v in report.variants], sum(v.pareto for v in report.variants)
-(['1', '2'], 2)
+>>> [(v.params["spines"], v.pareto) for v in report.variants]  # a spine more: no faster
+[('1', True), ('2', False)]
 """
 
 from __future__ import annotations
