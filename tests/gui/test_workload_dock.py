@@ -167,3 +167,18 @@ def test_opening_another_design_lists_its_jobs(dock):
     dock.document.replace(build_template("hgx"))
     assert dock.jobs == [] and dock.table.rowCount() == 0
     assert dock.add_button.isEnabled() and not dock.editor.isEnabled()
+
+
+def test_a_job_that_does_not_fit_in_memory_is_marked(dock):
+    """The runner's figures land in the job's row, marked as the CLI marks them."""
+    from types import SimpleNamespace
+
+    from designer.gui.workload.build import WorkloadResult
+    from designer.workload.report import JobResult
+
+    job = dock.add_job("tiny")
+    res = JobResult(job.name, 8, 0.25, 0.2, 1.25, {}, memory_gb_per_gpu=99.0, fits=False)
+    dock._on_runner_result_ready(WorkloadResult(1, SimpleNamespace(jobs=(res,)), (job,), 0.1))
+    cell = dock.table.item(0, COL["Iteration"])
+    assert cell.text() == "250 ms !" and "does not fit" in cell.toolTip()
+    assert dock.table.item(0, COL["Slowdown"]).text() == "1.250×"

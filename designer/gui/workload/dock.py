@@ -393,12 +393,16 @@ class WorkloadDock(QDockWidget):
             res = by_name.get(job.name)
             it = "" if res is None else format_seconds(res.iteration_s)
             slow = "" if res is None or res.slowdown is None else f"{res.slowdown:.3f}×"
-            self.table.item(r, COL["Iteration"]).setText(it)
+            tip = ""
+            if res is not None and res.memory_gb_per_gpu is not None:
+                tip = f"{res.memory_gb_per_gpu:.1f} GB of memory a GPU"
+                if res.fits is False:
+                    it += " !"  # as `fabric-designer simulate` marks it
+                    tip += ": does not fit in the GPUs' memory"
+            cell = self.table.item(r, COL["Iteration"])
+            cell.setText(it)
+            cell.setToolTip(tip)
             self.table.item(r, COL["Slowdown"]).setText(slow)
-            if res is not None and res.fits is False:
-                self.table.item(r, COL["Iteration"]).setToolTip(
-                    f"{res.memory_gb_per_gpu:.1f} GB a GPU: does not fit in the GPUs' memory"
-                )
         self.answer.setText(self._headline())
         self.answer.setToolTip(self.answer.text())
         self.answer.setEnabled(True)
