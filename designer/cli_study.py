@@ -177,6 +177,20 @@ def _write_table(rows: list[dict], out: str) -> None:
     path.write_text(buf.getvalue(), encoding="utf-8")
 
 
+def _parse_sets(pairs: list[str]) -> dict[str, str]:
+    """``--set`` pairs as a dict (as ``new`` reads them); a key given twice is a
+    mistake, not the last one wins."""
+    params: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = (part.strip() for part in pair.partition("="))
+        if not sep or not key:
+            raise UsageError(f"--set takes key=value, got {pair!r}")
+        if key in params:
+            raise UsageError(f"--set {key} given twice; give each parameter once")
+        params[key] = value
+    return params
+
+
 def _check_output(out: str | None) -> None:
     """Refuse an ``-o`` the study could not write, before the study runs."""
     suffix = Path(out).suffix.lower() if out is not None else None
@@ -277,7 +291,6 @@ def cmd_failures(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------- sweep
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from designer.cli import _parse_sets
     from designer.studies.sweep import parse_grid, sweep_study, variants
 
     where = _where(args)
