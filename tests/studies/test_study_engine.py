@@ -120,6 +120,7 @@ def test_existing_cluster_through_scheduler_option(tmp_path, capsys):
                 proc.wait()
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_one_line(tmp_path):
     path = new_design(tmp_path, "leaf-spine")
     err = _study(path, "--scheduler", f"tcp://127.0.0.1:{_free_port()}", code=1)
