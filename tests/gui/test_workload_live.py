@@ -13,7 +13,8 @@ import csv
 
 from designer.gui.analysis.panels.base import format_seconds
 from designer.gui.workload.dock import COL
-from designer.model.commands import SetLinkProps
+from designer.gui.workload.runner import DEBOUNCE_MS
+from designer.model.commands import MoveNodes, SetLinkProps, SetSetting
 from tests.gui.conftest import close_window, open_window
 
 #: Generous for a sub-second simulation on a loaded 2-core machine.
@@ -96,6 +97,17 @@ def test_a_job_is_simulated_and_shown_in_the_dock_and_the_timeline(qtbot, tmp_pa
         # Every result shown was of the design as it was when it arrived.
         assert seen and all(g == now for g, now in seen)
 
+        # Moving nodes or changing the single-collective scenario simulates nothing.
+        runs = wl.runner.runs_started
+        node = window.document.topology.node("n01-gpu0")
+        window.document.push(MoveNodes({node.id: (node.x + 40.0, node.y)}))
+        scenario = dict(window.document.topology.settings["scenario"], bytes=1 << 20)
+        window.document.push(SetSetting("scenario", scenario))
+        qtbot.wait(2 * DEBOUNCE_MS)
+        assert wl.runner.runs_started == runs and not wl.runner.pending
+
+        window.document.undo_stack.undo()
+        window.document.undo_stack.undo()
         window.document.undo_stack.undo()
         window.document.undo_stack.undo()
         result = simulated(qtbot, window)

@@ -90,9 +90,12 @@ def _simulate(run: _Run) -> Generator[str, None, _Outcome]:
 
 
 def _matters(edit: Edit) -> bool:
-    """Whether ``edit`` can change a simulation of the jobs (anything but the
-    single-collective scenario's settings)."""
+    """Whether ``edit`` can change a simulation of the jobs: anything but moving nodes
+    on the canvas and the single-collective scenario's settings (a drag of a rack
+    re-simulates nothing)."""
     for name, args in edit:
+        if name == "node_moved":
+            continue
         if name != "settings_changed" or args[0] not in _IGNORED_SETTINGS:
             return True
     return False
