@@ -182,3 +182,18 @@ def test_a_job_that_does_not_fit_in_memory_is_marked(dock):
     cell = dock.table.item(0, COL["Iteration"])
     assert cell.text() == "250 ms !" and "does not fit" in cell.toolTip()
     assert dock.table.item(0, COL["Slowdown"]).text() == "1.250×"
+
+
+def test_the_colour_button_sets_the_jobs_colour_undoably(dock, monkeypatch):
+    from PySide6.QtGui import QColor
+    from PySide6.QtWidgets import QColorDialog
+
+    doc = dock.document
+    dock.add_job("tiny")
+    before = dock.jobs[0].colour
+    monkeypatch.setattr(QColorDialog, "getColor", lambda *_a, **_k: QColor("#123456"))
+    dock.editor.colour_button.click()
+    assert dock.jobs[0].colour == "#123456"
+    assert dock.editor.widgets[("", "colour")].text() == "#123456"
+    doc.undo_stack.undo()
+    assert dock.jobs[0].colour == before

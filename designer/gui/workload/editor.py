@@ -16,13 +16,17 @@ from dataclasses import fields
 from typing import Any
 
 from PySide6.QtCore import Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
+    QColorDialog,
     QComboBox,
     QFormLayout,
     QGroupBox,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -149,7 +153,8 @@ class JobEditor(QWidget):
         box = QGroupBox("Job", self)
         form = QFormLayout(box)
         for name, kind in _JOB_FIELDS:
-            form.addRow(name, self._make("", name, kind))
+            field = self._make("", name, kind)
+            form.addRow(name, self._with_picker(field) if name == "colour" else field)
         column.addWidget(box)
         for section, title, cls in _SECTIONS:
             box = QGroupBox(title, self)
@@ -180,6 +185,26 @@ class JobEditor(QWidget):
         w.setToolTip(label)
         self.widgets[key] = w
         return w
+
+    def _with_picker(self, field: QLineEdit) -> QWidget:
+        """``field`` (``#rrggbb``) with a button opening the colour dialog."""
+        row = QWidget(self)
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(field, 1)
+        self.colour_button = QToolButton(row)
+        self.colour_button.setText("…")
+        self.colour_button.setToolTip("Choose the job's colour")
+        self.colour_button.clicked.connect(self._on_colour_button_clicked)
+        layout.addWidget(self.colour_button)
+        return row
+
+    def _on_colour_button_clicked(self) -> None:
+        field = self.widgets[("", "colour")]
+        colour = QColorDialog.getColor(QColor(field.text()), self, "Job colour")
+        if colour.isValid():
+            field.setText(colour.name())
+            self._on_committed("colour")
 
     # ------------------------------------------------------------ model -> form
     def set_job(self, job: Job | None, others: set[str]) -> None:
