@@ -91,6 +91,9 @@ def test_a_job_is_simulated_and_shown_in_the_dock_and_the_timeline(qtbot, tmp_pa
         window.document.push(SetLinkProps([nvlink.id], count=max(nvlink.count // 2, 1)))
         result = simulated(qtbot, window)
         assert [j.name for j in result.simulation.jobs] == ["tiny", "tiny-moe"]
+        # Shared vs alone: each job's band marks where it would end alone.
+        qtbot.waitUntil(lambda: not panel.pending, timeout=5_000)
+        assert panel.alone_marks == {j.name: j.alone_s for j in result.simulation.jobs}
         # The capacity edit kept the collectives it cannot have changed.
         assert wl.runner.memo.last["kept"] > 0
         assert all(wl.dock.table.item(r, COL["Iteration"]).text() for r in range(2))

@@ -6,10 +6,12 @@ communication of each parallelism (TP, CP, PP, DP, EP, and storage or background
 traffic when there is some), and **idle** (the job's bubbles: spans of its iteration in
 which none of its compute runs, pipeline fill and drain and exposed communication).  A
 bar's colour says its lane (Okabe-Ito, colour-blind safe); the band, tinted in the job's
-colour, is labelled with its name.  The time axis zooms and pans with the wheel and a
-drag (every lane stays in view); hovering a bar names the job, lane and task, its
-start, end and duration, its message size, the number of groups that ran it, and its
-achieved bandwidth (bytes over duration, per group).
+colour, is labelled with its name; with several jobs, a dashed line across a band marks
+where that job's iteration would end alone on the idle fabric (shared vs alone).  The
+time axis zooms and pans with the wheel and a drag (every lane stays in view); hovering
+a bar names the job, lane and task, its start, end and duration, its message size, the
+number of groups that ran it, and its achieved bandwidth (bytes over duration, per
+group).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QWidget
 
@@ -153,6 +155,8 @@ class IterationTimelinePanel(PanelDock):
         self.row_labels: list[tuple[int, str]] = []
         self.bar_item: pg.BarGraphItem | None = None
         self._extent: np.ndarray | None = None  # start, end, row of each bar (hover)
+        #: Per job, where its iteration ends alone (the dashed marks; two jobs or more).
+        self.alone_marks: dict[str, float] = {}
         super().__init__("Iteration timeline", "iteration-timeline-panel", parent)
         self.plot.setLabel("bottom", "time", units="s")
         self.plot.setMouseEnabled(x=True, y=False)  # zoom and pan time; every lane stays
@@ -228,11 +232,32 @@ class IterationTimelinePanel(PanelDock):
             )
             band.setZValue(-10)
             self.plot.addItem(band, ignoreBounds=True)
+        self._draw_alone_marks(result, rows)
+
+    def _draw_alone_marks(self, result, rows: dict[str, list[int]]) -> None:
+        """Shared vs alone: across each job's band, a dashed line where its iteration
+        would end alone on the idle fabric (when other jobs share it), so the gap to the
+        band's last bar is what sharing cost."""
+        self.alone_marks = {}
+        jobs = result.simulation.jobs
+        if len(jobs) < 2:
+            return
+        pen = pg.mkPen(self.theme.text, width=2, style=Qt.PenStyle.DashLine)
+        for j in jobs:
+            rs = rows.get(j.name)
+            if j.alone_s is None or not rs:
+                continue
+            lo, hi = min(rs) - 0.5, max(rs) + 0.5
+            line = pg.PlotDataItem([j.alone_s, j.alone_s], [lo, hi], pen=pen)
+            line.setZValue(50)
+            self.plot.addItem(line)
+            self.alone_marks[j.name] = j.alone_s
 
     def _draw_overlays(self) -> None:
         if self.result is None:
             self.bars, self.row_labels = [], []
             self._extent = None
+            self.alone_marks = {}
             self.bar_item = None
             self.plot.getAxis("left").setTicks([[], []])
 
