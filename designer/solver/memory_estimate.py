@@ -20,7 +20,7 @@ all-to-all, bytes per pair          measured        estimated
 ==================================  ==============  ===============================
 ECMP or static, 2 switch tiers      235-305         340 (4 fabric arcs a path)
 ECMP or static, 3 switch tiers      225-310         400 (6 fabric arcs)
-adaptive                            90-150          155-185
+adaptive                            115-165         170-200
 inside an NVLink domain             2.3-22 k        from sampled sprays (below)
 ==================================  ==============  ===============================
 
@@ -75,7 +75,7 @@ FIXED_BYTES = 8 << 20
 BYTES_PER_ARC = 32
 #: An all-to-all pair (one flow): its own path under ECMP and static routing, a share
 #: of its edge switches' DAG under adaptive routing; and per fabric arc of its path.
-PAIR_BYTES = {"ecmp": 220, "static": 220, "adaptive": 95}
+PAIR_BYTES = {"ecmp": 220, "static": 220, "adaptive": 110}
 PAIR_ARC_BYTES = {"ecmp": 30, "static": 30, "adaptive": 15}
 #: An all-to-all pair inside one NVLink domain: its spray over every shortest NVLink
 #: path is walked level by level, each (pair, node) of a level listing all the node's

@@ -281,22 +281,30 @@ class _Patcher:
             return s if nv is s.nv else s.with_nv(nv)
         legs = self.new.access_legs() if s.n_legs else None
         old_legs = self.old._legs_started() if s.n_legs else None
-        fab = s.fab
+        fab, mid = s.fab, None
         if fab is not None:
             dirty = self._rows_crossing(fab, self.bad_arc)
-            if self.change.live:
-                dirty |= self._fabric_dirty(fab, s.la, s.lb)
+            if s.mid is not None:   # a class whose middle crosses one
+                of = s.mid.of
+                hit = np.append(self._rows_crossing(s.mid.table, self.bad_arc), False)
+                dirty |= hit[of]    # (-1: the False at the end)
+            if self.change.live:   # the whole class rows, middles written in
+                rows = fab if s.mid is None else s.mid.whole(fab)
+                dirty |= self._fabric_dirty(rows, s.la, s.lb)
             dirty &= s.la != s.lb
             if dirty.any():
                 at = np.flatnonzero(dirty)
-                new = self.new.fabric_dags(s.la[at], s.lb[at])
+                new = self.new.fabric_dags(s.la[at], s.lb[at], split=s.mid is not None)
+                if s.mid is not None:  # new own rows; the middles canonical again
+                    mid = s.mid.spliced(at, new.middles)
+                    new = new.own
                 self.rows += len(at)
                 if legs is old_legs:  # the legs stay: splice the table once
-                    return s.spliced(at, new)
+                    return s.spliced(at, new, mid)
                 fab = splice(fab, at, new)
         if fab is s.fab and legs is old_legs:
             return s
-        return s.with_tables(legs, fab, old_legs)
+        return s.with_tables(legs, fab, old_legs, mid)
 
     @staticmethod
     def _rows_crossing(rows: RouteBatch, arc_mask: np.ndarray) -> np.ndarray:

@@ -100,6 +100,11 @@ class Tuning:
     walk_chunk : int
         Flows an ECMP or static walk takes at a time: the temporaries stay small and in
         cache.
+    keep_middles : bool
+        Adaptive phases keep each middle that classes' DAGs share once
+        (`routing.middles`) instead of writing every class's DAG whole: the same load on
+        every arc from far fewer stored entries in an all-to-all, whose classes cross
+        each middle many times.
     keyed_dense : int
         Largest key space `KeyedRows` looks keys up in with a dense table (beyond it, by
         binary search).
@@ -131,6 +136,7 @@ class Tuning:
     bfs_batch: int = 64
     arc_search: bool = True
     walk_chunk: int = 1 << 16
+    keep_middles: bool = True
     keyed_dense: int = 1 << 22
 
 

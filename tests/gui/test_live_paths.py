@@ -224,7 +224,8 @@ def test_the_outline_follows_a_new_result_and_a_moved_node(qtbot, ring):
 def test_gpu_arcs_match_the_routes_across_scalable_units(routing, design):
     """Two SUs: ring hops between SUs cross the spines, so the outline of a GPU at an SU's
     edge runs through them, leaf to leaf (ECMP paths; adaptive shared routes).  A 3-tier
-    fat tree's hops between pods cross the cores too."""
+    fat tree's hops between pods cross the cores too (adaptive: through the DAGs'
+    shared middles, `routing.middles`)."""
     if design == "superpod":
         topo, ranks, far = build_template("superpod", gpu="B200", sus=2), (
             0, 7, 31, 255, 256, 300, 511), "spine"

@@ -118,7 +118,8 @@ def test_shared_pieces_are_views_of_the_phase_routes_not_copies(design):
     # concatenated for the solver; the recipe's pieces must then point into that one
     # table (their own copies freed), with the same entries as a fresh router gives.
     # 40 servers: more than one leaf per rail, so some class DAGs cross the spines; the
-    # 3-tier fat tree's cross the cores too.
+    # 3-tier fat tree's cross the cores too, and keep their middles apart (after the
+    # piece's own entries).
     topo = (build_template("rail-cluster", nodes=40) if design == "rail-cluster"
             else build_template("fat-tree", k=8))
     snap = take_snapshot(topo)
@@ -139,12 +140,18 @@ def test_shared_pieces_are_views_of_the_phase_routes_not_copies(design):
         table = sp.nv if sp.nv is not None else sp.fab
         assert len(table.arcs) and np.shares_memory(table.arcs, phase.routes.link)
         at += n
+        if sp.mid is not None:
+            k = sp.mid.size
+            assert (k > 0) == (design == "fat-tree")
+            np.testing.assert_array_equal(sp.mid.table.arcs, phase.routes.link[at:at + k])
+            assert not k or np.shares_memory(sp.mid.table.arcs, phase.routes.link)
+            at += k
     assert at == len(phase.routes.link)
     # Written once, as int32 ids, and every piece joined.
     assert phase.routes.link.dtype == np.int32 and all(sp.joined for sp in shared)
-    # The fabric piece's class DAGs are still the router's own.
+    # The fabric piece's class DAGs (middles written in) are still the router's own.
     fab = next(sp for sp in shared if sp.fab is not None)
     again = Router(snap).fabric_dags(fab.la, fab.lb)
-    rows = fab.fab
+    rows = fab.fab if fab.mid is None else fab.mid.whole(fab.fab)
     np.testing.assert_array_equal(rows.arcs, again.arcs)
     np.testing.assert_array_equal(rows.weights, again.weights)

@@ -40,6 +40,7 @@ from designer.solver.flows.recipe import (
     shared_piece,
 )
 from designer.solver.parallel import fork
+from designer.solver.routing.middles import SplitDags
 from designer.solver.routing.router import (
     RouteBatch,
     Router,
@@ -47,6 +48,7 @@ from designer.solver.routing.router import (
     unique_inverse,
 )
 from designer.solver.snapshot.structure import components
+from designer.solver.tuning import current
 
 __all__ = ["FlowBuilder", "Phase", "Plan"]
 
@@ -345,7 +347,7 @@ class FlowBuilder:
         # Pairs: every sender's way out, every receiver's way in, then (adaptive) every
         # fabric route, transfer by transfer (`flows.recipe.phase_transfers` reads it).
         pairs = 3 * m if adaptive else 2 * m
-        n_fab = len(fab.hops)
+        n_fab = len(fab.own.hops if isinstance(fab, SplitDags) else fab.hops)
         ids = f_cross.dtype if 2 * n + n_fab + 1 < 2**31 else np.int64
         pair_flow, pair_route = np.empty(pairs, f_cross.dtype), np.empty(pairs, ids)
         pair_flow[:m] = f_cross
@@ -460,7 +462,8 @@ class FlowBuilder:
         routing, one per transfer otherwise), and the rows' keys for `flows.recipe`:
         the classes' edge switches ``(la, lb)``, then for walks each transfer's class,
         hash key and destination, and the routing mode.  ``pending`` (adaptive): the
-        class DAGs maybe unwritten (`Router.fabric_dags`), for `materialize` to write."""
+        class DAGs come as a `routing.middles.SplitDags`, their own rows maybe unwritten
+        (`Router.fabric_dags`), for `materialize` to write."""
         s, r = self.snap, self.router
         rl = r.rank_links()
         # Fabric routes are per (edge switch, edge switch) class: find the classes by
@@ -476,8 +479,11 @@ class FlowBuilder:
             i = int(np.flatnonzero(cls_hops < 0)[0])
             r.fabric_dag(int(la[i]), int(lb[i]))  # raises naming the pair
         if s.routing == "adaptive":
-            # One DAG per class, shared.
-            return r.fabric_dags(la, lb, hops=cls_hops, pending=pending), inverse, (la, lb)
+            # One DAG per class, shared (``pending``: the middles apart, see
+            # `routing.middles`, unless `Tuning.keep_middles` is off).
+            split = pending and current().keep_middles
+            return (r.fabric_dags(la, lb, hops=cls_hops, pending=pending, split=split),
+                    inverse, (la, lb))
         # Static routing picks by destination, numbered by structure (domain, then place
         # in it: `snapshot._domains`), not by id; the keys are ECMP's alone.
         dest = s.gpu_domain[bc].astype(np.int64) * (int(s.gpu_local.max(initial=0)) + 1)

@@ -2,8 +2,9 @@
 
 `phases.FlowBuilder` appends a phase's flow-arc pairs piece by piece, each piece a run of
 rows of one kind of route table, and its shared routes (`SharedRoutes`) as the router's
-access legs followed by one adaptive DAG per pair of edge switches.  The recipe keeps,
-for every row, the key that made it:
+access legs followed by one adaptive DAG per pair of edge switches (its own hops, the
+middles that pairs share kept apart: `routing.middles`).  The recipe keeps, for every
+row, the key that made it:
 
 ``nv``
     the NVLink spray between two nodes of one domain (key: the two nodes); as pairs of
@@ -37,6 +38,7 @@ import numpy as np
 
 from designer.solver.arrays.ragged import RouteBatch, ragged_arange
 from designer.solver.arrays.shared_routes import SharedRoutes
+from designer.solver.routing.middles import Middles, SplitDags, with_middles
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +79,11 @@ class SharedPiece:
     ``joined`` False (only between `phases.FlowBuilder` and `materialize`): ``routes``
     holds the legs' entries alone, and ``fab``'s rows (the router's table) follow them,
     to be written once into the phase's table instead of joined here and copied there.
+
+    ``mid`` (adaptive DAGs over a multi-tier fabric): the DAGs' shared middles
+    (`routing.middles`); ``fab`` is then each class's own row, and the phase's table
+    holds the middles once, after ``routes``' entries, with a (flow, middle) pair for
+    every transfer whose class crosses one (`routing.middles.with_middles`).
     """
 
     routes: SharedRoutes
@@ -87,6 +94,7 @@ class SharedPiece:
     nv: RouteBatch | None = None
     ends: tuple[np.ndarray, np.ndarray] | None = None
     joined: bool = True
+    mid: Middles | None = None
 
     def with_nv(self, nv: RouteBatch) -> SharedPiece:
         """The same pairs over a new table of NVLink sprays (row for row)."""
@@ -96,10 +104,14 @@ class SharedPiece:
         return replace(self, routes=routes, nv=nv)
 
     def with_tables(self, legs: RouteBatch | None, fab: RouteBatch | None,
-                    old_legs: RouteBatch | None = None) -> SharedPiece:
-        """The same pairs over new tables (the legs and the class DAGs, row for row);
-        ``old_legs``: the legs the table has now, if known (when they and the DAGs' arcs
-        are unchanged only the weights are copied)."""
+                    old_legs: RouteBatch | None = None, mid: Middles | None = None
+                    ) -> SharedPiece:
+        """The same pairs over new tables (the legs and the class DAGs, row for row;
+        ``mid``: their middles, if they changed); ``old_legs``: the legs the table has
+        now, if known (when they and the DAGs' arcs are unchanged only the weights are
+        copied)."""
+        if mid is not None:
+            return replace(self, mid=mid).with_tables(legs, fab, old_legs)
         r = self.routes
         if (legs is not None and legs is old_legs and fab is not None
                 and self.fab is not None and fab.ptr is self.fab.ptr
@@ -121,11 +133,14 @@ class SharedPiece:
                               r.local)
         return replace(self, routes=routes, fab=_fab_view(routes, self.n_legs, fab))
 
-    def spliced(self, at: np.ndarray, new: RouteBatch) -> SharedPiece:
+    def spliced(self, at: np.ndarray, new: RouteBatch, mid: Middles | None = None
+                ) -> SharedPiece:
         """The same pairs with the class DAGs ``at`` (sorted, distinct) replaced by
-        ``new``'s rows, the legs kept: one splice of the whole table (`splice`), where
-        splicing the DAGs and then joining them to the legs would copy it twice (~10^7
-        entries at 131,072 GPUs)."""
+        ``new``'s rows (``mid``: the middles, if they changed), the legs kept: one
+        splice of the whole table (`splice`), where splicing the DAGs and then joining
+        them to the legs would copy it twice (~10^7 entries at 131,072 GPUs)."""
+        if mid is not None:
+            return replace(self, mid=mid).spliced(at, new)
         r, n = self.routes, self.n_legs
         hops = np.concatenate([np.zeros(n, np.int64), self.fab.hops])
         whole = splice(RouteBatch(r.ptr, r.link, r.weight, hops), at + n, new)
@@ -141,18 +156,22 @@ def shared_piece(routes: SharedRoutes, n_legs: int, fab: RouteBatch | None = Non
     return SharedPiece(routes, n_legs, _fab_view(routes, n_legs, fab), la, lb)
 
 
-def legs_and_dags_piece(legs: RouteBatch, fab: RouteBatch, pair_flow: np.ndarray,
+def legs_and_dags_piece(legs: RouteBatch, fab: RouteBatch | SplitDags, pair_flow: np.ndarray,
                         pair_route: np.ndarray, la: np.ndarray, lb: np.ndarray
                         ) -> SharedPiece:
     """Pairs over the access legs (routes ``0 .. len(legs) - 1``, an endpoint's own) and
-    then the class DAGs ``fab`` (class ``(la[c], lb[c])``), left unjoined
-    (``joined=False``) for `materialize` to write into the phase's table."""
+    then the class DAGs ``fab`` (class ``(la[c], lb[c])``; split: their own rows, the
+    middles apart), left unjoined (``joined=False``) for `materialize` to write into the
+    phase's table."""
+    mid = None
+    if isinstance(fab, SplitDags):
+        fab, mid = fab.own, fab.middles
     n_legs = len(legs.ptr) - 1
     ptr = np.concatenate([legs.ptr, fab.ptr[1:] + legs.ptr[-1]])
     local = np.zeros(len(ptr) - 1, dtype=bool)
     local[:n_legs] = True
     routes = SharedRoutes(ptr, legs.arcs, legs.weights, pair_flow, pair_route, local=local)
-    return SharedPiece(routes, n_legs, fab, la, lb, joined=False)
+    return SharedPiece(routes, n_legs, fab, la, lb, joined=False, mid=mid)
 
 
 def nvlink_piece(flows: np.ndarray, rows: np.ndarray, nv: RouteBatch,
@@ -233,9 +252,16 @@ def materialize(recipe: PhaseRecipe, name: str, flow_bytes: np.ndarray,
         at += n
     routes = None
     if recipe.shared:
-        routes = SharedRoutes.concat([s.routes for s in recipe.shared],
-                                     [None if s.joined else s.fab.entries()
-                                      for s in recipe.shared], ids)
+        parts, tails = [], []
+        for s in recipe.shared:
+            tail = [] if s.joined else [s.fab.entries()]
+            part = s.routes
+            if s.mid is not None:   # the middles once, after the classes' own rows
+                part = with_middles(part, s.n_legs, s.mid)
+                tail.append((s.mid.table.arcs, s.mid.table.weights))
+            parts.append(part)
+            tails.append(tail)
+        routes = SharedRoutes.concat(parts, tails, ids)
     recipe = replace(recipe, pieces=tuple(pieces), shared=_on_views(recipe.shared, routes))
     nv_hops, net_hops = recipe.phase_hops()
     return phase_type(name, pair_flow, pair_arc, pair_weight, flow_bytes, flow_label, steps,
@@ -262,8 +288,13 @@ def _on_views(shared: tuple[SharedPiece, ...], routes: SharedRoutes | None
         view = SharedRoutes(r.ptr, link, weight, r.pair_flow, r.pair_route, r.pair_mult,
                             r.local)
         nv = None if sp.nv is None else RouteBatch(sp.nv.ptr, link, weight, sp.nv.hops)
+        mid = sp.mid
+        if mid is not None:
+            k = mid.size
+            mid = mid.on(routes.link[at:at + k], routes.weight[at:at + k])
+            at += k
         out.append(replace(sp, routes=view, fab=_fab_view(view, sp.n_legs, sp.fab), nv=nv,
-                           joined=True))
+                           joined=True, mid=mid))
     return tuple(out)
 
 
@@ -335,7 +366,8 @@ class TransferPart:
     """The transfers of one shared-routes piece: rank ``sender[i]`` -> ``receiver[i]``,
     each end's way to or from the fabric (``legs`` table: row ``x`` is rank x's way out,
     row ``n_ranks + x`` its way in) and the transfer's fabric route (row ``fabric_row[i]``
-    of the ``fabric`` table)."""
+    of the ``fabric`` table, and row ``mid_of[fabric_row[i]]`` of the ``middle`` table
+    where the DAGs keep their middles apart and it crosses one)."""
 
     sender: np.ndarray
     receiver: np.ndarray
@@ -343,6 +375,8 @@ class TransferPart:
     legs: tuple[np.ndarray, np.ndarray]       # (ptr, arcs)
     fabric_row: np.ndarray
     fabric: tuple[np.ndarray, np.ndarray]     # (ptr, arcs)
+    middle: tuple[np.ndarray, np.ndarray] | None = None   # (ptr, arcs)
+    mid_of: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -362,6 +396,9 @@ class Transfers:
                 legs = np.concatenate([p.sender[hit], p.n_ranks + p.receiver[hit]])
                 out.append(_route_arcs(*p.legs, legs))
                 out.append(_route_arcs(*p.fabric, p.fabric_row[hit]))
+                if p.middle is not None:
+                    mids = p.mid_of[p.fabric_row[hit]]
+                    out.append(_route_arcs(*p.middle, mids[mids >= 0]))
         return out
 
 
@@ -392,7 +429,11 @@ def phase_transfers(phase) -> Transfers | None:
         table = (routes.ptr, routes.link)
         if sp.fab is not None:
             row = np.asarray(routes.pair_route[2 * m:3 * m], dtype=np.int64)
-            parts.append(TransferPart(sender, receiver, n, table, row, table))
+            mid = sp.mid
+            parts.append(TransferPart(
+                sender, receiver, n, table, row, table,
+                None if mid is None else (mid.table.ptr, mid.table.arcs),
+                None if mid is None else np.concatenate([np.full(sp.n_legs, -1), mid.of])))
         else:
             walk = next(walks, None)
             if walk is None or len(walk.flows) != m:

@@ -28,6 +28,7 @@ from designer.solver.routing.walks import walk_shared
 from designer.solver.tuning import current
 
 if TYPE_CHECKING:
+    from designer.solver.routing.middles import SplitDags
     from designer.solver.routing.subgraph import _Subgraph
     from designer.solver.snapshot.build import Snapshot
 
@@ -406,14 +407,15 @@ class _FabricGroups:
 
     # ---- adaptive DAGs
     def dags(self, leaf_a: np.ndarray, leaf_b: np.ndarray,
-             hops: np.ndarray | None = None, pending: bool = False) -> RouteBatch:
+             hops: np.ndarray | None = None, pending: bool = False,
+             split: bool = False) -> RouteBatch | SplitDags:
         """Adaptive DAGs of pairs of distinct switches (``hops``: their distances, if
         known), walked together level by level.
 
         Per pair this is `Router._dag_fractions` (see `routing.walks.walk_levels`); until
         the last hop a switch's next hops depend only on the target's group, so pairs
         whose first hop leaves them alike share the levels in between
-        (`routing.walks.walk_shared`, which ``pending`` is passed to)."""
+        (`routing.walks.walk_shared`, which ``pending`` and ``split`` are passed to)."""
         s = self.snap
         grp = self.groups_of(leaf_b)
         if hops is None:
@@ -431,7 +433,7 @@ class _FabricGroups:
             return table.take(row)
 
         return walk_shared(leaf_a, hops, grp, s.arc_dst, s.n_nodes, next_hops, self.index,
-                           pending=pending)
+                           pending=pending, split=split)
 
     # ---- single-path walks (ecmp, static)
     def walks(self, leaf_a: np.ndarray, leaf_b: np.ndarray, hops: np.ndarray,

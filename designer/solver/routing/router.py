@@ -42,7 +42,8 @@ shortcuts make that possible:
   and the next hops of a (switch, group) are found once and kept (`routing.fabric`):
   adaptive DAGs and ECMP/static walks of every flow are then array gathers.
 * Classes whose first hop leaves them alike (same spines, same shares, targets of one
-  group) walk the middle levels of their adaptive DAGs once (`routing.walks.walk_shared`).
+  group) walk the middle levels of their adaptive DAGs once (`routing.walks.walk_shared`),
+  and the phases keep each such middle once (`routing.middles`).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ from designer.solver.parallel import Forked, fork
 from designer.solver.routing import paths as route_paths
 from designer.solver.routing.access import RankLinks, access_legs, make_rank_links
 from designer.solver.routing.fabric import _FabricGroups
+from designer.solver.routing.middles import Middles, SplitDags
 from designer.solver.routing.nvlink import NvlinkTables, _node_domains
 from designer.solver.routing.subgraph import _Subgraph
 from designer.solver.snapshot.build import NVLINK, PCIE, Snapshot
@@ -373,11 +375,14 @@ class Router:
         return out
 
     def fabric_dags(self, leaf_a: np.ndarray, leaf_b: np.ndarray, *,
-                    hops: np.ndarray | None = None, pending: bool = False) -> RouteBatch:
+                    hops: np.ndarray | None = None, pending: bool = False,
+                    split: bool = False) -> RouteBatch | SplitDags:
         """`fabric_dag` of each pair, as one table (``hops``: switch-to-switch hops, as
         `fabric_hops` gives them, which the caller may pass when it has them).
         ``pending``: a `PendingBatch` when the walk made every DAG, for the caller to
         write where they end up (else a table of their own, as without it).
+        ``split``: a `routing.middles.SplitDags`, the middles the walk shares kept once
+        (its own rows pending as ``pending`` says); its `SplitDags.whole` is the table.
 
         The DAGs of all pairs are walked together, level by level, with exactly the
         arithmetic of `fabric_dag` (same splits, same order), so the arrays are identical.
@@ -395,10 +400,14 @@ class Router:
         fast = np.flatnonzero(groups.covers(leaf_a, leaf_b) & differ)
         slow = np.flatnonzero(~groups.covers(leaf_a, leaf_b) & differ)
         walked = groups.dags(leaf_a[fast], leaf_b[fast], hops[fast],
-                             pending=pending and not slow.size)
+                             pending=pending and not slow.size, split=split)
+        mid = None
+        if split:
+            walked, mid = walked.own, walked.middles.scattered(fast, len(leaf_a))
         if not slow.size:    # the usual case: the walked table as it is, no copy
             # Rows stay in walk order, written or pending: only the pointers move.
-            return replace(walked, ptr=_scatter(walked, fast, len(leaf_a)).ptr, hops=hops)
+            own = replace(walked, ptr=_scatter(walked, fast, len(leaf_a)).ptr, hops=hops)
+            return own if mid is None else SplitDags(own, mid)
         routes = [self.fabric_dag(int(leaf_a[i]), int(leaf_b[i])) for i in slow.tolist()]
         lengths = np.zeros(len(leaf_a), dtype=np.int64)
         lengths[fast] = walked.lengths
@@ -409,7 +418,13 @@ class Router:
         arcs[at], weights[at] = walked.arcs, walked.weights
         for i, (a, w) in zip(slow.tolist(), routes, strict=True):
             arcs[ptr[i]:ptr[i + 1]], weights[ptr[i]:ptr[i + 1]] = a, w
-        return RouteBatch(ptr, arcs, weights, hops)
+        table = RouteBatch(ptr, arcs, weights, hops)
+        if mid is None:
+            return table
+        # The slow pairs' DAGs are whole own rows, crossing no middle.
+        head = mid.head.copy()
+        head[slow] = lengths[slow]
+        return SplitDags(table, Middles(head, mid.of, mid.table))
 
     def fabric_walks(self, leaf_a: np.ndarray, leaf_b: np.ndarray, keys: np.ndarray,
                      dest_ids: np.ndarray, mode: str, *,

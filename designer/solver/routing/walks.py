@@ -21,6 +21,7 @@ from designer.solver.arrays.ragged import (
     ragged_arange,
     segment_hash,
 )
+from designer.solver.routing.middles import SplitDags, split_rows
 
 NextHops = Callable[[np.ndarray, np.ndarray, "int | np.ndarray"], RouteBatch]
 
@@ -169,7 +170,8 @@ def _merged(parts: list[Frontier]) -> Frontier:
 # ----------------------------------------------------------------- shared walk
 def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: np.ndarray,
                 n_nodes: int, next_hops: NextHops,
-                node_index: np.ndarray | None = None, pending: bool = False) -> RouteBatch:
+                node_index: np.ndarray | None = None, pending: bool = False,
+                split: bool = False) -> RouteBatch | SplitDags:
     """`walk_levels`, identical arc for arc and bit for bit, for routes whose next hops
     depend only on the node, the hops left and the route's ``kind`` except at the last
     hop (a fabric DAG: until the last hop, a switch's next hops towards a target are those
@@ -185,7 +187,9 @@ def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: 
     last hop from where its shared middle ends.
 
     ``pending``: return a `PendingBatch`, whose rows the caller writes where they end
-    up (a phase's table), instead of a table of their own.
+    up (a phase's table), instead of a table of their own.  ``split``: return the
+    routes as a `routing.middles.SplitDags`, each middle kept once (its own rows pending
+    if ``pending``).
     """
     n = len(start)
     hops = np.asarray(hops, np.int64)
@@ -203,7 +207,9 @@ def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: 
     own = np.bincount(front.route, minlength=n)
     at, size = _ptr(own)[:-1], own
     mid_at, mid_len = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    mid_of = np.full(n, -1, np.int64)
     middle_arcs, middle_w = np.zeros(0, first.arcs.dtype), np.zeros(0)
+    middle = RouteBatch(np.zeros(1, np.int64), middle_arcs, middle_w, np.zeros(0, np.int64))
     pool_node, pool_frac = front.node, front.frac
     if reps.size:
         renum = np.full(n, -1, dtype=np.int64)
@@ -217,6 +223,7 @@ def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: 
         at[deep] = len(front.node) + _ptr(ends)[:-1][which]
         size[deep] = ends[which]
         mid_at[deep], mid_len[deep] = middle.ptr[:-1][which], middle.lengths[which]
+        mid_of[deep] = which
         middle_arcs, middle_w = middle.arcs, middle.weights
         pool_node = np.concatenate([front.node, before_last.node])
         pool_frac = np.concatenate([front.frac, before_last.frac])
@@ -229,6 +236,9 @@ def walk_shared(start: np.ndarray, hops: np.ndarray, kind: np.ndarray, arc_dst: 
         last_arcs = step.arcs
         last_w = step.weights * np.repeat(pool_frac[pos], step.lengths)
         last_len = np.bincount(np.repeat(route, step.lengths), minlength=n)
+    if split:
+        return split_rows(first, last_len, last_arcs, last_w, hops, mid_of, middle,
+                          pending)
     # Each route: its first hop, its representative's middle, its last hop.
     rows = PendingRows.of([
         (first.ptr[:-1], first.lengths, first.arcs, first.weights),
