@@ -2,10 +2,11 @@
 
 ``workload presets`` lists the published models; ``workload new PRESET --set key=value
 -o W.workload.toml`` writes a job from one; ``workload check W.workload.toml FILE`` places
-its jobs on a design and prints each one's placement, memory fit and the traffic of one
-iteration per lane.  A bad workload (parallel sizes that do not multiply to the GPUs, EP
-not dividing the experts, an unknown preset, more GPUs than the design has, a GPU in two
-jobs) is one line on stderr and exit 1; a mistake in an option is exit 2.
+its jobs on a design (after the jobs the design file holds) and prints each one's
+placement, memory fit and the traffic of one iteration per lane.  A bad workload
+(parallel sizes that do not multiply to the GPUs, EP not dividing the experts, an unknown
+preset, more GPUs than the design has, a GPU in two jobs) is one line on stderr and exit
+1; a mistake in an option is exit 2.
 
 `designer.cli` builds the parser (`add_workload_parser`).
 """
@@ -54,8 +55,9 @@ def add_workload_parser(sub) -> None:
                    + " (gpus sets dp = gpus / (tp cp pp))")
     s.add_argument("-o", "--output", required=True, help="the .workload.toml file to write")
     s.set_defaults(func=cmd_new)
-    s = wsub.add_parser("check", help="place a workload's jobs on a design; print placement, "
-                                      "memory fit and the traffic of one iteration")
+    s = wsub.add_parser("check", help="place a workload's jobs on a design, after the "
+                                      "design's own jobs; print placement, memory fit and "
+                                      "the traffic of one iteration")
     s.add_argument("workload", help="the .workload.toml file")
     s.add_argument("file", help="the design (.fabric.json)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
@@ -223,9 +225,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         jobs = read_workload(args.workload)
     except ValueError as exc:
         raise DesignError(str(exc)) from None
+    from designer.workload.files import design_jobs
+
     topo = _load(args.file)
     try:
-        rows = check_jobs(topo, jobs)
+        # The design's own jobs are placed first, on the GPUs they name or get.
+        rows = check_jobs(topo, design_jobs(topo, args.file) + jobs)
     except ValueError as exc:
         raise DesignError(f"{args.workload} on {args.file}: {exc}") from None
     log.info("checked %d job(s) of %s on %s", len(rows), args.workload, args.file)

@@ -105,3 +105,23 @@ def test_check_bad_workload_file_is_one_line(capsys, tmp_path, cluster):
     w.write_text("[[job]]\nname = 'a'\npreset = 'tiny'\n[job.parallel]\ntp = 3\n")
     code, _, err = run(capsys, "workload", "check", w, cluster)
     assert code == 1 and f"{w}: job 1 ('a')" in err and one_line(err)
+
+
+def test_check_places_the_design_jobs_first(capsys, tmp_path):
+    from designer.io.fabric_json import load, save
+    from designer.workload.files import set_design_jobs
+    from designer.workload.job import Job
+    from designer.workload.presets import preset
+
+    path = new_design(tmp_path, "rail-cluster", "--set", "nodes=2")
+    topo = load(path)
+    set_design_jobs(topo, [Job.from_preset("own", preset("tiny"))])
+    save(topo, path)
+    w = tmp_path / "w.workload.toml"
+    assert run(capsys, "workload", "new", "tiny", "--set", "name=extra", "-o", w)[0] == 0
+    code, out, err = run(capsys, "workload", "check", w, path, "--json")
+    assert code == 0, err
+    own, extra = json.loads(out)["jobs"]
+    assert (own["name"], extra["name"]) == ("own", "extra")
+    code, _, err = run(capsys, "workload", "check", w.parent / "none.workload.toml", path)
+    assert code == 1 and "cannot read" in err and one_line(err)

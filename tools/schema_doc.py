@@ -138,6 +138,12 @@ def _sections(root: Mapping[str, Any]) -> Iterator[tuple[str, str, Mapping[str, 
     for key in ("scenario", "training"):
         sub = settings["properties"][key]
         yield f"settings.{key}", sub["description"], sub
+    job = root["definitions"]["job"]
+    jobs = settings["properties"]["workloads"]["description"]
+    yield "settings.workloads (`job` objects)", f"{jobs} Each job: {job['description']}", job
+    for key in ("model", "training", "parallel"):
+        sub = job["properties"][key]
+        yield f"settings.workloads: {key}", sub["description"], sub
     entry = props["overrides"]["additionalProperties"]
     yield "overrides", f"{props['overrides']['description']} {entry['description']}", entry
     for key in ("group", "node", "link"):

@@ -1,4 +1,4 @@
-"""The native design file, ``*.fabric.json`` (format version 1).
+"""The native design file, ``*.fabric.json`` (format version 1; 2 when it holds workloads).
 
 The file is JSON meant to live in version control: top-level keys in a fixed order, one
 group, node or link per line (keys in dataclass field order), items sorted by id with a
@@ -63,12 +63,14 @@ from designer.io.fabric_read import (
     Invalid,
     check_header,
     check_records,
+    check_version_content,
     decode_text,
     float_positions,
     item_where,
     order_groups,
     parse_items,
     strip_subject,
+    version_for,
 )
 from designer.io.fabric_schema import SchemaViolation
 from designer.io.stale_temps import remove_stale_temps
@@ -193,11 +195,14 @@ def to_dict(topology: Topology) -> dict[str, Any]:
         # Positions are floats in the model; write 0 as 0.0 so every line looks alike.
         item["x"], item["y"] = float(node.x), float(node.y)
         nodes.append(item)
+    settings = topology.settings
+    if not settings.get("workloads"):
+        settings.pop("workloads", None)   # (and the file stays readable by version 1)
     return {
         "format": FORMAT,
-        "version": VERSION,
+        "version": version_for(settings),
         "name": topology.name,
-        "settings": dict(sorted(topology.settings.items())),
+        "settings": dict(sorted(settings.items())),
         "overrides": _check_overrides(topology),
         "groups": [{f: getattr(g, f) for f in GROUP_FIELDS} for g in _by_id(topology.groups())],
         "nodes": nodes,
@@ -310,12 +315,14 @@ def _build(
     total = sum(len(data.get(k, ())) for k in ("groups", "nodes", "links")
                 if isinstance(data.get(k), list))
     _report(progress, "checking", 0, total)
-    # The schema describes the current version.  An older version, once there is one,
-    # is to be migrated to the current shape here, before the schema sees it.
+    # The schema describes versions 1 and 2, which differ only by what 2 may add
+    # (``settings.workloads``): a version-1 file is a version-2 file without jobs, so it
+    # needs no migration beyond that check.
     try:
         columns = fabric_columns.validate(data) or {}
     except SchemaViolation as err:
         raise Invalid(err.where, err.what) from None
+    check_version_content(data)
     # From here on the shape is right (every key known, every value of its type and
     # within its bounds); what is left is what a schema cannot say.
     topology = Topology(catalog=catalog, name=data.get("name", "untitled"))

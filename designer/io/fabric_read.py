@@ -15,7 +15,12 @@ from typing import Any
 from designer.model.topology import Group, Link, Node
 
 FORMAT = "fabric-designer"
-VERSION = 1
+#: The newest format version this Fabric Designer reads and writes.  Version 2 added
+#: ``settings.workloads`` (training jobs); a design without jobs is still written as
+#: version 1 (`version_for`), so that older releases keep opening it.
+VERSION = 2
+#: The first version whose files may hold ``settings.workloads``.
+WORKLOADS_VERSION = 2
 MAX_LINK_COUNT = 1_000_000
 #: Cluster > plane > SU > pod > rack > tray > node is 7; the model checks a group's whole
 #: parent chain on every add, so a hostile file of deep chains would take quadratic time.
@@ -168,6 +173,21 @@ def check_header(data: Any) -> None:
             f"written by a newer Fabric Designer (format version {version}); "
             f"this version reads up to {VERSION}",
         )
+
+
+def version_for(settings: Mapping[str, Any]) -> int:
+    """The lowest format version that holds a design with these ``settings``."""
+    return WORKLOADS_VERSION if settings.get("workloads") else 1
+
+
+def check_version_content(data: Mapping[str, Any]) -> None:
+    """What a file holds must exist in the version it claims (run after the schema):
+    ``settings.workloads`` in a version-1 file is refused, as a version-1 reader would
+    refuse it."""
+    settings = data.get("settings") or {}
+    if "workloads" in settings and data["version"] < WORKLOADS_VERSION:
+        raise Invalid("settings.workloads", f"needs format version {WORKLOADS_VERSION}; "
+                                            f"the file says version {data['version']}")
 
 
 def strip_subject(message: str, subject: str) -> str:

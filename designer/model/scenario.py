@@ -12,6 +12,7 @@ Example
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -113,3 +114,31 @@ class TrainingSpec:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def check_workloads(value: Any) -> list[dict]:
+    """The design's training jobs (``settings["workloads"]``) as a private list of plain
+    JSON values, checked for what the model needs: a list of objects, each with a name
+    no other job has.  What a job's fields mean is `designer.workload`'s to check.
+
+    >>> check_workloads([{"name": "a", "parallel": {"tp": 8}}])
+    [{'name': 'a', 'parallel': {'tp': 8}}]
+    """
+    if not isinstance(value, list | tuple):
+        raise DesignError("workloads: expected a list of jobs")
+    names: set[str] = set()
+    out = []
+    for i, job in enumerate(value):
+        if not isinstance(job, dict):
+            raise DesignError(f"workloads: item {i}: expected an object")
+        name = job.get("name")
+        if not isinstance(name, str) or not name:
+            raise DesignError(f"workloads: item {i}: a job needs a name")
+        if name in names:
+            raise DesignError(f"workloads: item {i}: two jobs are named {name!r}")
+        names.add(name)
+        try:
+            out.append(json.loads(json.dumps(job, allow_nan=False)))
+        except (TypeError, ValueError) as exc:
+            raise DesignError(f"workloads: item {i} ({name!r}): not plain data: {exc}") from None
+    return out

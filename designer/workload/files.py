@@ -25,6 +25,9 @@ a preset's name, so a file keeps meaning the same job when presets change)::
     tp = 8
     ...
 
+A design file keeps its jobs in ``settings.workloads`` in the same shape
+(`design_jobs`, `set_design_jobs`; format version 2 of ``*.fabric.json``).
+
 Reading trusts nothing: every problem is a ``ValueError`` of one line naming the file,
 the job and the field.  Writing uses a small TOML writer for exactly this shape (tables
 of scalars and lists of scalars), checked by reading back with `tomllib`.
@@ -52,11 +55,13 @@ from designer.workload.model import ModelSpec
 __all__ = [
     "FORMAT",
     "VERSION",
+    "design_jobs",
     "dumps_workload",
     "job_from_dict",
     "job_to_dict",
     "loads_workload",
     "read_workload",
+    "set_design_jobs",
     "write_workload",
 ]
 
@@ -296,3 +301,15 @@ def write_workload(path: str | os.PathLike[str], jobs: list[Job]) -> None:
     from designer.io.atomic import atomic_write_bytes
 
     atomic_write_bytes(os.fspath(path), dumps_workload(jobs).encode("utf-8"))
+
+
+def design_jobs(topology, source: str = "design") -> list[Job]:
+    """The jobs a design holds (``settings.workloads``), checked; errors name
+    ``source`` and the job (``x.fabric.json: settings.workloads[0] ('a'): ...``)."""
+    return [job_from_dict(data, f"{source}: settings.workloads[{i}]")
+            for i, data in enumerate(topology.settings.get("workloads", []))]
+
+
+def set_design_jobs(topology, jobs: list[Job]) -> None:
+    """Store ``jobs`` in ``topology`` (saved with the design, format version 2)."""
+    topology.set_setting("workloads", [job_to_dict(j) for j in jobs])

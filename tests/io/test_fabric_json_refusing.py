@@ -26,15 +26,15 @@ from designer.model.topology import (
 
 def test_newer_version_is_refused_politely(tmp_path):
     data = valid_dict()
-    data["version"] = 2
+    data["version"] = 3
     data["shiny_new_key"] = {}  # a newer file may have keys we do not know
     path = tmp_path / "new.fabric.json"
     write_json(path, data)
     with pytest.raises(FileFormatError) as info:
         load(path)
     assert str(info.value) == (
-        f"{path}: version: written by a newer Fabric Designer (format version 2); "
-        "this version reads up to 1"
+        f"{path}: version: written by a newer Fabric Designer (format version 3); "
+        "this version reads up to 2"
     )
 
 
