@@ -159,3 +159,13 @@ def test_lane_volumes_sum_groups(snap):
     _, t = traffic(snap)
     v = lane_volumes(t)
     assert v["tp"]["bytes"] == total(t, "tp") and v["pp"]["collectives"] == 32
+
+
+def test_bytes_sent_use_the_bus_bandwidth_factors(snap):
+    _, t = traffic(snap, config={"sequence_parallel": False})
+    v = lane_volumes(t)
+    # all-reduce over 2 ranks: each sends 2 (n - 1) / n = 1 x the size; a send/recv pair
+    # sends its size once.
+    assert v["tp"]["sent"] == pytest.approx(2 * v["tp"]["bytes"])
+    assert v["dp"]["sent"] == pytest.approx(2 * v["dp"]["bytes"])
+    assert v["pp"]["sent"] == pytest.approx(v["pp"]["bytes"])
