@@ -32,6 +32,7 @@ from designer.cli_base import (
     did_you_mean,
     document_ranges,
     parse_command_line,
+    parse_sets,
     shown,
 )
 from designer.cli_base import load_design as _load
@@ -58,21 +59,6 @@ log = logging.getLogger(__name__)
 
 #: ``export --scale``: PNG pixels per canvas unit (the PNG's size limit may lower the top).
 EXPORT_RANGES = {"scale": Range(0.01, 1000)}
-
-
-def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
-    """``--set`` pairs as a dict; a key given twice is a mistake, not the last one wins."""
-    params: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not key:
-            raise UsageError(f"--set takes key=value, got {pair!r}")
-        if key in params:
-            raise UsageError(f"--set {key} given twice ({key}={params[key]} and {key}={value}); "
-                             "give each parameter once")
-        params[key] = value
-    return params
 
 
 # ----------------------------------------------------------------- subcommands
@@ -134,7 +120,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         raise UsageError(f"-o {out}: new writes a design file (.fabric.json); for a diagram "
                          f"or a graph file, export the design: `{PROG} export "
                          f"DESIGN.fabric.json -o {out}`")
-    params = _parse_sets(args.set or [])
+    params = parse_sets(args.set or [])
     try:
         gpus = template_gpus(args.template, **params)  # checks the size before building
     except DesignError as exc:

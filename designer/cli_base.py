@@ -171,3 +171,19 @@ def check_count(value: float, option: str, allowed: Range, text: str) -> float:
     if not allowed.holds(value):
         raise UsageError(f"{option} must be {allowed.rule()}, got {text!r}")
     return value
+
+
+def parse_sets(pairs: Sequence[str]) -> dict[str, str]:
+    """``--set key=value`` pairs as a dict (``new``, ``workload new``, ``study sweep``);
+    a key given twice is a mistake, not the last one wins."""
+    params: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise UsageError(f"--set takes key=value, got {pair!r}")
+        if key in params:
+            raise UsageError(f"--set {key} given twice ({key}={params[key]} and {key}={value}); "
+                             "give each parameter once")
+        params[key] = value
+    return params

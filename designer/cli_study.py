@@ -24,7 +24,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from designer.cli_base import UsageError, shown
+from designer.cli_base import UsageError, parse_sets, shown
 from designer.cli_base import load_design as _load
 from designer.model.errors import DesignError
 from designer.model.scenario import Scenario, TrainingSpec
@@ -177,20 +177,6 @@ def _write_table(rows: list[dict], out: str) -> None:
     path.write_text(buf.getvalue(), encoding="utf-8")
 
 
-def _parse_sets(pairs: list[str]) -> dict[str, str]:
-    """``--set`` pairs as a dict (as ``new`` reads them); a key given twice is a
-    mistake, not the last one wins."""
-    params: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = (part.strip() for part in pair.partition("="))
-        if not sep or not key:
-            raise UsageError(f"--set takes key=value, got {pair!r}")
-        if key in params:
-            raise UsageError(f"--set {key} given twice; give each parameter once")
-        params[key] = value
-    return params
-
-
 def _check_output(out: str | None) -> None:
     """Refuse an ``-o`` the study could not write, before the study runs."""
     suffix = Path(out).suffix.lower() if out is not None else None
@@ -299,7 +285,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         grid = parse_grid(args.grid or [])
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    sets = _parse_sets(args.set or [])
+    sets = parse_sets(args.set or [])
     try:
         combos = variants(args.template, grid, sets)  # every combination checked first
     except DesignError as exc:

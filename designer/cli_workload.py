@@ -20,7 +20,7 @@ import logging
 import sys
 from pathlib import Path
 
-from designer.cli_base import UsageError
+from designer.cli_base import UsageError, parse_sets
 from designer.cli_base import load_design as _load
 from designer.model.errors import DesignError
 
@@ -111,7 +111,6 @@ def _value(key: str, text: str, want: type):
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from designer.cli import _parse_sets
     from designer.workload.files import job_from_dict, job_to_dict, write_workload
     from designer.workload.job import Job
     from designer.workload.presets import preset
@@ -119,7 +118,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if not out.name.endswith(".workload.toml"):
         raise UsageError(f"{out}: a workload file's name ends in .workload.toml")
-    sets = _parse_sets(args.set or [])
+    sets = parse_sets(args.set or [])
     for key in sets:
         if key not in SET_KEYS:
             from designer.cli_base import did_you_mean

@@ -83,6 +83,10 @@ def _number(value: float) -> str:
     return f"{value:,}".replace(",", " ")
 
 
+#: Definitions documented under a heading other than their plural (see `_sections`).
+_ANCHORS = {"job": "settingsworkloads-job-objects"}
+
+
 def _type(prop: Mapping[str, Any], root: Mapping[str, Any]) -> str:
     if "const" in prop:
         return _code(prop["const"])
@@ -99,7 +103,8 @@ def _type(prop: Mapping[str, Any], root: Mapping[str, Any]) -> str:
         elif t == "array":
             ref = prop.get("items", {}).get("$ref", "")
             name = ref.removeprefix("#/definitions/")
-            words.append(f"list of [{name}s](#{name}s)" if name else "list")
+            anchor = _ANCHORS.get(name, f"{name}s")
+            words.append(f"list of [{name}s](#{anchor})" if name else "list")
         elif t == "object":
             words.append("object")
         else:
