@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 from designer.io.atomic import atomic_write_bytes
 from designer.io.exports.common import ExportFormatError, one_line, sorted_nodes, write_folder
+from designer.io.exports.simai_busbw import BusbwTable, busbw_table, busbw_yaml
 from designer.model.topology import Topology
 
 __all__ = [
@@ -192,7 +193,8 @@ def ns3_text(topology: Topology) -> str:
 
 
 def simai_files(topology: Topology) -> dict[str, bytes]:
-    """``topology.txt`` in SimAI's format and a README of the mapping."""
+    """``topology.txt`` in SimAI's format, ``busbw.yaml`` for SimAI-Analytical from our
+    solver (`simai_busbw`) and a README of the mapping."""
     flat = flatten(topology)
     sizes = {len(d) for d in flat.domains}
     per_server = max(sizes)
@@ -202,6 +204,7 @@ def simai_files(topology: Topology) -> dict[str, bytes]:
     header = f"{total} {per_server} {n_nv} {n_sw} {len(flat.links)} {flat.gpu_model}"
     ids = " ".join(str(first + i) for i in range(n_nv + n_sw))
     text = "\n".join([header, ids, *_lines(flat)]) + "\n"
+    table = busbw_table(topology, [[flat.gpus[i] for i in d] for d in flat.domains])
     readme = (
         "\n".join(
             [
@@ -209,11 +212,26 @@ def simai_files(topology: Topology) -> dict[str, bytes]:
                 f"# GPUs 0-{first - 1}, NVSwitch per NVLink domain {first}-"
                 f"{first + n_nv - 1}, switches {first + n_nv}-{first + n_nv + n_sw - 1}",
                 "# (NVLink domains of unequal size: " + ("yes" if len(sizes) > 1 else "no") + ")",
+                *_busbw_readme(table),
             ]
         )
         + "\n"
     )
-    return {"topology.txt": text.encode(), "README.txt": readme.encode()}
+    return {
+        "topology.txt": text.encode(),
+        "busbw.yaml": busbw_yaml(topology, table).encode(),
+        "README.txt": readme.encode(),
+    }
+
+
+def _busbw_readme(table: BusbwTable) -> list[str]:
+    lines = [
+        f"# busbw.yaml: GB/s from `fabric-designer solve --collective C --algorithm auto "
+        f"--bytes {table.size} --ranks IDS` (PP: --collective sendrecv), groups:"
+    ]
+    lines += [f"#   {g}: {','.join(ids) or '(none)'}" for g, ids in table.groups.items()]
+    lines += [f"#   null: {why}" for why in table.missing]
+    return lines
 
 
 def _dimensions(topology: Topology, flat: Flat) -> list[tuple[str, int, float, float]]:
