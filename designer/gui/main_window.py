@@ -26,6 +26,7 @@ from designer.gui.help import install_help
 from designer.gui.inspector import InspectorDock
 from designer.gui.minimap import MinimapDock
 from designer.gui.palette import PaletteDock
+from designer.gui.studies.install import install_studies
 from designer.gui.window_geometry import place_window, remember_window
 from designer.gui.workload.install import install_workload
 
@@ -69,6 +70,7 @@ class MainWindow(QMainWindow):
         self._on_scene_selection_changed()
         self.analysis = install_analysis(self)
         self.workload = install_workload(self)
+        self.studies = install_studies(self)
         self.help_menu = install_help(self)  # last on the menu bar
         self.files.start_autosave()
         place_window(self, self.files.settings)

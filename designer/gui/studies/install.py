@@ -1,0 +1,57 @@
+"""Put the Resilience panel into a main window: the study runner, the panel docked at
+the bottom with the analysis panels, and Tools > Run failure study….
+
+Kept out of ``main_window.py`` so the window stays a thin composition of parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QApplication, QMainWindow
+
+from designer.gui.studies.panel import ResiliencePanel
+from designer.gui.studies.runner import StudyRunner
+
+__all__ = ["Studies", "install_studies"]
+
+
+@dataclass
+class Studies:
+    """The study parts of one window."""
+
+    runner: StudyRunner
+    panel: ResiliencePanel
+    run_action: QAction
+
+
+def install_studies(window: QMainWindow) -> Studies:
+    """Create the study parts in ``window`` (a `MainWindow`, after `install_analysis`,
+    before `install_help` so Tools comes before Help on the menu bar)."""
+    doc = window.document
+    runner = StudyRunner(doc, window)
+    panel = ResiliencePanel(doc, runner, window)
+    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, panel)
+    analysis = getattr(window, "analysis", None)
+    if analysis is not None:
+        window.tabifyDockWidget(analysis.busbw, panel)
+        analysis.busbw.raise_()
+    panel.hide()  # shown by the menu command or View > Resilience
+    scene = getattr(window, "scene", None)
+    if scene is not None:
+        panel.select.connect(lambda nodes, links: scene.select_ids(nodes, links))
+    if hasattr(window, "show_message"):
+        panel.message.connect(window.show_message)
+    menu = window.menuBar().addMenu("&Tools")
+    run = menu.addAction("Run &failure study…")
+    run.setStatusTip("Fail each link, switch or NIC in turn and list what it costs")
+    run.triggered.connect(panel.ask_and_run)
+    if hasattr(window, "view_menu"):
+        window.view_menu.addAction(panel.toggleViewAction())
+    app = QApplication.instance()
+    if app is not None:
+        app.aboutToQuit.connect(runner.shutdown)
+    window.destroyed.connect(lambda *_: runner.shutdown())
+    return Studies(runner, panel, run)
