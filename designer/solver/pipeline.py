@@ -192,7 +192,8 @@ def _shape(plan: Plan, snap: Snapshot, phases: Sequence[PhaseSolution],
         rated = min(ceiling, _node_nic_GBps(snap, plan.ranks) * (n - 1) / n)
     # Fabric latency beyond NCCL's per-step network constant: switch tiers past the first.
     arc_hops = max(ph.net_hops for ph in plan.phases)
-    algorithm = "p2p" if plan.algorithm == "direct" else plan.algorithm
+    algorithm = ("p2p" if plan.collective in ("alltoall", "sendrecv")
+                 else plan.algorithm)
     return nccl_model.CollectiveShape(
         collective=plan.collective, algorithm=algorithm, n_ranks=n, n_nodes=plan.n_nodes,
         ceiling_GBps=ceiling,

@@ -27,6 +27,7 @@ from designer.model.scenario import ALGORITHMS as SCENARIO_ALGORITHMS
 from designer.model.scenario import COLLECTIVES
 from designer.solver.errors import SolverError
 from designer.solver.flows.labels import Labels
+from designer.solver.flows.mesh import plan_direct
 from designer.solver.flows.phases import FlowBuilder, Phase, Plan
 from designer.solver.flows.ring_layout import (
     by_domain,
@@ -45,9 +46,10 @@ from designer.solver.snapshot.build import NVLINK
 # The scenario's enumerations are the one source; ``auto`` is no plan of its own.
 ALGORITHMS = tuple(a for a in SCENARIO_ALGORITHMS if a != "auto")
 #: What ``auto`` weighs, as NCCL's tuner does: NCCL's own algorithms only (ring, tree,
-#: NVLS, NVLS-tree, CollNet, PAT), each where it applies.  ``hierarchical`` is the flow
+#: NVLS, NVLS-tree, CollNet, PAT) and RCCL's direct exchange on a switchless full mesh, each
+#: where it applies.  ``hierarchical`` is the flow
 #: solver's reduce-inside-the-node scheme, not an NCCL algorithm: it runs when forced.
-AUTO_ALGORITHMS = ("ring", "tree", "nvls", "nvlstree", "collnet", "pat")
+AUTO_ALGORITHMS = ("ring", "tree", "nvls", "nvlstree", "collnet", "pat", "direct")
 __all__ = ["ALGORITHMS", "AUTO_ALGORITHMS", "COLLECTIVES", "PLANNERS", "Phase", "Plan",
            "candidate_plans", "ring_order"]
 
@@ -405,7 +407,7 @@ PLANNERS = {
     "ring": plan_ring, "tree": plan_tree, "nvls": plan_nvls, "nvlstree": plan_nvlstree,
     "pat": plan_pat, "hierarchical": plan_hierarchical,
     "collnet": lambda r, k, c: plan_hierarchical(r, k, c, inter="collnet"),
-    "alltoall": plan_alltoall, "sendrecv": plan_sendrecv,
+    "alltoall": plan_alltoall, "sendrecv": plan_sendrecv, "direct": plan_direct,
 }
 """Plan builders by name: ``PLANNERS[name](router, ranks, collective)``."""
 

@@ -99,6 +99,7 @@ _ALGO_PROTOCOLS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "collnet": ("Simple",),
         "pat": ("Simple",),
         "p2p": ("LL", "Simple"),
+        "direct": ("LL", "Simple"),
     }
 )
 
@@ -243,7 +244,7 @@ class Prediction:
 
 def _family(algorithm: str) -> str:
     """The NCCL constant family an algorithm is costed with."""
-    return {"hierarchical": "ring", "p2p": "ring"}.get(algorithm, algorithm)
+    return {"hierarchical": "ring", "p2p": "ring", "direct": "ring"}.get(algorithm, algorithm)
 
 
 def _efficiency(algorithm: str, params: ModelParams, nvls: float | None = None) -> float:

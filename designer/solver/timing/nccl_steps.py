@@ -31,15 +31,19 @@ ALGORITHMS: tuple[str, ...] = (
     "hierarchical",
     "pat",
     "p2p",
+    "direct",
 )
 #: Which algorithms run which collective (NCCL's matrix, plus "hierarchical" for the
 #: flow solver's reduce-inside-the-node scheme; all-to-all and send/recv are NCCL
-#: point-to-point, "ring" is accepted there as a synonym of "p2p").
+#: point-to-point, "ring" is accepted there as a synonym of "p2p"; "direct" is RCCL's
+#: one-hop exchange with every peer on a switchless full mesh, `flows.mesh`).
 VALID_ALGORITHMS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
-        "allreduce": frozenset({"ring", "tree", "nvls", "nvlstree", "collnet", "hierarchical"}),
-        "allgather": frozenset({"ring", "nvls", "collnet", "pat", "hierarchical"}),
-        "reducescatter": frozenset({"ring", "nvls", "collnet", "pat", "hierarchical"}),
+        "allreduce": frozenset({"ring", "tree", "nvls", "nvlstree", "collnet", "hierarchical",
+                                "direct"}),
+        "allgather": frozenset({"ring", "nvls", "collnet", "pat", "hierarchical", "direct"}),
+        "reducescatter": frozenset({"ring", "nvls", "collnet", "pat", "hierarchical",
+                                    "direct"}),
         "broadcast": frozenset({"ring"}),
         "reduce": frozenset({"ring"}),
         "alltoall": frozenset({"p2p", "ring"}),
@@ -99,6 +103,9 @@ def step_split(collective: str, algorithm: str, n_ranks: int, n_nodes: int) -> t
             return (0, 1) if nodes > 1 else (1, 0)
         # the local peers and the remote ones, each in rounds of P2P_PEERS_PER_ROUND
         return _rounds(ppn - 1), _rounds(n - ppn)
+    if algorithm == "direct":
+        # direct (`flows.mesh`): every peer at once, a reduce-scatter then an all-gather
+        return two * _rounds(ppn - 1), two * _rounds(n - ppn)
     if algorithm == "ring":
         total = two * (n - 1)
         inter = two * (nodes - 1)
