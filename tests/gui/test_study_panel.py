@@ -29,7 +29,8 @@ def _run(qtbot, panel, elements: str):
 
 def _slowdown_keys(panel) -> list[float]:
     return [
-        panel.table.item(r, 4).data(Qt.ItemDataRole.UserRole) for r in range(panel.table.rowCount())
+        panel.table.item(r, 4).data(Qt.ItemDataRole.UserRole)[0]
+        for r in range(panel.table.rowCount())
     ]
 
 
@@ -53,6 +54,7 @@ def test_all_elements_worst_first_and_resortable(study, qtbot):
     report = _run(qtbot, panel, "all")
     rows = panel.table.rowCount()
     assert rows == len(report.elements) > 0
+    assert panel.element_ids() == [e.id for e in report.elements]  # the study's worst first
     keys = _slowdown_keys(panel)
     assert keys == sorted(keys, reverse=True)
     # Worst first: the elements whose failure cuts ranks off (a NIC's only link) on top.
@@ -64,6 +66,7 @@ def test_all_elements_worst_first_and_resortable(study, qtbot):
     assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
     panel.table.sortByColumn(4, Qt.SortOrder.DescendingOrder)
     assert _slowdown_keys(panel) == keys
+    assert panel.element_ids() == [e.id for e in report.elements]
 
 
 def _click_row(qtbot, panel, row: int) -> None:

@@ -102,6 +102,9 @@ class ResiliencePanel(QDockWidget):
         self.run_button = QPushButton("Run", body)
         self.cancel_button = QPushButton("Cancel", body)
         self.cancel_button.setEnabled(False)
+        self.apply_button = QPushButton("Apply as what-if", body)
+        self.apply_button.setToolTip("Fail the selected element in the design (undoable)")
+        self.apply_button.setEnabled(False)
         row.addWidget(QLabel("Fail:", body))
         row.addWidget(self.elements)
         row.addWidget(QLabel("Run on:", body))
@@ -109,6 +112,7 @@ class ResiliencePanel(QDockWidget):
         row.addWidget(self.run_button)
         row.addWidget(self.cancel_button)
         row.addStretch(1)
+        row.addWidget(self.apply_button)
         lay.addLayout(row)
         row = QHBoxLayout()
         self.bar = QProgressBar(body)
@@ -128,14 +132,8 @@ class ResiliencePanel(QDockWidget):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setSortingEnabled(True)
+        self.table.horizontalHeader().setSortIndicator(_SLOWDOWN, Qt.SortOrder.DescendingOrder)
         lay.addWidget(self.table, 1)
-        row = QHBoxLayout()
-        self.apply_button = QPushButton("Apply as what-if", body)
-        self.apply_button.setToolTip("Fail the selected element in the design (undoable)")
-        self.apply_button.setEnabled(False)
-        row.addWidget(self.apply_button)
-        row.addStretch(1)
-        lay.addLayout(row)
         self.setWidget(body)
 
         self.run_button.clicked.connect(self.run)
@@ -185,7 +183,7 @@ class ResiliencePanel(QDockWidget):
 
     def _on_progress(self, percent: int, stage: str) -> None:
         self.bar.setValue(percent)
-        self.status.setText(f"{stage}: {percent} %")
+        self.status.setText(stage if stage.endswith("…") else f"{stage}: {percent} %")
 
     def _on_failed(self, error: str) -> None:
         self._busy(False)
@@ -215,7 +213,8 @@ class ResiliencePanel(QDockWidget):
             size = sizes[e.cls] if e.cls >= 0 else 1
             # Worst first is the slowdown column descending: a failure that
             # disconnects ranks sorts above any slowdown.
-            worst = math.inf if not e.connected else (e.slowdown or 0.0)
+            # Ties keep the study's order (its worst first), descending as well.
+            worst = (math.inf if not e.connected else (e.slowdown or 0.0), -r)
             ident = _cell(e.id)
             ident.setData(_ID_ROLE, e.id)
             if e.error:
