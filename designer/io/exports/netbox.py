@@ -15,7 +15,14 @@ Files, in the order NetBox needs them (each import refers to what the earlier on
    cf_coordinates`` (``coordinates`` is the netbox-topology-views custom field, ``"X;Y"``
    canvas position; create it before the import, or drop the column).
 7. ``cables.csv``: ``side_a_device, side_a_type, side_a_name, side_b_device,
-   side_b_type, side_b_name, type, status, label, length, length_unit``.
+   side_b_type, side_b_name, type, status, label, length, length_unit, description``
+   (``label`` is the link id, with ``/<n>`` for the n-th cable of a bundle;
+   ``description`` the link technology, the catalog's key).
+
+Not for NetBox: ``board-links.csv`` (``side_a_device, side_b_device, tech, count,
+plane, status, label``) holds the PCIe and in-server NVLink connections, which are board
+traces rather than cables, so that `designer.io.imports.netbox` rebuilds the whole design
+from the folder.
 
 The required columns follow NetBox's import forms (``netbox/dcim/forms/bulk_import.py``:
 ``DeviceImportForm``, ``CableImportForm``...).  Device names must be unique per site in
@@ -36,6 +43,7 @@ from designer.io.exports.cables import cables, port_prefix, ports_used
 from designer.io.exports.common import (
     csv_bytes,
     sorted_groups,
+    sorted_links,
     sorted_nodes,
     unique_names,
     write_folder,
@@ -236,6 +244,7 @@ def netbox_files(topology: Topology) -> dict[str, bytes]:
             "label",
             "length",
             "length_unit",
+            "description",
         ]
     ]
     for c in plan:
@@ -252,14 +261,34 @@ def netbox_files(topology: Topology) -> dict[str, bytes]:
                 c.cable_id,
                 f"{c.length_m:g}",
                 "m",
+                c.tech,
             ]
         )
     files["cables.csv"] = csv_bytes(rows)
+    cabled = {c.link_id for c in plan}
+    files["board-links.csv"] = csv_bytes(
+        [["side_a_device", "side_b_device", "tech", "count", "plane", "status", "label"]]
+        + [
+            [
+                unique[lk.a],
+                unique[lk.b],
+                lk.tech,
+                lk.count,
+                lk.plane,
+                "decommissioning" if lk.failed else "planned",
+                lk.id,
+            ]
+            for lk in sorted_links(topology)
+            if lk.id not in cabled
+        ]
+    )
     files["README.txt"] = (
         b"NetBox import, in this order: manufacturers.csv; device-types/*/*.yaml "
         b"(Device Types > Import); device-roles.csv; sites.csv; racks.csv; devices.csv "
         b"(create the custom field 'coordinates' for netbox-topology-views first, or drop "
-        b"the cf_coordinates column); cables.csv.\n"
+        b"the cf_coordinates column); cables.csv.  board-links.csv is not for NetBox: the "
+        b"PCIe and in-server NVLink connections, which are board traces, not cables, kept "
+        b"so that Fabric Designer re-imports the whole design from this folder.\n"
     )
     return files
 
