@@ -96,8 +96,10 @@ def test_click_selects_and_apply_is_one_undoable_step(study, qtbot, elements, ki
     qtbot.mouseClick(panel.apply_button, Qt.MouseButton.LeftButton)
     assert get(ident).failed
     assert stack.count() == before + 1
+    assert "changed since" in panel.status.text()
     stack.undo()
     assert not get(ident).failed
+    assert "changed since" not in panel.status.text()
 
 
 def test_cancel_stops_the_study(study, qtbot, monkeypatch):

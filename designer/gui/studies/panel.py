@@ -145,6 +145,9 @@ class ResiliencePanel(QDockWidget):
         runner.result_ready.connect(self.show_report)
         runner.failed.connect(self._on_failed)
         runner.cancelled.connect(self._on_cancelled)
+        document.undo_stack.indexChanged.connect(self._note_stale)
+        self._at: tuple | None = None  # (design, undo index) the table was computed on
+        self._summary = ""
 
     # ------------------------------------------------------------ running
     def run(self, elements: str | None = None) -> bool:
@@ -243,8 +246,20 @@ class ResiliencePanel(QDockWidget):
             summary += f"; worst: {worst.id} " + (
                 "disconnects ranks" if not worst.connected else f"{worst.slowdown or 0:.3f}×"
             )
+        self._at = (topo, self.document.undo_stack.index())
+        self._summary = summary
         self.status.setText(summary)
         self.apply_button.setEnabled(False)
+
+    def _note_stale(self, _index: int = 0) -> None:
+        """Say so when the design no longer is the one the table was computed on (an
+        applied what-if, any edit); undoing back to it clears the note."""
+        if self._at is None or self.runner.busy:
+            return
+        design, index = self._at
+        same = self.document.topology is design and self.document.undo_stack.index() == index
+        note = "" if same else " (the design has changed since: Run again to update)"
+        self.status.setText(self._summary + note)
 
     def element_ids(self) -> list[str]:
         """The table's element ids, top to bottom (as sorted now)."""
