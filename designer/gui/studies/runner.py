@@ -61,7 +61,7 @@ def _study(run: _Run) -> Generator[tuple[int, int, str], None, _Outcome]:
             raise Cancelled("failure study cancelled")
 
     try:
-        yield (0, 0, "Preparing…")
+        yield (0, 0, "Preparing…" if run.workers == 0 else "Starting the local Dask cluster…")
         topo = loads(run.text)
         if run.cancel.is_set():
             return _Outcome(run.generation)
