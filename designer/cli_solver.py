@@ -31,8 +31,9 @@ log = logging.getLogger("designer.cli")
 #: for all-reduce, the ring for the other rank-ordered collectives, and none for the
 #: point-to-point ones (all-to-all and send/recv always run point-to-point).
 ALGORITHMS_FOR: dict[str, tuple[str, ...]] = {
-    "allreduce": ("ring", "tree", "nvls", "hierarchical", "collnet"),
-    "allgather": ("ring",), "reducescatter": ("ring",), "broadcast": ("ring",),
+    "allreduce": ("ring", "tree", "nvls", "nvlstree", "hierarchical", "collnet", "direct"),
+    "allgather": ("ring", "pat", "direct"), "reducescatter": ("ring", "pat", "direct"),
+    "broadcast": ("ring",),
     "reduce": ("ring",), "alltoall": (), "sendrecv": (),
 }
 
@@ -131,7 +132,8 @@ def _algorithm_mismatch(collective: str, algorithm: str) -> str | None:
         return (f"{collective} is point-to-point and has no algorithm to choose "
                 "(leave --algorithm at auto)")
     only = ", ".join(ALGORITHMS_FOR[collective])
-    return f"{algorithm} is an all-reduce algorithm; {collective} runs {only} (or auto)"
+    runs = [c for c, algs in ALGORITHMS_FOR.items() if algorithm in algs]
+    return f"{algorithm} runs {' and '.join(runs)}; {collective} runs {only} (or auto)"
 
 
 def _choose(args: argparse.Namespace, saved: Scenario) -> tuple[str, str, list[str]]:

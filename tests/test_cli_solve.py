@@ -220,6 +220,26 @@ def test_bad_ranks_are_usage_errors(capsys, designs, ranks, fragment):
     assert fragment in err and err.count("\n") == 1
 
 
+def test_every_algorithm_auto_weighs_can_be_forced(capsys, designs, tmp_path):
+    """NVLS-tree, PAT and the full mesh's direct exchange are forced by name, as NCCL's
+    NCCL_ALGO forces them; each shows in the output, and one forced where it cannot run
+    says what it runs instead."""
+    plan = solve_json(capsys, designs["rail-cluster"], "--algorithm", "nvlstree", "--bytes",
+                      "1GiB")
+    assert plan["results"][0]["algorithm"] == "nvlstree"
+    mesh = tmp_path / "mi300x.fabric.json"
+    assert main(["new", "hgx", "-o", str(mesh), "--set", "gpu=MI300X"]) == 0
+    capsys.readouterr()
+    for collective in ("allreduce", "allgather"):
+        got = solve_json(capsys, mesh, "--collective", collective, "--algorithm", "direct",
+                         "--bytes", "1GiB")
+        assert got["results"][0]["algorithm"] == "direct"
+    code, out, err = run(capsys, "solve", designs["hgx"], "--collective", "broadcast",
+                         "--algorithm", "pat")
+    assert code == 2 and out == ""
+    assert "pat runs allgather and reducescatter; broadcast runs ring" in err
+
+
 # ----------------------------------------------------------------- options and failures
 def test_routing_override_and_ecmp_penalty(capsys, designs):
     """Issue 3 'done when': on the 2:1 leaf-spine, ECMP collisions cost all-to-all

@@ -20,7 +20,8 @@ from designer.model.errors import DesignError
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall",
                "sendrecv")
-ALGORITHMS = ("auto", "ring", "tree", "nvls", "hierarchical", "collnet")
+ALGORITHMS = ("auto", "ring", "tree", "nvls", "nvlstree", "hierarchical", "collnet", "pat",
+              "direct")
 LAUNCH_MODES = ("eager", "graph")
 ROUTING_MODES = ("ecmp", "adaptive", "static")
 DTYPES = ("fp32", "bf16", "fp16", "fp8")
