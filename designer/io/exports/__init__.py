@@ -75,6 +75,12 @@ def _simulator(name: str) -> Callable[..., None]:
     return write
 
 
+def _chakra(topology: Topology, path: Any, **options: Any) -> None:
+    from designer.io.exports.chakra import write_chakra
+
+    write_chakra(topology, path)
+
+
 def _node_link(topology: Topology, path: Any, **options: Any) -> None:
     from designer.io.exports.node_link import export_node_link_json
 
@@ -125,6 +131,7 @@ FORMATS: tuple[ExportFormat, ...] = (
         ".astra-sim", "ASTRA-sim analytical inputs (folder)", _simulator("astra_sim"), folder=True
     ),
     ExportFormat(".simai", "SimAI topology (folder)", _simulator("simai"), folder=True),
+    ExportFormat(".chakra", "Chakra traces of the design's jobs (folder)", _chakra, folder=True),
     ExportFormat(".ns3.txt", "ns-3 topology (ASTRA-sim, SimAI backends)", _simulator("ns3")),
     ExportFormat(".fabric.json", "Fabric design", _fabric),
     ExportFormat(".json", "Node-link JSON", _node_link),
