@@ -5,6 +5,7 @@ dependencies."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -13,7 +14,7 @@ from designer.io.exports.common import ExportFormatError
 from designer.model.templates import build_template
 from designer.solver import take_snapshot
 from designer.workload.files import set_design_jobs
-from designer.workload.job import Job
+from designer.workload.job import Job, Parallelism
 from designer.workload.placement import place
 from designer.workload.presets import preset
 from designer.workload.tasks import Comm, Compute
@@ -54,10 +55,19 @@ def test_schema_mirrors_upstream_field_numbers():
         assert {f: desc.fields_by_name[f].number for f in fields} == fields
 
 
-@pytest.mark.parametrize("name", ["tiny", "tiny-moe"])
-def test_traces_hold_the_workloads_collectives_and_dependencies(tmp_path, name):
+@pytest.mark.parametrize(
+    "name, parallel",
+    [
+        ("tiny", None),
+        ("tiny-moe", None),
+        ("tiny", Parallelism(tp=2, pp=2, dp=1, cp=2, vp=2)),  # interleaved, context parallel
+    ],
+)
+def test_traces_hold_the_workloads_collectives_and_dependencies(tmp_path, name, parallel):
     t = build_template("hgx")
     job = Job.from_preset("job one", preset(name))
+    if parallel is not None:
+        job = replace(job, parallel=parallel)
     set_design_jobs(t, [job])
     export(t, tmp_path / "w.chakra")
     snap = take_snapshot(t)
