@@ -424,7 +424,7 @@ def loads(
     Traceback (most recent call last):
     ...
     designer.io.design_file.FileFormatError: <memory>: version: written by a newer \
-Fabric Designer (format version 9); this version reads up to 1
+Fabric Designer (format version 9); this version reads up to 2
     """
     return _loads([text], source, catalog, progress)
 

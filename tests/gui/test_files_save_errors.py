@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QApplication
 
 from designer.gui.recovery import DATA_DIR_ENV
 from designer.io.fabric_json import load
+from designer.io.fabric_read import VERSION
 from designer.io.file_lock import design_lock_path
 from designer.model.commands import MoveNodes
 
@@ -148,7 +149,7 @@ def test_a_file_from_a_newer_version_is_refused_with_a_clear_message(window, dia
     good = tmp_path / "mine.fabric.json"
     assert window.files.save_as(good)
     data = json.loads(good.read_text())
-    data["version"] = data["version"] + 1
+    data["version"] = VERSION + 1  # newer than the newest this version reads
     data["from_the_future"] = True
     newer = tmp_path / "newer.fabric.json"
     newer.write_text(json.dumps(data))
@@ -157,7 +158,7 @@ def test_a_file_from_a_newer_version_is_refused_with_a_clear_message(window, dia
     assert not window.files.open_file(newer)
     assert dialogs == [("warning", (
         f"{newer}: version: written by a newer Fabric Designer (format version "
-        f"{data['version']}); this version reads up to {data['version'] - 1}"))]
+        f"{VERSION + 1}); this version reads up to {VERSION}"))]
     assert window.document.topology.state() == state
     assert window.document.path == good and window.windowTitle() == title
     assert newer not in window.files.recent.paths()
