@@ -188,6 +188,9 @@ def reference_markdown(parser: argparse.ArgumentParser) -> str:
         "`KiB`/`MiB`/`GiB`/`TiB` (powers of 1024), `KB`/`MB`/`GB`/`TB` (powers of 1000); "
         "bandwidths are GB/s (10^9 bytes/s).",
         "",
+        "The formats `export` writes and the files it (and File > Open) imports, with the "
+        "upstream files each follows, are in [export formats](export-formats.md).",
+        "",
         "Options of the command itself:",
         "",
         *options_table(parser),
