@@ -325,11 +325,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("export", help="export the diagram (SVG, PNG, PDF, draw.io), the "
                                       "graph (GraphML, DOT, node-link JSON, .fabric.json), "
                                       "NetBox import files or a cabling plan")
-    s.add_argument("file", help="the design: .fabric.json, or .drawio/.graphml to import")
+    s.add_argument("file", help="the design: .fabric.json, or a .drawio/.graphml export or a "
+                                "NetBox devices.csv (its cables.csv beside it) to import")
     s.add_argument("-o", "--output", required=True,
                    help="OUT.svg | .png | .pdf | .drawio | .graphml | .dot (NVIDIA Air) | "
                         ".ufm.dot | .netbox (a folder) | .cabling.csv | .astra-sim (a folder) | "
-                        ".simai (a folder) | .ns3.txt | .json | .fabric.json")
+                        ".simai (a folder) | .ns3.txt | .chakra (a folder: a workload's traces) | "
+                        ".json | .fabric.json")
     s.add_argument("--scale", type=float, metavar="S",
                    help="PNG pixels per canvas unit (default 2, or the largest scale "
                         "that fits when the design is too large for 2)")
