@@ -5,6 +5,7 @@ background, its results listed worst first, a row selecting its element on the c
 from __future__ import annotations
 
 import math
+import threading
 
 import pytest
 from PySide6.QtCore import Qt
@@ -105,12 +106,24 @@ def test_click_selects_and_apply_is_one_undoable_step(study, qtbot, elements, ki
 def test_cancel_stops_the_study(study, qtbot, monkeypatch):
     """Cancel at the first finished task stops the solves there: the study never gets
     to the end of its first stage (each failure is its own task here, so there are many
-    steps to stop between)."""
+    steps to stop between, and the tasks after the first wait for the click, so a busy
+    machine cannot finish the stage first)."""
     from designer.studies import engine, failures
 
     monkeypatch.setattr(
         failures, "batches", lambda items, per, workers: engine.batches(items, per, workers, 0.0)
     )
+    clicked = threading.Event()
+    tasks = []
+    run_batch = failures.run_batch
+
+    def paced(base, items):
+        tasks.append(len(items))
+        if len(tasks) > 1:
+            clicked.wait(10)
+        return run_batch(base, items)
+
+    monkeypatch.setattr(failures, "run_batch", paced)
     _window, panel = study
     results, cancelled, seen = [], [], []
     panel.runner.result_ready.connect(results.append)
@@ -121,6 +134,7 @@ def test_cancel_stops_the_study(study, qtbot, monkeypatch):
             seen.append(percent)
             if len(seen) == 1:
                 panel.cancel_button.click()
+                clicked.set()
 
     panel.runner.progress.connect(on_progress)
     assert panel.run("all")
@@ -143,3 +157,21 @@ def test_a_study_of_an_edited_design_is_dropped(study, qtbot):
     qtbot.waitUntil(lambda: not panel.runner.busy, timeout=30_000)
     assert results == [] and len(failed) == 1 and "changed" in failed[0]
     assert panel.table.rowCount() == 0
+
+
+def test_opening_another_design_clears_the_table(study, qtbot):
+    window, panel = study
+    _run(qtbot, panel, "switches")
+    assert panel.table.rowCount() > 0
+    window.document.replace(build_template("fat-tree", k=4))
+    assert panel.table.rowCount() == 0 and not panel.apply_button.isEnabled()
+    assert panel.status.text() == "No study of this design yet."
+
+
+def test_shutdown_waits_for_a_running_study(study, qtbot):
+    _window, panel = study
+    assert panel.run("all")
+    run = panel.runner._run
+    assert run.entered.wait(10)  # the study is under way
+    panel.runner.shutdown(timeout=30)
+    assert run.done.is_set() and not panel.runner.busy

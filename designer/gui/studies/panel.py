@@ -146,6 +146,8 @@ class ResiliencePanel(QDockWidget):
         runner.failed.connect(self._on_failed)
         runner.cancelled.connect(self._on_cancelled)
         document.undo_stack.indexChanged.connect(self._note_stale)
+        document.topology_replaced.connect(self._on_topology_replaced)
+        self.toggleViewAction().triggered.connect(lambda on: on and self.raise_())
         self._at: tuple | None = None  # (design, undo index) the table was computed on
         self._summary = ""
 
@@ -196,7 +198,12 @@ class ResiliencePanel(QDockWidget):
     def _on_cancelled(self) -> None:
         self._busy(False)
         self.bar.setValue(0)
-        self.status.setText("Study cancelled.")
+        if self._at is None:
+            self.status.setText("Study cancelled.")
+        else:
+            self.status.setText(
+                f"Study cancelled; the table is the previous study's: {self._summary}"
+            )
 
     # ------------------------------------------------------------ results
     def show_report(self, report) -> None:
@@ -250,6 +257,15 @@ class ResiliencePanel(QDockWidget):
         self._summary = summary
         self.status.setText(summary)
         self.apply_button.setEnabled(False)
+
+    def _on_topology_replaced(self, _topo) -> None:
+        """Another design opened: the table was of the old one."""
+        self._at, self._summary, self._kinds = None, "", {}
+        self.table.setRowCount(0)
+        self.apply_button.setEnabled(False)
+        self.bar.setValue(0)
+        if not self.runner.busy:
+            self.status.setText("No study of this design yet.")
 
     def _note_stale(self, _index: int = 0) -> None:
         """Say so when the design no longer is the one the table was computed on (an

@@ -37,6 +37,7 @@ class _Run:
     elements: str
     workers: int | None
     cancel: threading.Event = field(default_factory=threading.Event)
+    entered: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -60,7 +61,10 @@ def _study(run: _Run) -> Generator[tuple[int, int, str], None, _Outcome]:
         if run.cancel.is_set():
             raise Cancelled("failure study cancelled")
 
+    run.entered.set()
     try:
+        if run.cancel.is_set():
+            return _Outcome(run.generation)
         yield (0, 0, "Preparing…" if run.workers == 0 else "Starting the local Dask cluster…")
         topo = loads(run.text)
         if run.cancel.is_set():
@@ -200,11 +204,11 @@ class StudyRunner(QObject):
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop for good (window close): cancel and wait for the study to wind down."""
-        run, worker = self._run, self._worker
+        run = self._run
         self.cancel()
-        if worker is not None:
-            worker.quit()
-        if run is not None:
-            run.done.wait(timeout)
+        # No worker.quit(): a quit worker stops driving the generator at its next yield,
+        # which would then never finish (nor its study thread be waited for).
+        if run is not None and run.entered.is_set():
+            run.done.wait(timeout)  # (a worker that never started has nothing to stop)
         self._worker = None
         self._run = None
