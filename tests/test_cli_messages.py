@@ -40,8 +40,8 @@ def test_one_rank_says_a_collective_needs_two(capsys, hgx):
     [
         ("alltoall", "ring", "point-to-point"),
         ("sendrecv", "tree", "point-to-point"),
-        ("allgather", "tree", "all-reduce algorithm"),
-        ("broadcast", "nvls", "all-reduce algorithm"),
+        ("allgather", "tree", "tree runs allreduce; allgather runs ring, pat, direct"),
+        ("broadcast", "nvls", "nvls runs allreduce; broadcast runs ring"),
     ],
 )
 def test_an_algorithm_the_collective_cannot_run_is_refused(
