@@ -52,14 +52,15 @@ def solved(qtbot, window):
     """The result of the design as it is now, waiting for it if needed."""
     runner = window.analysis.runner
     topo = window.document.topology
-    latest = runner.latest
-    if latest is None or latest.generation != topo.generation or not _idle(window):
-        with qtbot.waitSignal(runner.result_ready, timeout=SOLVE_TIMEOUT_MS) as blocker:
-            pass
-        latest = blocker.args[0]
-    qtbot.waitUntil(lambda: _idle(window), timeout=SOLVE_TIMEOUT_MS)
-    assert latest.generation == topo.generation
-    return latest
+
+    def current() -> bool:
+        # The result is emitted before the worker's "finished" clears `busy`: a result of
+        # this generation with the runner still finishing is waited out, not re-awaited.
+        latest = runner.latest
+        return latest is not None and latest.generation == topo.generation and _idle(window)
+
+    qtbot.waitUntil(current, timeout=SOLVE_TIMEOUT_MS)
+    return runner.latest
 
 
 def quiet(qtbot, window):
