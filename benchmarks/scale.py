@@ -145,8 +145,7 @@ def _cases() -> dict[str, Case]:
 
 def _child(name: str, workdir: Path) -> None:
     measure = _cases()[name].run(workdir)
-    print(json.dumps({"seconds": measure.seconds, "note": measure.note,
-                      "rss_gb": measure.rss_gb}))
+    print(json.dumps({"seconds": measure.seconds, "note": measure.note, "rss_gb": measure.rss_gb}))
 
 
 def _row(case: Case, result: dict | None, error: str = "") -> bool:
@@ -157,17 +156,21 @@ def _row(case: Case, result: dict | None, error: str = "") -> bool:
     ok_t = result["seconds"] <= case.goal_s
     ok_m = case.goal_gb is None or result["rss_gb"] <= case.goal_gb
     goal_m = "" if case.goal_gb is None else f"<= {case.goal_gb:g} GB"
-    print(f"{case.name:16s} {case.title:56s} {result['seconds']:8.2f} s <= {case.goal_s:g} s"
-          f"  {result['rss_gb']:5.2f} GB {goal_m:10s} {'met' if ok_t and ok_m else 'MISSED':6s}"
-          f" {result['note']}; load average {load:.1f}", flush=True)
+    print(
+        f"{case.name:16s} {case.title:56s} {result['seconds']:8.2f} s <= {case.goal_s:g} s"
+        f"  {result['rss_gb']:5.2f} GB {goal_m:10s} {'met' if ok_t and ok_m else 'MISSED':6s}"
+        f" {result['note']}; load average {load:.1f}",
+        flush=True,
+    )
     return ok_t and ok_m
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*", help="case names (default: every case)")
-    parser.add_argument("--workdir", type=Path,
-                        default=Path(tempfile.gettempdir()) / "fabric-designer-scale")
+    parser.add_argument(
+        "--workdir", type=Path, default=Path(tempfile.gettempdir()) / "fabric-designer-scale"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -181,8 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'case':16s} {'what':56s} {'time':>9s} {'goal':>8s}  {'peak RSS':>8s}")
     met = True
     for name in args.cases or list(cases):
-        _, rss, done = timed_child([sys.executable, __file__, "--child", name,
-                                          "--workdir", str(args.workdir)])
+        _, rss, done = timed_child(
+            [sys.executable, __file__, "--child", name, "--workdir", str(args.workdir)]
+        )
         if done.returncode != 0:
             tail = (done.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
             met = _row(cases[name], None, tail) and met

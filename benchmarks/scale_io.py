@@ -9,5 +9,6 @@ def _info_16k(workdir):
     return Measure(seconds, rss, f"exit {done.returncode}")
 
 
-CASES = [Case("load-16k", "load 16,376-GPU SuperPOD (CLI info, whole process)", 1.0, None,
-              _info_16k)]
+CASES = [
+    Case("load-16k", "load 16,376-GPU SuperPOD (CLI info, whole process)", 1.0, None, _info_16k)
+]
