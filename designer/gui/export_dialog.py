@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
+from PySide6.QtWidgets import QDialog, QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.document import Document
@@ -38,7 +38,7 @@ from designer.io.exports import FORMATS, format_for
 from designer.io.file_names import portable_file_name
 from designer.model.errors import DesignError
 
-__all__ = ["default_export_name", "export_dialog"]
+__all__ = ["ask_export_target", "default_export_name", "export_dialog"]
 
 
 def _filters() -> tuple[tuple[str, str], ...]:
@@ -145,6 +145,49 @@ def headline(window: QWidget, document: Document) -> str | None:
     )
 
 
+class _ExportFileDialog(QFileDialog):
+    """A save dialog that takes an existing export folder as the answer (see
+    `ask_export_target`) instead of opening it."""
+
+    def chosen_folder(self) -> str | None:
+        """The typed or selected path when it is an existing folder of a folder format.
+
+        (With a folder's name typed, Qt lists the current folder before it.)
+        """
+        for name in self.selectedFiles():
+            fmt = format_for(Path(name))
+            if fmt is not None and fmt.folder and Path(name).is_dir():
+                return name
+        return None
+
+    def accept(self) -> None:
+        if self.chosen_folder() is not None:
+            QDialog.accept(self)  # the base dialog's: done, without entering the folder
+            return
+        super().accept()
+
+
+def ask_export_target(
+    parent: QWidget | None, caption: str, start: str, filters: str, selected: str
+) -> tuple[str, str]:
+    """The save dialog of File > Export: ``(chosen path, chosen filter)``, or ``("", "")``.
+
+    Like `QFileDialog.getSaveFileName`, except for the formats that write a folder
+    (NetBox, ASTRA-sim, SimAI, Chakra): typing the name of such a folder that already
+    exists would make the dialog open it, and the user could never choose it.  Such a
+    folder is chosen instead; the export then replaces it only if it holds nothing but
+    that export's files (`designer.io.exports`).
+    """
+    dialog = _ExportFileDialog(parent, caption, str(Path(start).parent), filters)
+    dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+    dialog.selectNameFilter(selected)
+    dialog.selectFile(Path(start).name)
+    if dialog.exec() != QDialog.DialogCode.Accepted:
+        return "", ""
+    chosen = dialog.chosen_folder() or (dialog.selectedFiles() or [""])[0]
+    return chosen, dialog.selectedNameFilter()
+
+
 def export_dialog(window: QWidget, scene: FabricScene, document: Document) -> Path | None:
     """File > Export: ask for a file (and a scale for PNG), write it; the written path,
     or None when cancelled or failed.
@@ -154,7 +197,7 @@ def export_dialog(window: QWidget, scene: FabricScene, document: Document) -> Pa
     from designer.io.graph_export import export as export_graph
 
     folder = document.path.parent if document.path else Path.cwd()
-    chosen, selected_filter = QFileDialog.getSaveFileName(
+    chosen, selected_filter = ask_export_target(
         window,
         "Export",
         str(folder / default_export_name(document)),

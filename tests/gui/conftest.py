@@ -80,6 +80,9 @@ def dialogs(monkeypatch) -> list[tuple[str, str]]:
     monkeypatch.setattr(QInputDialog, "getText", cancelled("getText", ("", False)))
     for kind in ("getOpenFileName", "getSaveFileName"):
         monkeypatch.setattr(QFileDialog, kind, cancelled(kind, ("", "")))
+    # File > Export's own save dialog (designer.gui.export_dialog.ask_export_target).
+    monkeypatch.setattr("designer.gui.export_dialog.ask_export_target",
+                        cancelled("getSaveFileName", ("", "")))
 
     def choice(box):  # the other-writer questions (designer.gui.other_writers)
         seen.append(("choice", box.text()))

@@ -16,12 +16,12 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
-    QFileDialog,
     QGraphicsLineItem,
     QInputDialog,
     QMessageBox,
 )
 
+import designer.gui.export_dialog as export_dialog_module
 from designer.gui import export as ex
 from designer.gui import export_sheet
 from designer.gui.app import application
@@ -250,8 +250,8 @@ def answer(monkeypatch):
 
     def set_answers(path, selected_filter, scale=(1.0, True)):
         monkeypatch.setattr(
-            QFileDialog,
-            "getSaveFileName",
+            export_dialog_module,
+            "ask_export_target",
             staticmethod(lambda *a, **k: (str(path), selected_filter)),
         )
 
@@ -376,8 +376,8 @@ def test_file_export_proposes_a_portable_file_name(window, monkeypatch, name):
     no trailing dot or space, no device name."""
     offered = []
     monkeypatch.setattr(
-        QFileDialog,
-        "getSaveFileName",
+        export_dialog_module,
+        "ask_export_target",
         staticmethod(lambda *a, **k: offered.append(a[2]) or ("", "")),
     )
     window.document.topology.name = name

@@ -4,8 +4,9 @@ imports what the draw.io and GraphML exporters wrote."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtWidgets import QMessageBox
 
+import designer.gui.export_dialog as export_dialog_module
 from designer.gui.export_dialog import export_dialog
 from designer.io.exports import FORMATS
 from designer.io.imports import read_design
@@ -15,8 +16,8 @@ from designer.io.imports import read_design
 def save_as(monkeypatch):
     def answer(path, selected_filter):
         monkeypatch.setattr(
-            QFileDialog,
-            "getSaveFileName",
+            export_dialog_module,
+            "ask_export_target",
             staticmethod(lambda *a, **k: (str(path), selected_filter)),
         )
 
@@ -30,7 +31,7 @@ def test_every_registry_format_is_offered(window, monkeypatch):
         offered["filters"] = filters
         return "", ""
 
-    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(capture))
+    monkeypatch.setattr(export_dialog_module, "ask_export_target", staticmethod(capture))
     export_dialog(window, window.scene, window.document)
     for fmt in FORMATS:
         assert f"(*{fmt.suffix})" in offered["filters"] or fmt.suffix == ".air.dot"

@@ -7,8 +7,9 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-from PySide6.QtWidgets import QComboBox, QDialog, QFileDialog
+from PySide6.QtWidgets import QComboBox, QDialog
 
+import designer.gui.export_dialog as export_dialog_module
 from designer.gui import export as ex
 from designer.gui import export_sheet
 from designer.gui.app import application
@@ -99,7 +100,9 @@ def test_pdf_tiled_over_pages_at_print_scale(superpod):
 
 def test_file_export_asks_for_the_options(window, monkeypatch, tmp_path):
     monkeypatch.setattr(
-        QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(tmp_path / "d.pdf"), ""))
+        export_dialog_module,
+        "ask_export_target",
+        staticmethod(lambda *a, **k: (str(tmp_path / "d.pdf"), "")),
     )
     asked = {}
 
@@ -117,7 +120,9 @@ def test_file_export_asks_for_the_options(window, monkeypatch, tmp_path):
 
 def test_cancelling_the_options_writes_nothing(window, monkeypatch, tmp_path):
     monkeypatch.setattr(
-        QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(tmp_path / "d.svg"), ""))
+        export_dialog_module,
+        "ask_export_target",
+        staticmethod(lambda *a, **k: (str(tmp_path / "d.svg"), "")),
     )
     monkeypatch.setattr(export_sheet, "run_dialog", lambda d: QDialog.DialogCode.Rejected)
     assert export_dialog(window, window.scene, window.document) is None

@@ -338,7 +338,8 @@ def test_file_export_writes_an_svg_through_the_real_export_module(window, monkey
     pytest.importorskip("designer.gui.export")
     target = tmp_path / "diagram.svg"
     monkeypatch.setattr(
-        QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), "SVG image (*.svg)")
+        "designer.gui.export_dialog.ask_export_target",
+        lambda *a, **k: (str(target), "SVG image (*.svg)"),
     )
     # The diagram options (legend, title block) answered with their defaults.
     monkeypatch.setattr("designer.gui.export_sheet.run_dialog", lambda dialog: 1)
