@@ -17,7 +17,7 @@ The designs (built once per work folder by `design`):
 
 - ``superpod-16k``: ``superpod sus=64`` (DGX SuperPOD H100, 16,376 GPUs: NVIDIA's SU
   table keeps one node slot of the first SU for the fabric manager)
-- ``superpod-131k``: ``superpod sus=512`` (131,064 GPUs)
+- ``superpod-131k``: ``superpod gpu=B300 sus=227`` (130,752 GPUs)
 - ``rail-4k`` / ``rail-16k``: ``rail-cluster`` of 512 / 2,048 HGX H100 servers
 """
 
@@ -40,7 +40,9 @@ sys.path.insert(0, str(HERE))
 #: Template and parameters of each named design.
 DESIGNS: dict[str, tuple[str, dict[str, object]]] = {
     "superpod-16k": ("superpod", {"sus": 64}),
-    "superpod-131k": ("superpod", {"sus": 512}),
+    # 64-port switches join at most 256 H100 SUs (65,528 GPUs): the B300 XDR SU (72
+    # nodes) is the SuperPOD that reaches 131k within the templates' 131,072-GPU cap.
+    "superpod-131k": ("superpod", {"gpu": "B300", "sus": 227}),
     "rail-4k": ("rail-cluster", {"nodes": 512}),
     "rail-16k": ("rail-cluster", {"nodes": 2048}),
 }
