@@ -130,6 +130,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 iteration_s=j.iteration_s / n,
                 alone_s=per(j.alone_s),
                 breakdown={k: v / n for k, v in j.breakdown.items()},
+                stages=tuple(
+                    {k: v / n if isinstance(v, float) else v for k, v in st.items()}
+                    for st in j.stages
+                ),
                 memory_gb_per_gpu=fit.total_GB,
                 fits=fit.fits,
             )
@@ -163,7 +167,7 @@ def _print(res, n: int, timing: dict) -> None:
     print(f"{len(res.jobs)} job(s), {n} iteration(s) each; times per iteration")
     print(
         f"{'job':<20} {'GPUs':>6} {'shared':>10} {'alone':>10} {'slowdown':>9} "
-        f"{'memory/GPU':>11}  exposed communication"
+        f"{'memory/GPU':>11} {'bubble':>10}  exposed communication"
     )
     for j in res.jobs:
         alone = "" if j.alone_s is None else _seconds(j.alone_s)
@@ -172,12 +176,20 @@ def _print(res, n: int, timing: dict) -> None:
         lanes = ", ".join(
             f"{k} {v * 1e3:.1f} ms"
             for k, v in j.breakdown.items()
-            if v > 0 and k not in ("compute", "exposed_comm")
+            if v > 0 and k not in ("compute", "exposed_comm", "bubble")
         )
         print(
             f"{j.name:<20} {j.gpus:>6} {_seconds(j.iteration_s):>10} {alone:>10} {slow:>9} "
-            f"{mem:>11}  {lanes or 'none'}"
+            f"{mem:>11} {_seconds(j.breakdown.get('bubble', 0.0)):>10}  {lanes or 'none'}"
         )
+        if len(j.stages) > 1:
+            for k, st in enumerate(j.stages):
+                share = st["bubble"] / j.iteration_s if j.iteration_s > 0 else 0.0
+                print(
+                    f"  stage {k:<3} {st['gpus']:>5} GPUs from {st['first_gpu']}: "
+                    f"compute {_seconds(st['compute'])}, bubble {_seconds(st['bubble'])} "
+                    f"({share:.1%}), exposed communication {_seconds(st['exposed_comm'])}"
+                )
     if any(j.fits is False for j in res.jobs):
         print("(!: does not fit in the GPUs' memory; see `workload check`)")
     rows = {row["id"]: row for row in res.links.to_json()}

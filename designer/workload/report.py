@@ -8,8 +8,15 @@ communication tasks is charged to their lane (``tp``, ``pp``, ``dp``, ``ep``, ``
 ``storage``, ``background``: communication that nothing hid), ``exposed_comm`` is their
 sum, and ``bubble`` is the time the path waited with nothing of its own running (a task
 that started after its last dependency ended, or the path's first task starting late).
-Compute spans name no GPUs in the task contract, so pipeline idle time shows as the
-other stages' compute on the path, not as bubble.
+
+When the compute spans name their GPUs (`tasks.Compute.gpus`: the traffic generator
+names each pipeline stage's), the breakdown is the **stages'** instead (`stage_times`):
+each stage's iteration splits into compute (its GPUs computing), each lane's exposed
+communication (its GPUs in a collective or send of that lane and not computing; where
+lanes overlap, the first in `LANES` order takes the time) and its **bubble** (its GPUs
+doing nothing), and the job's breakdown is the mean over its GPUs.  A 1F1B pipeline of
+``p`` even stages and ``m`` micro-batches then shows the textbook bubble
+``(p - 1) / (m + p - 1)`` of the iteration.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from designer.workload.tasks import LANES, Comm, JobTraffic
+from designer.workload.tasks import LANES, Comm, Compute, JobTraffic
 
 __all__ = [
     "BUSIEST",
@@ -28,6 +35,8 @@ __all__ = [
     "TimelineEvent",
     "breakdown",
     "link_stats",
+    "mean_of_stages",
+    "stage_times",
     "timeline",
 ]
 
@@ -41,7 +50,9 @@ BREAKDOWN = (*LANES, "bubble", "exposed_comm")
 @dataclass(frozen=True)
 class JobResult:
     """One job's figures (seconds).  ``memory_gb_per_gpu`` and ``fits`` are the
-    memory check's, filled by a caller that has the job's model (None: unknown)."""
+    memory check's, filled by a caller that has the job's model (None: unknown).
+    ``stages``: per pipeline stage (`stage_times`), empty when its compute spans name
+    no GPUs."""
 
     name: str
     gpus: int
@@ -51,6 +62,7 @@ class JobResult:
     breakdown: dict[str, float]
     memory_gb_per_gpu: float | None = None
     fits: bool | None = None
+    stages: tuple[dict, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -62,6 +74,7 @@ class JobResult:
             "breakdown": dict(self.breakdown),
             "memory_gb_per_gpu": self.memory_gb_per_gpu,
             "fits": self.fits,
+            "stages": [dict(st) for st in self.stages],
         }
 
 
@@ -176,6 +189,92 @@ def breakdown(job: JobTraffic, start: np.ndarray, end: np.ndarray) -> dict[str, 
         cur = prev
     out["exposed_comm"] = sum(out[k] for k in LANES if k != "compute")
     return out
+
+
+def stage_times(job: JobTraffic, start: np.ndarray, end: np.ndarray) -> tuple[dict, ...]:
+    """Per stage (a set of GPUs its compute spans name), where its iteration went.
+
+    Each stage is a dict of the `BREAKDOWN` keys (seconds, summing with the bubble to
+    the job's iteration, ``exposed_comm`` apart) plus ``gpus`` (how many) and
+    ``first_gpu`` (the lowest id, to name it); stages in order of their first compute
+    span's start (then ``first_gpu``).  Empty when no compute span names its GPUs.
+    """
+    index: dict[frozenset, int] = {}
+    by_tuple: dict[int, int] = {}  # id(gpus tuple) -> stage (stages share one tuple)
+    of_gpu: dict[str, list[int]] = {}
+    member: list[list[int]] = []  # stage -> its tasks
+    codes = np.zeros(len(job.tasks), dtype=np.int64)
+    for i, t in enumerate(job.tasks):
+        if not isinstance(t, Compute) or not t.gpus:
+            continue
+        k = by_tuple.get(id(t.gpus))
+        if k is None:
+            key = frozenset(t.gpus)
+            k = index.get(key)
+            if k is None:
+                k = index[key] = len(index)
+                member.append([])
+                for g in key:
+                    of_gpu.setdefault(g, []).append(k)
+            by_tuple[id(t.gpus)] = k
+        member[k].append(i)
+    if not index:
+        return ()
+    touches: dict[int, set[int]] = {}  # id(groups) -> stages whose GPUs it uses
+    for i, t in enumerate(job.tasks):
+        if not isinstance(t, Comm):
+            continue
+        got = touches.get(id(t.groups))
+        if got is None:
+            got = touches[id(t.groups)] = {
+                k for grp in t.groups for g in grp for k in of_gpu.get(g, ())
+            }
+        codes[i] = LANES.index(t.lane)
+        for k in got:
+            member[k].append(i)
+    iteration = float(np.nanmax(end)) if len(end) else 0.0
+    out = []
+    for key, k in index.items():
+        rows = np.array(sorted(member[k]), dtype=np.int64)
+        row = _stage_split(start[rows], end[rows], codes[rows], iteration)
+        first = min(start[i] for i in member[k] if isinstance(job.tasks[i], Compute))
+        row.update(gpus=len(key), first_gpu=min(key))
+        out.append((float(first), min(key), row))
+    out.sort(key=lambda x: (x[0], x[1]))
+    return tuple(row for _, _, row in out)
+
+
+def _stage_split(s: np.ndarray, e: np.ndarray, code: np.ndarray, iteration: float) -> dict:
+    """Time covered by each lane (``code``: index in `LANES`), lower codes first where
+    they overlap; the rest of ``iteration`` is the bubble."""
+    out = dict.fromkeys(BREAKDOWN, 0.0)
+    keep = e > s
+    s, e, code = s[keep], e[keep], code[keep]
+    if s.size:
+        pts = np.unique(np.concatenate([s, e]))
+        seg = np.diff(pts)
+        lo, hi = np.searchsorted(pts, s), np.searchsorted(pts, e)
+        owner = np.full(len(seg), -1, dtype=np.int64)
+        for c in np.unique(code).tolist():
+            mine = code == c
+            depth = np.zeros(len(pts), dtype=np.int64)
+            np.add.at(depth, lo[mine], 1)
+            np.add.at(depth, hi[mine], -1)
+            covered = (np.cumsum(depth)[:-1] > 0) & (owner < 0)
+            owner[covered] = c
+        spent = np.bincount(owner[owner >= 0], weights=seg[owner >= 0], minlength=len(LANES))
+        for c, lane in enumerate(LANES):
+            out[lane] = float(spent[c])
+    busy = sum(out[k] for k in LANES)
+    out["bubble"] = max(iteration - busy, 0.0)
+    out["exposed_comm"] = busy - out["compute"]
+    return out
+
+
+def mean_of_stages(stages: Sequence[dict]) -> dict[str, float]:
+    """The job's breakdown from its stages': the mean over its GPUs."""
+    gpus = sum(st["gpus"] for st in stages)
+    return {k: sum(st[k] * st["gpus"] for st in stages) / gpus for k in BREAKDOWN}
 
 
 def timeline(jobs: Sequence[JobTraffic], run) -> tuple[TimelineEvent, ...]:

@@ -59,6 +59,8 @@ from designer.workload.report import (
     TimelineEvent,
     breakdown,
     link_stats,
+    mean_of_stages,
+    stage_times,
     timeline,
 )
 from designer.workload.shares import SharedRates
@@ -340,21 +342,30 @@ def _check(jobs: list[JobTraffic]) -> None:
 
 
 def _gpus(job: JobTraffic) -> list[str]:
-    """The job's GPUs, each once, in order of first use."""
-    return list(
-        dict.fromkeys(g for t in job.tasks if isinstance(t, Comm) for grp in t.groups for g in grp)
-    )
+    """The job's GPUs (in its communication and compute spans), each once, in order of
+    first use."""
+    seen: dict[str, None] = {}
+    looked: set[int] = set()  # tasks share their groups' tuples: look at each once
+    for t in job.tasks:
+        gpus = t.groups if isinstance(t, Comm) else (t.gpus,)
+        if id(gpus) not in looked:
+            looked.add(id(gpus))
+            for grp in gpus:
+                seen.update(dict.fromkeys(grp))
+    return list(seen)
 
 
 def _job_result(job: JobTraffic, run: Run, jx: int, alone_s: float | None) -> JobResult:
     ends = run.end[jx]
     iteration = float(ends.max()) if ends.size else 0.0
     slowdown = (iteration / alone_s if alone_s else 1.0) if alone_s is not None else None
+    stages = stage_times(job, run.start[jx], run.end[jx])
     return JobResult(
         name=job.job,
         gpus=len(_gpus(job)),
         iteration_s=iteration,
         alone_s=alone_s,
         slowdown=slowdown,
-        breakdown=breakdown(job, run.start[jx], run.end[jx]),
+        breakdown=mean_of_stages(stages) if stages else breakdown(job, run.start[jx], ends),
+        stages=stages,
     )

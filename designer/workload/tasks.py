@@ -46,6 +46,9 @@ class Compute:
         Tasks that must finish before it starts.
     label : str
         What it is, for the timeline (``"fwd mb3 stage2"``).
+    gpus : tuple of str
+        The GPUs it keeps busy (every GPU of its pipeline stage), so that the report
+        can tell each stage's idle time (its bubble); empty when not said.
     """
 
     id: int
@@ -53,6 +56,7 @@ class Compute:
     seconds: float
     deps: tuple[int, ...] = ()
     label: str = ""
+    gpus: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,7 @@ class JobTraffic:
         if len(set(ids)) != len(ids):
             raise ValueError(f"job {self.job!r}: duplicate task ids")
         known = set(ids)
+        stage_ok: dict[int, tuple] = {}
         for t in self.tasks:
             where = f"job {self.job!r}, task {t.id}"
             if t.lane not in LANES:
@@ -111,6 +116,10 @@ class JobTraffic:
             if isinstance(t, Compute):
                 if not t.seconds >= 0:
                     raise ValueError(f"{where}: compute time must be >= 0")
+                if id(t.gpus) not in stage_ok:  # stages share one tuple: check it once
+                    if len(set(t.gpus)) != len(t.gpus):
+                        raise ValueError(f"{where}: a GPU named twice")
+                    stage_ok[id(t.gpus)] = t.gpus
                 continue
             if t.collective not in COMM_KINDS:
                 raise ValueError(f"{where}: unknown collective {t.collective!r}")

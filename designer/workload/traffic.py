@@ -32,7 +32,8 @@ element, one activation is ``A = b (s / c) h a`` and, per layer and micro-batch:
 Compute spans: forward FLOPs ``tokens x (2 active weights + attention scores)`` per layer
 (`ModelSpec.layer_flops_per_token`) over ``t c`` GPUs, backward twice that (plus one
 forward under full recompute, plus attention under selective), at the GPU's peak x MFU;
-or the user's per-layer times.
+or the user's per-layer times.  Each span names the GPUs of its pipeline stage, so that
+the report can tell each stage's bubble.
 
 **Aggregation.**  Megatron's TP and EP collectives block the compute stream, so a
 stage's per-layer collectives of one micro-batch run back to back with its compute
@@ -117,8 +118,8 @@ def stage_layers(layers: int, stages: int) -> list[range]:
 class _Graph:
     tasks: list = field(default_factory=list)
 
-    def compute(self, seconds: float, deps, label: str) -> int:
-        self.tasks.append(Compute(len(self.tasks), "compute", seconds, tuple(deps), label))
+    def compute(self, seconds: float, deps, label: str, gpus: tuple = ()) -> int:
+        self.tasks.append(Compute(len(self.tasks), "compute", seconds, tuple(deps), label, gpus))
         return len(self.tasks) - 1
 
     def comm(self, lane: str, kind: str, groups, nbytes: float, deps, label: str) -> int:
@@ -185,7 +186,9 @@ def iteration_traffic(job: Job, placement: Placement, tflops: float | None = Non
         sel = sel.reshape(-1, sel.shape[-1])
         return tuple(tuple(gid[row].tolist()) for row in sel) if sel.shape[-1] > 1 else ()
 
-    # Per device: the groups of each kind.
+    # Per device: its GPUs (one tuple shared by its compute spans) and the groups of
+    # each kind.
+    stage_gpus = [tuple(gid[grid[:, x].reshape(-1)].tolist()) for x in range(pp)]
     tp_groups = [groups(grid[:, x]) for x in range(pp)]
     cp_groups = [groups(np.moveaxis(grid[:, x], 1, -1)) for x in range(pp)]
     ep_grid = [grid[:, x].reshape(dp // ep, ep, c, t) for x in range(pp)]
@@ -277,10 +280,13 @@ def iteration_traffic(job: Job, placement: Placement, tflops: float | None = Non
         if bucketed:
             grad_bytes = ci["dense"] * grad_a
             pieces = max(1, min(ci["n"], math.ceil(grad_bytes / (cfg.bucket_mb * 1e6))))
-        step = graph.compute(seconds / pieces, deps, tag + (f" 1/{pieces}" if pieces > 1 else ""))
+        mine = stage_gpus[x]
+        step = graph.compute(
+            seconds / pieces, deps, tag + (f" 1/{pieces}" if pieces > 1 else ""), mine
+        )
         piece_ends = [step]
         for k in range(1, pieces):
-            step = graph.compute(seconds / pieces, [step], f"{tag} {k + 1}/{pieces}")
+            step = graph.compute(seconds / pieces, [step], f"{tag} {k + 1}/{pieces}", mine)
             piece_ends.append(step)
         last = [step, *overlap]
         if tp_groups[x]:
@@ -311,7 +317,7 @@ def iteration_traffic(job: Job, placement: Placement, tflops: float | None = Non
                 )
             ]
         if len(last) > 1:
-            last = [graph.compute(0.0, last, f"{tag} end")]
+            last = [graph.compute(0.0, last, f"{tag} end", mine)]
         end = last[0]
         ends[(kind, g, mb)] = end
         # Pipeline messages this op releases.

@@ -82,3 +82,28 @@ def test_bad_workloads_are_one_line_and_exit_1(files, tmp_path, capsys):
     assert main(["workload", "new", "tiny", "--set", "dp=8", "-o", str(big)]) == 0
     assert main(["simulate", str(design), "--workload", str(big), "--workload", str(a)]) == 1
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_pipeline_bubble_per_stage_in_text_and_json(files, capsys):
+    design, _, b = files  # b: tiny model, pp 2 x dp 4
+    capsys.readouterr()
+    assert main(["simulate", str(design), "--workload", str(b), "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)["jobs"][0]
+    assert len(one["stages"]) == 2 and all(st["gpus"] == 4 for st in one["stages"])
+    for st in one["stages"]:
+        assert st["bubble"] > 0
+        parts = sum(v for k, v in st.items() if k not in ("gpus", "first_gpu", "exposed_comm"))
+        assert parts == pytest.approx(one["iteration_s"], rel=1e-9)
+    assert one["breakdown"]["bubble"] == pytest.approx(
+        sum(st["bubble"] for st in one["stages"]) / 2, rel=1e-9
+    )
+    assert main(["simulate", str(design), "--workload", str(b), "--iterations", "2", "--json"]) == 0
+    two = json.loads(capsys.readouterr().out)["jobs"][0]
+    # Per iteration: the second iteration's fill waits on the first's drain, so the
+    # bubble per iteration is no larger than one iteration's alone.
+    assert 0 < two["breakdown"]["bubble"] <= one["breakdown"]["bubble"] * (1 + 1e-9)
+    assert main(["simulate", str(design), "--workload", str(b)]) == 0
+    text = capsys.readouterr().out
+    assert "bubble" in text.splitlines()[1]
+    stage_lines = [line for line in text.splitlines() if line.lstrip().startswith("stage ")]
+    assert len(stage_lines) == 2 and all("bubble" in line for line in stage_lines)
