@@ -259,24 +259,30 @@ def _max_scale(rect: QRect) -> float:
     return steps / 100
 
 
-def max_png_scale(scene: FabricScene) -> float:
-    """The largest PNG scale (a multiple of 0.01) at which the diagram fits in
-    `MAX_PNG_PIXELS` pixels and `MAX_PNG_SIDE` a side; 0 when none does.
+def max_png_scale(scene: FabricScene, sheet: Sheet | None = None) -> float:
+    """The largest PNG scale (a multiple of 0.01) at which the diagram, with the band of
+    ``sheet`` (legend, title block) under it, fits in `MAX_PNG_PIXELS` pixels and
+    `MAX_PNG_SIDE` a side; 0 when none does.
 
     Raises `ExportError` for an empty design.
     """
     scene.refresh()  # group frames fit the latest edit, as in an export
-    return _max_scale(export_rect(scene))
+    return _max_scale(_picture_rect(scene, sheet))
 
 
-def default_png_scale(scene: FabricScene) -> float:
+def default_png_scale(scene: FabricScene, sheet: Sheet | None = None) -> float:
     """The scale of a PNG export when none is given: `DEFAULT_PNG_SCALE`, or the largest
-    scale that fits when the design is too large for it (`max_png_scale`).
+    scale that fits when the design (with ``sheet``'s band) is too large for it.
 
     Raises `ExportError` for an empty design, or one too large for a PNG at any scale.
     """
     scene.refresh()
-    return _default_scale(export_rect(scene))
+    return _default_scale(_picture_rect(scene, sheet))
+
+
+def _picture_rect(scene: FabricScene, sheet: Sheet | None) -> QRect:
+    """The scene area a PNG shows, grown by the band under it: the picture's size."""
+    return export_rect(scene).adjusted(0, 0, 0, math.ceil(band_height(sheet)))
 
 
 def _default_scale(rect: QRect) -> float:
@@ -309,9 +315,8 @@ def png_bytes(scene: FabricScene, *, scale: float | None = None,
     if scale is not None and not (math.isfinite(scale) and scale > 0):
         raise ExportError(f"PNG scale must be a positive number, got {scale}")
     with _export_state(scene):
-        source = export_rect(scene)
+        source = _picture_rect(scene, sheet)  # the band is part of the picture's size
         band = math.ceil(band_height(sheet))
-        source = source.adjusted(0, 0, 0, band)  # the band is part of the picture's size
         if scale is None:
             scale = _default_scale(source)
         fit = _max_scale(source)
@@ -438,7 +443,7 @@ def render_png(
     """
     path = Path(path)
     if scale is None:
-        scale = _named(default_png_scale, path, scene)
+        scale = _named(default_png_scale, path, scene, sheet=sheet)
     _write(path, _named(png_bytes, path, scene, scale=scale, sheet=sheet))
     return scale
 

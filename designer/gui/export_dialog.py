@@ -33,7 +33,7 @@ from designer.gui.export import (
     export_scene,
     max_png_scale,
 )
-from designer.gui.export_sheet import ask_sheet
+from designer.gui.export_sheet import Sheet, ask_sheet
 from designer.io.exports import FORMATS, format_for
 from designer.io.file_names import portable_file_name
 from designer.model.errors import DesignError
@@ -82,12 +82,13 @@ def _report(window: QWidget, text: str, *, error: bool) -> None:
         QMessageBox.warning(window, "Export failed", text)
 
 
-def _ask_png_scale(window: QWidget, scene: FabricScene) -> float | None:
-    """The PNG scale, asked within what fits the design; None when cancelled.
+def _ask_png_scale(window: QWidget, scene: FabricScene, sheet: Sheet) -> float | None:
+    """The PNG scale, asked within what fits the design and ``sheet``'s band under it;
+    None when cancelled.
 
     Raises `ExportError` when the design is empty or too large for a PNG at any scale.
     """
-    fit = max_png_scale(scene)
+    fit = max_png_scale(scene, sheet)
     if fit <= 0:
         raise ExportError(
             f"the diagram is too large for a PNG at any scale (at most "
@@ -208,17 +209,17 @@ def export_dialog(window: QWidget, scene: FabricScene, document: Document) -> Pa
         return None
     path = _with_suffix(Path(chosen), selected_filter)
     try:
-        scale = None
-        if path.suffix.lower() == ".png":
-            scale = _ask_png_scale(window, scene)
-            if scale is None:
-                return None
         if path.suffix.lower() in DIAGRAM_SUFFIXES:
             results = canvas_link_results(window, document)
             sheet = ask_sheet(window, path.suffix.lower(), utilisation=results is not None)
             if sheet is None:
                 return None
             sheet = dataclasses.replace(sheet, headline=headline(window, document))
+            scale = None
+            if path.suffix.lower() == ".png":  # asked within what fits with the band
+                scale = _ask_png_scale(window, scene, sheet)
+                if scale is None:
+                    return None
             export_scene(scene, path, scale=scale, sheet=sheet)
         else:
             fmt = format_for(path)

@@ -357,7 +357,23 @@ def test_the_default_png_scale_shrinks_to_fit(scene, tmp_path, monkeypatch):
     assert ex.export_scene(scene, tmp_path / "x.svg") is None
 
 
-def test_file_export_offers_a_png_scale_that_fits(window, answer, tmp_path, superpod_scene):
+def test_the_default_png_scale_leaves_room_for_the_legend_and_title(scene, tmp_path,
+                                                                     monkeypatch):
+    """The band under the picture counts: a design that fits at scale 1.41 without it
+    is written smaller with it, not refused at 1.41 (the CLI's default refused
+    ``superpod --legend --title-block`` naming a scale 0.01 below its own)."""
+    w, h = ex.png_size(scene, 1)
+    monkeypatch.setattr(ex, "MAX_PNG_PIXELS", int(w * h * 2))
+    sheet = export_sheet.Sheet(legend=True, title_block=True)
+    used = ex.render_png(scene, tmp_path / "band.png", sheet=sheet)
+    assert used == ex.max_png_scale(scene, sheet) < ex.max_png_scale(scene)
+    img = QImage(str(tmp_path / "band.png"))
+    assert img.width() * img.height() <= ex.MAX_PNG_PIXELS
+
+
+def test_file_export_offers_a_png_scale_that_fits(window, answer, tmp_path, superpod_scene,
+                                                  monkeypatch):
+    monkeypatch.setattr(export_sheet, "run_dialog", lambda dialog: 1)  # no legend or title
     calls = answer(tmp_path / "big.png", "PNG image (*.png)", scale=(1.0, False))
     assert export_dialog(window, superpod_scene, superpod_scene.document) is None
     _, _, label, value, low, high, _ = calls["scale"]
