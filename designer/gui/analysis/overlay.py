@@ -213,6 +213,14 @@ class AnalysisOverlay(QObject):
         links = self.scene.links
         self._pass += 1
         token = self._pass
+        # Aggregated bundles of collapsed groups (whose links may have no items) take
+        # the busiest member's colour from the scene, in one vectorised step.
+        if colour and isinstance(util, PerLink):
+            self.scene.set_link_values(util.ids, util.values, util_color, util.positions)
+        elif colour:
+            self.scene.set_link_values(list(util), list(util.values()), util_color)
+        else:
+            self.scene.clear_link_values()
         if colour and isinstance(util, PerLink):
             # Walk the result's links in order (no per-result dict), then idle-grey the
             # canvas links the result does not have (failed ones, say).  Only links whose

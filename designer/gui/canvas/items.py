@@ -436,6 +436,7 @@ class BundleItem(_LineItem):
                  theme: Theme, summary: str = ""):
         super().__init__(a, b, color, gbps, theme, count)
         self.link_ids = link_ids
+        self.rows = None  # the links' rows in the design's columns (set by the scene)
         self.summary = summary
         self._rekey()
         a.bundles.append(self)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from designer.collector import collector_paused
+from designer.gui.canvas import collapse
 from designer.gui.canvas.drags import GRID, NodeDrag
 from designer.gui.canvas.folding import FoldingMixin
 from designer.gui.canvas.groups import fit_frames, paint_titles
@@ -46,6 +47,9 @@ from designer.model.events import Edit
 from designer.model.topology import Group, Link, Node, Topology
 
 PARALLEL_GAP = 7.0
+#: Designs with at least this many nodes open with their outermost groups collapsed
+#: (about 3,000 GPUs: beyond it an item per node and link takes seconds to make).
+OPEN_COLLAPSED_NODES = 8_000
 BUILD_PROGRESS_EVERY = 4096  # link items made between two `build_progress` signals
 
 
@@ -93,6 +97,10 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         self.groups: dict[str, GroupItem] = {}
         self.bundles: dict[tuple[str, str], BundleItem] = {}
         self.collapsed: set[str] = set()
+        #: Designs with this many nodes or more open collapsed (`collapse.initial_collapse`).
+        self.open_collapsed_above = OPEN_COLLAPSED_NODES
+        self._link_values = None  # (ids, values, colour_of, positions): set_link_values
+        self._bundle_index = None
         self.overlays: set = set()  # temporary items far-out views must still draw
         self.schematic = Schematic(self)
         self._design_rect = QRectF()
@@ -132,14 +140,28 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         self.overlays.clear()
         for d in (self.nodes, self.links, self.groups, self.bundles):
             d.clear()
-        self.collapsed.clear()
+        self._link_values = None
+        self._bundle_index = None
         for group in topo.groups():
             self._add_group_item(group)
-        for node in topo.nodes():
-            self._add_node_item(node)
+        raw = {gid: item.group for gid, item in self.groups.items()}
+        self.collapsed = collapse.initial_collapse(raw, len(topo), self.open_collapsed_above)
+        self._dirty_groups = True
+        if self.collapsed:
+            # A big design: its SUs (or pods) as boxes, with items only for what shows.
+            self._refresh_groups()
+            self._apply_collapse()
+        else:
+            for node in topo.nodes():
+                self._add_node_item(node)
+            self._add_link_items(list(topo.links()))
+        self.refresh()
+
+    def _add_link_items(self, links: list[Link]) -> None:
+        """Items for ``links`` (every link between two nodes with items: a pair's
+        parallel bundles are spread together), reporting `build_progress`."""
         # Offsets for parallel bundles in one pass (re-spreading per added link is O(n^2)).
         pairs: dict[frozenset, list[Link]] = defaultdict(list)
-        links = list(topo.links())
         for link in links:
             pairs[frozenset((link.a, link.b))].append(link)
         offsets = {}
@@ -153,8 +175,6 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
                 self.build_progress.emit(i, len(links))
         if report and len(links) % BUILD_PROGRESS_EVERY:
             self.build_progress.emit(len(links), len(links))
-        self._dirty_groups = True
-        self.refresh()
 
     def _on_topology_changed(self, edit: Edit) -> None:
         """Mirror one edit of the design, event by event in the order they happened
@@ -243,9 +263,8 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         self._refresh_timer.start()
 
     def _on_node_added(self, node: Node) -> None:
-        item = self._add_node_item(node)
-        if self.collapsed and self._box_of(node.group) is not None:
-            self._set_hidden(item, True)
+        if not (self.collapsed and self._box_of(node.group) is not None):
+            self._add_node_item(node)  # (inside a box: made when the box opens)
         self._changed(collapse_too=True)
 
     def _remove_item(self, item) -> None:
@@ -271,17 +290,23 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         self._changed(collapse_too=True)
 
     def _on_node_changed(self, old: Node, new: Node) -> None:
-        self.nodes[new.id].set_node(new)
+        item = self.nodes.get(new.id)
+        if item is not None:  # (none while a collapsed box hides it)
+            item.set_node(new)
         self._changed(collapse_too=old.group != new.group)
 
     def _on_node_moved(self, node: Node) -> None:
-        self.nodes[node.id].set_node(node)
+        item = self.nodes.get(node.id)
+        if item is not None:
+            item.set_node(node)
         self._changed()
 
     def _on_link_added(self, link: Link) -> None:
-        item = self._add_link_item(link)
-        if self.nodes[link.a].hidden or self.nodes[link.b].hidden:
-            self._set_hidden(item, True)
+        a, b = self.nodes.get(link.a), self.nodes.get(link.b)
+        if a is not None and b is not None:  # (else hidden in a box: made when it opens)
+            item = self._add_link_item(link)
+            if a.hidden or b.hidden:
+                self._set_hidden(item, True)
         self._changed(groups=False, collapse_too=True)
 
     def _on_link_removed(self, link: Link) -> None:
@@ -294,8 +319,11 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         self._changed(groups=False, collapse_too=True)
 
     def _on_link_changed(self, old: Link, new: Link) -> None:
+        item = self.links.get(new.id)
+        if item is None:  # hidden in a collapsed box: its bundle is remade
+            self._changed(groups=False, collapse_too=True, links_only=True)
+            return
         color, gbps = self._tech_look(new)
-        item = self.links[new.id]
         item.set_link(new, color, gbps)
         self._changed(groups=False, collapse_too=True, link_item=item)
 
@@ -422,7 +450,9 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
             self._refresh_timer.start()
 
     def set_link_colors(self, colors: dict[str, QColor | None]) -> None:
-        """Recolour many links at once (``None`` restores the technology colour)."""
+        """Recolour many links at once (``None`` restores the technology colour).  Links
+        hidden in a collapsed group that was never opened have no item and are skipped
+        (`set_link_values` colours their bundles)."""
         for lid, color in colors.items():
             item = self.links.get(lid)
             if item is not None:

@@ -1,0 +1,164 @@
+"""Cases of `scale.py` for the GUI at 16,384 and 131,072 GPUs (issue 34).
+
+Offscreen Qt (no display needed): frames are painted synchronously with
+``viewport().repaint()`` into the raster backing store, so they measure the scene's
+painting, not a GPU.
+
+- ``gui-open-16k`` / ``gui-open-131k``: from File > Open's call to the design on screen
+  and interactive: the real main window (1400 x 900) opens the file the way the menu
+  does (`FileActions.open_file`: read on a worker behind the progress dialog, then the
+  canvas), the deferred refreshes run, the whole design is fitted and painted once.
+  "Interactive" also asks that panning keeps up: the pan figure is the median time to
+  paint the viewport after a 40-pixel pan step (what a hand drag does), at the fitted
+  view; when it is over 33 ms the design is not interactive and the row shows no time.
+- ``gui-edit-16k``: a leaf-spine link of the open 16k design fails (an edit pushed on the
+  undo stack, as the inspector does) until the canvas shows the new utilisation colours:
+  the focus result applied, the whole recolour pass done and the viewport repainted.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from scale import Case, Measure, design
+
+PAN_GOAL_S = 0.033
+PAN_FRAMES = 12
+
+
+def _environment() -> None:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    for var in ("FABRIC_DESIGNER_DATA_DIR", "FABRIC_DESIGNER_LOG_DIR", "XDG_CONFIG_HOME"):
+        os.environ.setdefault(var, tempfile.mkdtemp(prefix="fabric-scale-"))
+
+
+def _window():
+    _environment()
+    from designer.gui.app import application
+    from designer.gui.document import Document
+    from designer.gui.main_window import MainWindow
+    from designer.memory import tune_process
+
+    tune_process()
+    app = application()
+    window = MainWindow(Document())
+    window.resize(1400, 900)
+    window.show()
+    app.processEvents()
+    return app, window
+
+
+def _settle(app, window, seconds: float = 0.0) -> None:
+    """Run the event loop until the scene's deferred work is done (and ``seconds``)."""
+    end = time.perf_counter() + seconds
+    while True:
+        app.processEvents()
+        if not window.scene.refresh_pending and time.perf_counter() >= end:
+            return
+        time.sleep(0.001)
+
+
+def _pan_ms(app, view) -> float:
+    times = []
+    for i in range(PAN_FRAMES):
+        view.pan_by(40 if i % 2 == 0 else -20, 0)
+        app.processEvents()
+        t0 = time.perf_counter()
+        view.viewport().repaint()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def _open(workdir: Path, key: str) -> Measure:
+    path = design(workdir, key)
+    app, window = _window()
+    t0 = time.perf_counter()
+    if not window.files.open_file(path):
+        raise RuntimeError(f"{path} did not open")
+    _settle(app, window)
+    window.view.fit()
+    app.processEvents()
+    window.view.viewport().repaint()
+    opened = time.perf_counter() - t0
+    pan = _pan_ms(app, window.view)
+    scene = window.scene
+    note = (f"first paint {opened:.2f} s, pan {pan:.1f} ms (<= 33); "
+            f"{len(scene.nodes):,} node and {len(scene.links) + len(scene.bundles):,} line "
+            f"items for {len(window.document.topology):,} nodes")
+    window.analysis.runner.shutdown()
+    window.document.undo_stack.setClean()
+    window.close()
+    return Measure(opened if pan <= PAN_GOAL_S * 1e3 else float("inf"), None, note)
+
+
+def _open_16k(workdir: Path) -> Measure:
+    return _open(workdir, "superpod-16k")
+
+
+def _open_131k(workdir: Path) -> Measure:
+    return _open(workdir, "superpod-131k")
+
+
+def _recoloured(app, window, results: list, timeout: float = 300.0) -> None:
+    """Wait until a result is in ``results`` (filled by the runner's ``focus_ready``) and
+    its recolour pass and repaint are done."""
+    from designer.gui.idle import IdleWork
+
+    overlay = window.analysis.overlay
+    runner = window.analysis.runner
+    idle = IdleWork.instance()
+    end = time.perf_counter() + timeout
+    while time.perf_counter() < end:
+        app.processEvents()
+        if (results and not idle.pending((overlay, "recolour"))
+                and not window.scene.refresh_pending and not runner.busy):
+            window.view.viewport().repaint()
+            return
+        time.sleep(0.0005)
+    raise RuntimeError("no recoloured result within the timeout")
+
+
+def _edit_16k(workdir: Path) -> Measure:
+    from designer.io.fabric_json import load
+    from designer.model.commands import SetLinkProps
+
+    path = design(workdir, "superpod-16k")
+    app, window = _window()
+    topo = load(path)
+    window.document.replace(topo, path)
+    _settle(app, window)
+    window.view.fit()
+    results: list = []
+    window.analysis.runner.focus_ready.connect(results.append)
+    window.analysis.runner.schedule()
+    _recoloured(app, window, results)
+    cols = topo.columns()
+    kinds = [cols.kind_names[k] for k in cols.kind_of.tolist()]
+    link = next(key for key, a, b in zip(cols.keys, cols.a_idx.tolist(), cols.b_idx.tolist(),
+                                         strict=True)
+                if {kinds[a], kinds[b]} == {"leaf", "spine"})
+    _settle(app, window, 0.5)
+    results.clear()
+    t0 = time.perf_counter()
+    window.document.push(SetLinkProps([link], failed=True))
+    _recoloured(app, window, results)
+    seconds = time.perf_counter() - t0
+    note = f"a leaf-spine link fails; {len(window.scene.links):,} link items"
+    window.analysis.runner.shutdown()
+    window.document.undo_stack.setClean()
+    window.close()
+    return Measure(seconds, None, note)
+
+
+CASES = [
+    Case("gui-open-16k", "open 16,376 GPUs in the GUI, first paint, pans <= 33 ms", 3.0,
+         None, _open_16k),
+    Case("gui-open-131k", "open 131,064 GPUs in the GUI, first paint, pans <= 33 ms", 15.0,
+         None, _open_131k),
+    Case("gui-edit-16k", "edit -> recoloured links, 16,376 GPUs (GUI)", 0.4, None,
+         _edit_16k),
+]
