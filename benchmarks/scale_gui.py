@@ -86,9 +86,11 @@ def _open(workdir: Path, key: str) -> Measure:
     opened = time.perf_counter() - t0
     pan = _pan_ms(app, window.view)
     scene = window.scene
-    note = (f"first paint {opened:.2f} s, pan {pan:.1f} ms (<= 33); "
-            f"{len(scene.nodes):,} node and {len(scene.links) + len(scene.bundles):,} line "
-            f"items for {len(window.document.topology):,} nodes")
+    note = (
+        f"first paint {opened:.2f} s, pan {pan:.1f} ms (<= 33); "
+        f"{len(scene.nodes):,} node and {len(scene.links) + len(scene.bundles):,} line "
+        f"items for {len(window.document.topology):,} nodes"
+    )
     window.analysis.runner.shutdown()
     window.document.undo_stack.setClean()
     window.close()
@@ -114,8 +116,12 @@ def _recoloured(app, window, results: list, timeout: float = 300.0) -> None:
     end = time.perf_counter() + timeout
     while time.perf_counter() < end:
         app.processEvents()
-        if (results and not idle.pending((overlay, "recolour"))
-                and not window.scene.refresh_pending and not runner.busy):
+        if (
+            results
+            and not idle.pending((overlay, "recolour"))
+            and not window.scene.refresh_pending
+            and not runner.busy
+        ):
             window.view.viewport().repaint()
             return
         time.sleep(0.0005)
@@ -138,9 +144,11 @@ def _edit_16k(workdir: Path) -> Measure:
     _recoloured(app, window, results)
     cols = topo.columns()
     kinds = [cols.kind_names[k] for k in cols.kind_of.tolist()]
-    link = next(key for key, a, b in zip(cols.keys, cols.a_idx.tolist(), cols.b_idx.tolist(),
-                                         strict=True)
-                if {kinds[a], kinds[b]} == {"leaf", "spine"})
+    link = next(
+        key
+        for key, a, b in zip(cols.keys, cols.a_idx.tolist(), cols.b_idx.tolist(), strict=True)
+        if {kinds[a], kinds[b]} == {"leaf", "spine"}
+    )
     _settle(app, window, 0.5)
     results.clear()
     t0 = time.perf_counter()
@@ -155,10 +163,19 @@ def _edit_16k(workdir: Path) -> Measure:
 
 
 CASES = [
-    Case("gui-open-16k", "open 16,376 GPUs in the GUI, first paint, pans <= 33 ms", 3.0,
-         None, _open_16k),
-    Case("gui-open-131k", "open 131,064 GPUs in the GUI, first paint, pans <= 33 ms", 15.0,
-         None, _open_131k),
-    Case("gui-edit-16k", "edit -> recoloured links, 16,376 GPUs (GUI)", 0.4, None,
-         _edit_16k),
+    Case(
+        "gui-open-16k",
+        "open 16,376 GPUs in the GUI, first paint, pans <= 33 ms",
+        3.0,
+        None,
+        _open_16k,
+    ),
+    Case(
+        "gui-open-131k",
+        "open 131,064 GPUs in the GUI, first paint, pans <= 33 ms",
+        15.0,
+        None,
+        _open_131k,
+    ),
+    Case("gui-edit-16k", "edit -> recoloured links, 16,376 GPUs (GUI)", 0.4, None, _edit_16k),
 ]

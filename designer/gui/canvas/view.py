@@ -186,11 +186,12 @@ class FabricView(QGraphicsView):
     def center_on_node(self, node_id: str) -> None:
         """Centre on a node at a readable zoom, expanding collapsed groups that hide it."""
         item = self.fabric.nodes.get(node_id)
+        if item is None or item.hidden:  # (no item yet: inside a box never opened)
+            selected = self.fabric.selected_node_ids()
+            self.fabric.reveal(node_id)
+            self.fabric.select_ids(selected)
+            item = self.fabric.nodes.get(node_id)
         if item is not None:
-            if item.hidden:
-                selected = self.fabric.selected_node_ids()
-                self.fabric.reveal(node_id)
-                self.fabric.select_ids(selected)
             if self.scale_factor < 0.8:
                 self.resetTransform()
                 self._zoomed()
