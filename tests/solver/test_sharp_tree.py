@@ -173,3 +173,33 @@ def test_nics_cabled_back_to_back_have_no_switch_to_reduce_in():
     assert solve_collective(snap, sizes=BIG, algorithm="hierarchical").algorithm == "hierarchical"
     with pytest.raises(SolverError, match=r"cabled to n0\d-nic\d, not to a switch"):
         solve_collective(snap, sizes=BIG, algorithm="collnet")
+
+
+@pytest.mark.parametrize("k, no_sharp", [(4, 0), (8, 0), (8, 4)])
+def test_switch_distances_match_a_plain_breadth_first_search(k, no_sharp):
+    """The bit-packed searches (64 sources per word; k=8 has 80 switches, so sources
+    span two words) give networkx's hop counts between SHARP switches; with core
+    switches that do no SHARP some pairs are unreachable (-1)."""
+    import networkx as nx
+
+    from designer.solver.flows.sharp import _SharpGraph
+    from designer.solver.routing.router import Router
+
+    topo = build_template("fat-tree", k=k)
+    cores = sorted(n.id for n in topo.nodes() if n.kind == "core")
+    for core in cores[: no_sharp * len(cores) // 4]:
+        topo.update_node(core, model=NO_SHARP)
+    graph = _SharpGraph(Router(take_snapshot(topo)))
+    g = nx.DiGraph()
+    g.add_nodes_from(range(graph.n))
+    g.add_edges_from(zip(graph.src.tolist(), graph.dst.tolist(), strict=True))
+    sources = np.arange(graph.n)[::-1]  # any order: one row per source, as given
+    got = graph.distances(sources)
+    unreachable = 0
+    for row, s in enumerate(sources.tolist()):
+        want = np.full(graph.n, -1)
+        for v, d in nx.single_source_shortest_path_length(g, s).items():
+            want[v] = d
+        unreachable += int((want < 0).sum())
+        assert np.array_equal(got[row], want), s
+    assert (unreachable > 0) == (no_sharp > 0)

@@ -47,7 +47,6 @@ __all__ = ["SharpTree", "sharp_phase", "sharp_trees"]
 #: Names of the two pipelined stages, as the timeline shows them.
 STAGE_UP = "SHARP all-reduce: reduce up the tree"
 STAGE_DOWN = "SHARP all-reduce: broadcast down the tree"
-_BLOCK = 256  # sources per batch of breadth-first searches (bounds B x arcs bools)
 
 
 @dataclass(frozen=True)
@@ -97,28 +96,42 @@ class _SharpGraph:
 
     def distances(self, sources: np.ndarray) -> np.ndarray:
         """Hop distance from each of ``sources`` (local ids) to every SHARP switch (-1:
-        unreachable), one row per source: breadth-first searches, a block of sources at
-        a time."""
-        out = np.full((len(sources), self.n), -1, dtype=np.int32)
-        for lo in range(0, len(sources), _BLOCK):
-            block = np.asarray(sources[lo : lo + _BLOCK], dtype=np.int64)
-            cols = np.arange(len(block))
-            # Switches by rows, sources by columns: each level gathers whole rows.
-            dist = np.full((self.n, len(block)), -1, dtype=np.int32)
-            dist[block, cols] = 0
-            front = np.zeros((self.n, len(block)), dtype=bool)
-            front[block, cols] = True
-            level = 0
-            while self._heads.size and front.any():
-                level += 1
-                reach = np.logical_or.reduceat(front[self._in_src], self._heads, axis=0)
-                sub = dist[self._targets]
-                new = reach & (sub < 0)
-                sub[new] = level
-                dist[self._targets] = sub
-                front[:] = False
-                front[self._targets] = new
-            out[lo : lo + len(block)] = dist.T
+        unreachable), one row per source.
+
+        Breadth-first searches from every source at once, the searches' fronts packed
+        as bits (64 sources per word): each level gathers the words of the arcs' near
+        ends and ORs them per far end, 64 searches per operation.
+        """
+        sources = np.asarray(sources, dtype=np.int64)
+        n_src = len(sources)
+        out = np.full((n_src, self.n), -1, dtype=np.int32)
+        if not n_src:
+            return out
+        out[np.arange(n_src), sources] = 0
+        words = -(-n_src // 64)
+        column = np.arange(n_src)
+        seen = np.zeros((self.n, words), dtype="<u8")
+        np.bitwise_or.at(
+            seen,
+            (sources, column // 64),
+            np.left_shift(np.uint64(1), (column % 64).astype(np.uint64)),
+        )
+        front = seen.copy()
+        level = 0
+        while self._heads.size:
+            level += 1
+            reach = np.bitwise_or.reduceat(front[self._in_src], self._heads, axis=0)
+            new = reach & ~seen[self._targets]
+            hit = np.flatnonzero(new.any(axis=1))
+            if not hit.size:
+                break
+            new = new[hit]
+            seen[self._targets[hit]] |= new
+            front[:] = 0
+            front[self._targets[hit]] = new
+            bits = np.unpackbits(new.view(np.uint8), axis=1, bitorder="little")[:, :n_src]
+            row, src = np.nonzero(bits)
+            out[src, self._targets[hit][row]] = level
         return out
 
     def out(self, v: int) -> tuple[np.ndarray, np.ndarray]:
