@@ -46,7 +46,9 @@ class MinimapView(QGraphicsView):
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.NoAnchor)
         self.setResizeAnchor(QGraphicsView.ViewportAnchor.NoAnchor)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        # Its preferred height, shrinking on a small screen (a 1280x720 desktop would
+        # otherwise push the main window's bottom off the screen).
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setToolTip("Overview: click or drag to move the canvas, wheel to zoom it")
         canvas.view_changed.connect(self._on_canvas_view_changed)
@@ -56,6 +58,9 @@ class MinimapView(QGraphicsView):
 
     def sizeHint(self) -> QSize:
         return QSize(320, 200)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(120, 100)
 
     # ---------------------------------------------------------------- geometry
     def design_area(self) -> QRectF:

@@ -23,6 +23,18 @@ def test_a_new_window_fits_its_screen(qtbot, data_folder):
     assert window.width() <= free.width() and window.height() <= free.height()
 
 
+def test_the_window_can_shrink_to_a_1280x720_desktop(qtbot, data_folder):
+    """Every dock shown, the window's minimum height still fits a 1280 x 720 screen's
+    first size (nine tenths of it): the minimum is what Qt enforces, so a larger one
+    pushed the status bar and the bottom panels off the screen."""
+    window = MainWindow(Document())
+    qtbot.addWidget(window)
+    window.show()
+    first = first_size(QRect(0, 0, 1280, 720))
+    hint = window.minimumSizeHint()
+    assert hint.height() <= first.height() and hint.width() <= first.width()
+
+
 def test_the_window_comes_back_where_it_was_left(qtbot, data_folder, monkeypatch):
     first = MainWindow(Document())
     qtbot.addWidget(first)

@@ -171,7 +171,7 @@ class PanelDock(QDockWidget):
         self.body_layout.addLayout(self.toolbar)
 
         self.graphics = pg.GraphicsLayoutWidget(self.body)
-        self.graphics.setMinimumSize(240, 140)
+        self.graphics.setMinimumSize(240, 100)
         self.plot: pg.PlotItem = self.graphics.addPlot(row=0, col=0, axisItems=axis_items)
         self.plot.hideButtons()
         # One export path (ours, atomic): no pyqtgraph context menu with its own dialog.
