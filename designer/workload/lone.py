@@ -90,9 +90,32 @@ class LoneCollective:
     touched: np.ndarray | None = None
 
 
-def touched_arcs(arcs) -> np.ndarray:
-    """The distinct arcs of ``arcs`` (any iterable of arc arrays)."""
-    return np.unique(np.concatenate([np.asarray(a, dtype=np.int64) for a in arcs]))
+def touched_arcs(arcs, n_arcs: int | None = None) -> np.ndarray:
+    """The distinct arcs of ``arcs`` (any iterable of arc arrays), ascending.
+
+    With ``n_arcs`` (the fabric's arc count) they are marked in a mask rather than
+    sorted: plans of a 128-rank group list millions of flow-arc pairs.
+    """
+    parts = [np.asarray(a, dtype=np.int64) for a in arcs]
+    if n_arcs is None:
+        return np.unique(np.concatenate(parts))
+    mask = np.zeros(n_arcs, dtype=bool)
+    for a in parts:
+        mask[a] = True
+    return np.flatnonzero(mask)
+
+
+def distinct(arc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(arc, return_inverse=True)`` for non-negative ints, by a lookup
+    table instead of a sort (the same result)."""
+    if not arc.size:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    seen = np.zeros(int(arc.max()) + 1, dtype=bool)
+    seen[arc] = True
+    arcs = np.flatnonzero(seen)
+    where = np.zeros(len(seen), dtype=np.int64)
+    where[arcs] = np.arange(len(arcs))
+    return arcs, where[arc]
 
 
 def _weighed(snap, cache: dict, collective: str, ranks: np.ndarray) -> np.ndarray | None:
@@ -103,7 +126,9 @@ def _weighed(snap, cache: dict, collective: str, ranks: np.ndarray) -> np.ndarra
     if not solved:
         return None
     try:
-        return touched_arcs([ph.pairs()[1] for plan, _, _ in solved for ph in plan.phases])
+        return touched_arcs(
+            [ph.pairs()[1] for plan, _, _ in solved for ph in plan.phases], snap.n_arcs
+        )
     except (AttributeError, TypeError, ValueError):
         return None
 
@@ -153,11 +178,13 @@ def lone_collective(
         per_byte = max(spb) if plan.pipelined else solved.seconds_per_byte
         flow, arc, weight = (np.asarray(x) for x in planned.pairs())
         arc = arc.astype(np.int64)
+        if getattr(planned, "mirrors", None) is not None:
+            flow, arc, weight = _mirrored(flow, arc, np.asarray(weight, float), planned.mirrors)
         if collective == "sendrecv" and not np.any(snap.arc_src[arc] == snap.gpus[ranks[0]]):
             arc = _reversed(snap, arc)  # the plan sends the other way: take the return arcs
         weight = np.asarray(weight, float)
         pace = np.asarray(planned.flow_bytes, float) / (per_byte * 1e9)
-        arcs, inv = np.unique(arc, return_inverse=True)
+        arcs, inv = distinct(arc)
         load = np.bincount(inv, weights=weight * pace[flow], minlength=len(arcs))
         phases.append(
             PhaseFlows(
@@ -175,6 +202,31 @@ def lone_collective(
         tuple(phases),
         plan.pipelined,
         _weighed(snap, cache, collective, ranks),
+    )
+
+
+def _mirrored(flow: np.ndarray, arc: np.ndarray, weight: np.ndarray, mirrors) -> tuple:
+    """The pairs with a phase's mirrored legs added (`Phase.mirrors`: an all-to-all by
+    classes routes one representative rank per class, and the solver copies its load
+    onto the other ranks' own arcs).  Each flow crossing a mirror's source arc also
+    crosses the mirrored arc, at the source weight times the mirror's factor, so that
+    those arcs carry their load in the simulation's link statistics and their sharing
+    with other traffic slows the collective."""
+    m_arc, m_src, m_fac = (np.asarray(x) for x in mirrors)
+    new = ~np.isin(m_arc, arc)  # the representative's own arcs are pairs already
+    m_arc, m_src, m_fac = m_arc[new].astype(np.int64), m_src[new], m_fac[new]
+    if not m_arc.size:
+        return flow, arc, weight
+    order = np.argsort(arc, kind="stable")
+    by_arc = arc[order]
+    lo = np.searchsorted(by_arc, m_src, "left")
+    count = np.searchsorted(by_arc, m_src, "right") - lo
+    total = int(count.sum())
+    pick = order[np.repeat(lo - np.cumsum(count) + count, count) + np.arange(total)]
+    return (
+        np.concatenate([flow, flow[pick]]),
+        np.concatenate([arc, np.repeat(m_arc, count)]),
+        np.concatenate([weight, weight[pick] * np.repeat(m_fac, count)]),
     )
 
 
@@ -232,7 +284,7 @@ def _joined(parts: list[PhaseFlows]) -> PhaseFlows:
     """One phase holding the flows of ``parts`` (flows renumbered in order)."""
     offsets = np.cumsum([0] + [p.n_flows for p in parts])
     arc = np.concatenate([p.pair_arc for p in parts])
-    arcs, inv = np.unique(np.concatenate([p.arcs for p in parts]), return_inverse=True)
+    arcs, inv = distinct(np.concatenate([p.arcs for p in parts]))
     load = np.bincount(
         inv, weights=np.concatenate([p.load_GBps for p in parts]), minlength=len(arcs)
     )

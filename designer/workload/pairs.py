@@ -79,45 +79,39 @@ def lone_pairs(
     flow, arc, weight = flow.astype(np.int64), arc.astype(np.int64), weight.astype(float)
     order = np.lexsort((arc, flow))
     flow, arc, weight = flow[order], arc[order], weight[order]
-    cuts = np.searchsorted(flow, np.arange(len(a) + 1))
-    same = snap.gpu_domain[a] == snap.gpu_domain[b]
-    classes: dict[bytes, LoneCollective] = {}
+    # Each pair's distinct arcs (runs of one arc within one flow) and its weight on each.
+    n = len(a)
+    head = np.ones(len(arc), dtype=bool)
+    head[1:] = (arc[1:] != arc[:-1]) | (flow[1:] != flow[:-1])
+    run = np.cumsum(head) - 1
+    per_arc_all = np.bincount(run, weights=weight)
+    uniq_all, run_flow = arc[head], flow[head]
+    cuts = np.searchsorted(flow, np.arange(n + 1))
+    ucuts = np.searchsorted(run_flow, np.arange(n + 1))
+    cls = _classes(snap, a, b, uniq_all, per_arc_all, run_flow, ucuts)
+    classes: dict[int, LoneCollective] = {}
     out = []
-    for k in range(len(a)):
-        arcs_k, w_k = arc[cuts[k] : cuts[k + 1]], weight[cuts[k] : cuts[k + 1]]
-        uniq, inv = np.unique(arcs_k, return_inverse=True)
-        per_arc = np.bincount(inv, weights=w_k)
-        rate = float(np.min(snap.arc_cap[uniq] / per_arc))
-        look = np.lexsort((per_arc, snap.arc_cap[uniq], snap.arc_family[uniq]))
-        key = b"|".join(
-            (
-                bytes([bool(same[k])]),
-                np.float64(rate).tobytes(),
-                snap.arc_family[uniq][look].astype(np.int64).tobytes(),
-                snap.arc_cap[uniq][look].astype(float).tobytes(),
-                per_arc[look].tobytes(),
-            )
-        )
-        rep = classes.get(key)
+    for k in range(n):
+        rep = classes.get(cls[k])
         if rep is None:
             if counts is not None:
                 counts["solved"] = counts.get("solved", 0) + 1
-            rep = classes[key] = lone_collective(
+            rep = classes[cls[k]] = lone_collective(
                 snap, "sendrecv", (int(a[k]), int(b[k])), nbytes, cache=cache, launch=launch
             )
         if not rep.phases:
             out.append(rep)
             continue
-        lone = rep.phases[0]
-        pace = lone.pace_GBps
+        uniq = uniq_all[ucuts[k] : ucuts[k + 1]]
+        pace = rep.phases[0].pace_GBps
         mine = PhaseFlows(
-            np.zeros(len(arcs_k), dtype=np.int64),
-            arcs_k,
-            w_k,
+            np.zeros(cuts[k + 1] - cuts[k], dtype=np.int64),
+            arc[cuts[k] : cuts[k + 1]],
+            weight[cuts[k] : cuts[k + 1]],
             pace,
-            lone.seconds,
+            rep.phases[0].seconds,
             uniq,
-            per_arc * pace[0],
+            per_arc_all[ucuts[k] : ucuts[k + 1]] * pace[0],
         )
         out.append(
             LoneCollective(
@@ -129,7 +123,32 @@ def lone_pairs(
                 rep.bandwidth_s,
                 (mine,),
                 rep.pipelined,
-                np.unique(arcs_k),  # its own route decides its time (see the module)
+                uniq,  # its own route decides its time (see the module)
             )
         )
     return out
+
+
+def _classes(snap, a, b, uniq, per_arc, run_flow, ucuts) -> np.ndarray:
+    """A class number per pair: pairs of one class have the same domain relation, rate
+    alone and multiset of (family, capacity, weight) along their routes."""
+    n = len(a)
+    cap = np.asarray(snap.arc_cap, dtype=float)[uniq]
+    fam = np.asarray(snap.arc_family)[uniq].astype(float)
+    rate = np.minimum.reduceat(cap / per_arc, ucuts[:-1]) if len(uniq) else np.zeros(0)
+    length = np.diff(ucuts)
+    if np.any(length == 0):
+        raise ValueError("a pipeline send with no route")
+    look = np.lexsort((per_arc, cap, fam, run_flow))
+    same = (snap.gpu_domain[a] == snap.gpu_domain[b]).astype(float)
+    cls = np.empty(n, dtype=np.int64)
+    seen = 0
+    for size in np.unique(length).tolist():
+        rows = np.flatnonzero(length == size)
+        at = ucuts[rows][:, None] + np.arange(size)[None, :]
+        pick = look[at]  # each row's runs in (family, capacity, weight) order
+        table = np.hstack((same[rows, None], rate[rows, None], fam[pick], cap[pick], per_arc[pick]))
+        _, inv = np.unique(table, axis=0, return_inverse=True)
+        cls[rows] = seen + inv.reshape(-1)
+        seen += int(inv.max()) + 1
+    return cls

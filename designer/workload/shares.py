@@ -45,12 +45,17 @@ __all__ = ["SPEED_RTOL", "SharedRates"]
 SPEED_RTOL = 1e-9
 
 
-def _first_use(arc: np.ndarray) -> np.ndarray:
-    """``arc`` renamed 0, 1, 2... in order of first appearance."""
-    _, first, inv = np.unique(arc, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inv]
+def _first_use(arc: np.ndarray, n_arcs: int) -> np.ndarray:
+    """``arc`` (ints below ``n_arcs``) renamed 0, 1, 2... in order of first appearance
+    (a lookup table: no sort of the whole array)."""
+    if not arc.size:
+        return np.zeros(0, dtype=np.int64)
+    first = np.full(n_arcs, len(arc), dtype=np.int64)
+    np.minimum.at(first, arc, np.arange(len(arc)))
+    used = np.flatnonzero(first < len(arc))
+    rank = np.empty(n_arcs, dtype=np.int64)
+    rank[used[np.argsort(first[used], kind="stable")]] = np.arange(len(used))
+    return rank[arc]
 
 
 class SharedRates:
@@ -74,6 +79,7 @@ class SharedRates:
         self._shape_of: list[int] = []  # item number -> shape number
         self._shapes: dict[bytes, int] = {}
         self._whole: dict[tuple[int, ...], np.ndarray] = {}
+        self._exact: dict[tuple[int, ...], np.ndarray] = {}
         self._parts: dict[tuple, np.ndarray] = {}
         self._overlaps: dict[tuple[int, int], bool] = {}
         self._sharing: dict[tuple[int, ...], bytes] = {}
@@ -85,9 +91,9 @@ class SharedRates:
         if k is None:
             k = self._ids[id(phase)] = len(self._held)
             self._held.append(phase)
-            local = _first_use(phase.pair_arc)
-            order = np.unique(phase.pair_arc, return_index=True)[1]
-            first = phase.pair_arc[np.sort(order)]
+            local = _first_use(phase.pair_arc, len(self.capacity))
+            first = np.empty(int(local.max(initial=-1)) + 1, dtype=np.int64)
+            first[local] = phase.pair_arc  # the arcs in order of first use
             key = b"|".join(
                 np.ascontiguousarray(x).tobytes()
                 for x in (
@@ -109,6 +115,12 @@ class SharedRates:
             return np.zeros(0)
         if not self.reuse:
             return self._max_min(list(phases))
+        # The event loop asks for the same list of phases again and again: keyed by
+        # the phases themselves (each held in `_held` once seen, so ids stay theirs).
+        exact = tuple(map(id, phases))
+        got = self._exact.get(exact)
+        if got is not None:
+            return got.copy()
         items = np.array([self._item(p) for p in phases], dtype=np.int64)
         order = np.argsort(items, kind="stable")
         whole = tuple(items[order].tolist())
@@ -118,6 +130,7 @@ class SharedRates:
             self._whole[whole] = got
         out = np.empty(n)
         out[order] = got
+        self._exact[exact] = out.copy()
         return out
 
     def _overlap(self, i: int, j: int) -> bool:
@@ -164,7 +177,7 @@ class SharedRates:
                 shared = self._sharing.get(members)
                 if shared is None:
                     arcs = np.concatenate([phases[i].pair_arc for i in canon])
-                    shared = self._sharing[members] = _first_use(arcs).tobytes()
+                    shared = self._sharing[members] = _first_use(arcs, len(self.capacity)).tobytes()
                 key += (shared,)
             got = self._parts.get(key)
             if got is None:

@@ -106,7 +106,7 @@ class JobTraffic:
         if len(set(ids)) != len(ids):
             raise ValueError(f"job {self.job!r}: duplicate task ids")
         known = set(ids)
-        stage_ok: dict[int, tuple] = {}
+        stage_ok: dict[int, tuple] = {}  # id -> GPU tuples checked (kept alive here)
         for t in self.tasks:
             where = f"job {self.job!r}, task {t.id}"
             if t.lane not in LANES:
@@ -125,11 +125,14 @@ class JobTraffic:
                 raise ValueError(f"{where}: unknown collective {t.collective!r}")
             if not t.nbytes >= 0:
                 raise ValueError(f"{where}: nbytes must be >= 0")
+            if id(t.groups) in stage_ok:  # tasks share their groups' tuple: check once
+                continue
             seen: set[str] = set()
             for g in t.groups:
                 if len(g) < 2 or seen.intersection(g) or len(set(g)) != len(g):
                     raise ValueError(f"{where}: groups must be disjoint, 2+ distinct GPUs")
                 seen.update(g)
+            stage_ok[id(t.groups)] = t.groups
         order = {t.id: t.deps for t in self.tasks}
         state: dict[int, int] = {}
         for start in order:  # iterative DFS: 1 = on the stack, 2 = done
