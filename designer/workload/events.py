@@ -49,6 +49,11 @@ class Run:
         When the last task of any job ended.
     events : int
         Event steps taken.
+    trace : list of (float, float, list, ndarray, list), optional
+        With ``trace=True``: each step with traffic as ``(start, seconds, phases,
+        speeds, owners)``: the phases running (`lone.PhaseFlows`), the speed of each and
+        its ``(job, task)``, from which any arc's load over time and who put it there
+        follow (`designer.workload.linktrace`).
     """
 
     start: list[np.ndarray]
@@ -57,6 +62,7 @@ class Run:
     arc_peak_GBps: np.ndarray
     makespan: float
     events: int
+    trace: list | None = None
 
 
 class _Group:
@@ -96,6 +102,7 @@ def run_jobs(
     rates: SharedRates,
     n_arcs: int,
     cancelled: Callable[[], bool] | None = None,
+    trace: bool = False,
 ) -> Run:
     """Simulate ``jobs`` together from time 0 (each already validated).
 
@@ -109,6 +116,8 @@ def run_jobs(
     n_arcs : int
     cancelled : callable, optional
         Polled between events; True raises `designer.solver.Cancelled`.
+    trace : bool
+        Keep each step's running phases and speeds (`Run.trace`).
     """
     n_jobs = len(jobs)
     pos = [{t.id: i for i, t in enumerate(j.tasks)} for j in jobs]
@@ -126,6 +135,7 @@ def run_jobs(
     peak = np.zeros(n_arcs)
     now, events = 0.0, 0
     loads = _Loads(n_arcs)
+    steps: list | None = [] if trace else None
     ready: list[tuple[int, int]] = [
         (jx, i) for jx in range(n_jobs) for i in np.flatnonzero(waiting[jx] == 0).tolist()
     ]
@@ -175,6 +185,9 @@ def run_jobs(
             until = now + dt
         if flat and dt > 0:
             loads.add(flowing, speed_of, dt, peak)
+            if steps is not None:
+                owners = [(g.job, g.task) for g in flowing for _ in g.phases()]
+                steps.append((now, dt, flat, np.asarray(speed_of, dtype=float), owners))
         now = until
         done: list[_Group] = []
         for k, g in enumerate(groups):
@@ -198,6 +211,7 @@ def run_jobs(
         peak,
         max((float(e.max()) for e in end if e.size), default=0.0),
         events,
+        steps,
     )
 
 

@@ -49,6 +49,7 @@ import numpy as np
 from designer.solver import SolverError
 from designer.workload.domains import DomainMaps, moved
 from designer.workload.events import Run, run_jobs
+from designer.workload.linktrace import LinkTrace
 from designer.workload.lone import LoneCollective, lone_collective, merged
 from designer.workload.memo import SimulationMemo
 from designer.workload.pairs import lone_pairs
@@ -88,6 +89,9 @@ class SimulationResult:
         Wall-clock time of the stages.
     stats : dict
         Event steps, max-min solves and collectives solved alone (for benchmarks).
+    trace : LinkTrace or None
+        With ``simulate(..., trace=True)``: any link's load over the iteration and the
+        collectives that crossed it (`designer.workload.linktrace`).
     """
 
     jobs: tuple[JobResult, ...]
@@ -96,6 +100,7 @@ class SimulationResult:
     busiest: tuple[tuple[str, float], ...]
     timing_ms: dict[str, float] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=dict)
+    trace: LinkTrace | None = None
 
     def to_json(self, *, timeline: bool = True) -> dict:
         """The JSON contract: ``{"jobs", "links", "busiest", "timeline", "timing_ms"}``
@@ -221,6 +226,7 @@ def simulate(
     reuse: bool = True,
     memo: SimulationMemo | None = None,
     cancelled: Callable[[], bool] | None = None,
+    trace: bool = False,
 ) -> SimulationResult:
     """Simulate one iteration of every job at once on ``snap``'s fabric.
 
@@ -248,6 +254,8 @@ def simulate(
         reused where the edit cannot have changed them (`designer.workload.memo`).
     cancelled : callable, optional
         Polled between events; True raises `designer.solver.Cancelled`.
+    trace : bool
+        Keep the run's steps for per-link time series (`SimulationResult.trace`).
 
     Returns
     -------
@@ -282,7 +290,7 @@ def simulate(
         rates = memo.rates
     if rates is None:
         rates = SharedRates(snap.arc_cap, reuse=reuse)
-    together = run_jobs(jobs, lones, rates, snap.n_arcs, cancelled)
+    together = run_jobs(jobs, lones, rates, snap.n_arcs, cancelled, trace=trace)
     t1 = time.perf_counter()
     if alone is None:
         alone = len(jobs) > 1
@@ -324,6 +332,7 @@ def simulate(
             "lone_collectives": len(lones.known),
             "solved_alone": lones.counts["solved"],
         },
+        trace=(LinkTrace(together.trace, jobs, snap.arc_cap, together.makespan) if trace else None),
     )
 
 

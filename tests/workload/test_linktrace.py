@@ -1,0 +1,63 @@
+"""Per-link time series of a simulation (`simulate(..., trace=True)`): they agree with
+the simulation's own per-link figures (mean, peak, bytes, each job's bytes)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from designer.model.templates import build_template
+from designer.solver import take_snapshot
+from designer.workload.job import Job
+from designer.workload.placement import place
+from designer.workload.presets import preset
+from designer.workload.simulate import simulate
+from designer.workload.traffic import iteration_traffic
+
+
+def _two_jobs():
+    snap = take_snapshot(build_template("rail-cluster", nodes=4))
+    taken: dict[str, str] = {}
+    traffics = []
+    for name, policy in (("a", "spread"), ("b", "packed")):
+        job = Job.from_preset(name, preset("tiny"), placement=policy)
+        p = place(job, snap, taken)
+        taken.update(dict.fromkeys(p.gpus, name))
+        traffics.append(iteration_traffic(job, p, 400.0))
+    return snap, traffics
+
+
+def test_the_trace_gives_each_links_mean_peak_and_bytes_of_the_run():
+    snap, jobs = _two_jobs()
+    res = simulate(snap, jobs, trace=True)
+    plain = simulate(snap, jobs)
+    assert plain.trace is None
+    np.testing.assert_allclose(res.links.mean_util, plain.links.mean_util)
+    used = np.flatnonzero(res.links.bytes > 0)
+    assert len(used) > 4
+    for k in used.tolist():
+        edges, util = res.trace.series(k)
+        assert len(edges) == len(util) + 1 and np.all(np.diff(edges) >= 0)
+        # The series is the busier direction at each moment: its mean is at least the
+        # busier direction's mean over the run, which the trace gives exactly.
+        mean = float((util * np.diff(edges)).sum() / edges[-1])
+        assert mean >= res.links.mean_util[k] * (1 - 1e-9)
+        got = res.trace.mean_util(k)
+        assert abs(got - res.links.mean_util[k]) <= 1e-9 + 1e-6 * res.links.mean_util[k]
+        assert abs(util.max() - res.links.peak_util[k]) <= 1e-6 * max(res.links.peak_util[k], 1)
+        crossing = res.trace.crossings(k)
+        total = sum(c.bytes for c in crossing)
+        assert abs(total - res.links.bytes[k]) <= 1e-6 * res.links.bytes[k]
+        assert abs(sum(c.share for c in crossing) - 1.0) < 1e-9
+        for j, name in enumerate(res.links.jobs):
+            mine = sum(c.bytes for c in crossing if c.job == name)
+            assert abs(mine - res.links.job_bytes[j, k]) <= 1e-6 * res.links.bytes[k]
+
+
+def test_an_idle_link_has_a_flat_series_and_no_crossings():
+    snap, jobs = _two_jobs()
+    res = simulate(snap, jobs, trace=True)
+    idle = np.flatnonzero(res.links.bytes == 0)
+    assert len(idle)
+    edges, util = res.trace.series(int(idle[0]))
+    assert not util.any() and edges[-1] == res.trace.makespan
+    assert res.trace.crossings(int(idle[0])) == []
