@@ -125,3 +125,20 @@ def test_a_model_slot_lets_go_when_its_object_is_deleted_though_python_holds_it(
     shiboken6.delete(follower)
     other.add_node(Node("d", "gpu", "H100", "D"))
     assert follower.calls == 2 and len(other.events.changed) == 0
+
+
+def test_editing_a_training_job_does_not_re_solve_the_scenario(qtbot, counted):
+    """The jobs are the workload runner's; the scenario's collective does not read
+    them, so adding or changing one asks the analysis for nothing (a routing change
+    still does)."""
+    from designer.model.commands import SetSetting
+
+    win, _ = open_window(qtbot)
+    win.analysis.runner.enabled = False  # schedule is still called; no solve starts
+    _settle(qtbot, win)
+    before = counted["schedule"]
+    win.workload.dock.add_job("tiny")
+    assert win.document.topology.settings["workloads"]
+    assert counted["schedule"] == before
+    win.document.push(SetSetting("routing", "ecmp"))
+    assert counted["schedule"] == before + 1

@@ -31,6 +31,7 @@ from superqt.utils import GeneratorWorker, create_worker, qdebounced
 from designer.gui.document import Document
 from designer.gui.model_events import ModelSlot
 from designer.model.errors import DesignError
+from designer.model.events import Edit
 from designer.model.scenario import Scenario, TrainingSpec
 from designer.model.topology import Topology
 from designer.solver import (
@@ -50,6 +51,8 @@ from designer.solver import (
 log = logging.getLogger(__name__)
 
 DEBOUNCE_MS = 200
+#: Design settings the scenario's solve does not read: edits of these alone solve nothing.
+NOT_SOLVED_SETTINGS = frozenset({"workloads"})
 RETRY_MS = 20
 
 
@@ -162,7 +165,7 @@ class SolveRunner(QObject):
         self._asked.connect(self._on_asked, Qt.ConnectionType.QueuedConnection)
         self._topology: Topology | None = None
         # Every edit of the design, one ``changed`` per command (`designer.model.events`).
-        self._follow = ModelSlot(self, self.schedule)
+        self._follow = ModelSlot(self, self._on_design_changed)
         # Routes carried from solve to solve of one design (used by one worker at a
         # time; a new design starts a new memo).
         self._memo = RouteMemo()
@@ -175,6 +178,16 @@ class SolveRunner(QObject):
             return
         self._topology = topo
         self._follow.watch(topo.events.changed)
+
+    def _on_design_changed(self, edit: Edit) -> None:
+        """Solve again unless the edit only touched settings this analysis does not read
+        (`NOT_SOLVED_SETTINGS`: the design's training jobs have their own runner)."""
+        if edit.events and all(
+            name == "settings_changed" and args[0] in NOT_SOLVED_SETTINGS
+            for name, args in edit.events
+        ):
+            return
+        self.schedule()
 
     def _on_document_topology_replaced(self, topo: Topology) -> None:
         self._memo = RouteMemo()
