@@ -40,11 +40,14 @@ PCIe link to its NIC.  The per-GPU figure is the bandwidth over the smaller half
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import networkx as nx
+import numpy as np
 
+from designer.model.cut_flow import SINK, SOURCE, max_flow
+from designer.model.design_arrays import DesignArrays, components
 from designer.model.naming import natural_key
 
 #: Candidate cuts, in the order they are tried (the first of equals is reported).
@@ -65,24 +68,111 @@ KL_MAX_NODES = 300
 #: Switch tiers, bottom up (the top one present is removed for ``servers-by-group``).
 TIERS: dict[str, int] = {"leaf": 1, "switch": 1, "spine": 2, "core": 3}
 
-_SOURCE = ("bisection", "source")
-_SINK = ("bisection", "sink")
 
+class _Fabric:
+    """The working links of one plane and the structure the cuts follow, as arrays."""
 
-class DesignView(Protocol):
-    """What `worst_bisection` reads of a design (`report._Design` provides it)."""
+    def __init__(self, design: DesignArrays, plane: str):
+        self.design = design
+        self.ids = design.ids
+        kind = self.kind = design.kind
+        n = self.n = len(design)
+        live = self.live = design.live(plane)
+        self.a, self.b = design.a[live], design.b[live]
+        self.cap, self.count = design.gbps[live], design.count[live]
+        family = design.family[live]
+        a, b = self.a, self.b
+        # The GPUs on this network: working, with a working link of the plane.
+        linked = np.zeros(n, dtype=bool)
+        linked[a] = linked[b] = True
+        rows = np.flatnonzero((kind == "gpu") & linked & ~design.node_mgmt)
+        if not design.gpus_in_order:
+            keys = [natural_key(self.ids[i]) for i in rows.tolist()]
+            rows = rows[sorted(range(len(rows)), key=keys.__getitem__)]
+        self.gpu_rows = rows
+        self.gpus = [self.ids[i] for i in rows.tolist()]
+        # Server links: PCIe, and NVLink to an NVSwitch chip.
+        is_nvs = kind == "nvswitch"
+        self.server_link = (family == "pcie") | ((family == "nvlink") & (is_nvs[a] | is_nvs[b]))
+        self.server_of = self._servers()
+        self.is_tier = np.isin(kind, list(TIERS))
+        self.switch_rank = self._switch_ranks()
 
-    nodes: dict[str, dict]
+    def _servers(self) -> np.ndarray:
+        """Server number of every GPU and of the nodes its server joins (numbered in the
+        natural order of each server's first GPU), -1 for other nodes."""
+        sl = self.server_link
+        su, sv = self.a[sl], self.b[sl]
+        labels = components(self.n, su, sv)
+        in_graph = np.zeros(self.n, dtype=bool)
+        in_graph[self.gpu_rows] = in_graph[su] = in_graph[sv] = True
+        gpu_labels = labels[self.gpu_rows]
+        _, first = np.unique(gpu_labels, return_index=True)
+        number = np.full(self.n, -1, dtype=np.int64)
+        ordered = gpu_labels[np.sort(first)]
+        number[ordered] = np.arange(len(ordered))
+        return np.where(in_graph, number[labels], -1)
 
-    def live_edges(self, plane: str | None = None) -> Iterable[tuple[str, str, dict]]: ...
+    def _switch_ranks(self) -> np.ndarray:
+        """Each switch's place in the natural order of the switches' ids (others: a
+        number past every switch)."""
+        rows = np.flatnonzero(self.is_tier)
+        order = sorted(rows.tolist(), key=lambda i: natural_key(self.ids[i]))
+        rank = np.full(self.n, len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        self.switch_order = np.array(order, dtype=np.int64)
+        return rank
 
-    def bundle_GBps(self, data: dict) -> float: ...
+    def edge_switches(self) -> dict[str, str]:
+        """Each GPU's edge switch: the first, in natural order, of the switches its own
+        NICs (on a link of the GPU) are cabled to; GPUs without one are left out."""
+        kind, rank, far = self.kind, self.switch_rank, len(self.switch_order)
+        nic_best = np.full(self.n, far, dtype=np.int64)
+        is_nic = kind == "nic"
+        is_gpu = np.zeros(self.n, dtype=bool)
+        is_gpu[self.gpu_rows] = True
+        best = np.full(self.n, far, dtype=np.int64)
+        for x, y in ((self.a, self.b), (self.b, self.a)):
+            up = is_nic[x] & self.is_tier[y]
+            np.minimum.at(nic_best, x[up], rank[y[up]])
+        for x, y in ((self.a, self.b), (self.b, self.a)):
+            down = is_gpu[x] & is_nic[y]
+            np.minimum.at(best, x[down], nic_best[y[down]])
+        at = best[self.gpu_rows]
+        has = at < far
+        ids = self.ids
+        return {
+            ids[g]: ids[s]
+            for g, s in zip(
+                self.gpu_rows[has].tolist(), self.switch_order[at[has]].tolist(), strict=True
+            )
+        }
 
-    def family(self, data: dict) -> str: ...
+    def pods(self) -> dict[str, int]:
+        """Pod number of each switch: its part of the switch fabric once the top tier
+        present is taken away (a switch of the top tier is its own pod)."""
+        rows = self.switch_order
+        if not len(rows):
+            return {}
+        tier = np.zeros(self.n, dtype=np.int64)
+        for name, t in TIERS.items():
+            tier[self.kind == name] = t
+        top = int(tier[rows].max())
+        low = self.is_tier & (tier < top)
+        inside = low[self.a] & low[self.b]
+        labels = components(self.n, self.a[inside], self.b[inside])
+        # Each part is named by its first switch in natural order (rows are in that
+        # order); parts are numbered in the order of their first switches.
+        first_of: dict[int, int] = {}
+        out = {}
+        ids = self.ids
+        for row, label in zip(rows.tolist(), labels[rows].tolist(), strict=True):
+            out[ids[row]] = first_of.setdefault(label, len(first_of))
+        return out
 
 
 def worst_bisection(
-    design: DesignView,
+    design: DesignArrays,
     flow_func: Callable | None = None,
     reduce: bool = True,
     plane: str = "compute",
@@ -100,32 +190,26 @@ def worst_bisection(
         (each ``count``, ``first``, ``last`` GPU id in natural order) and ``candidates``
         (every distinct cut tried: ``cut``, ``GBps``, ``per_gpu_GBps``).
     """
-    nodes = design.nodes
-    # Natural sort keys, made once per node: ids are compared many times below.
-    nk = {n: natural_key(n) for n in nodes}.__getitem__
-    edges = list(design.live_edges(plane))
-    # The GPUs on this network: working, with a working link of the plane.
-    linked = {n for a, b, _ in edges for n in (a, b)}
-    gpus = sorted(
-        (
-            n
-            for n, d in nodes.items()
-            if d["kind"] == "gpu" and n in linked and d["plane"] != "management"
-        ),
-        key=nk,
-    )
-    servers = _servers(design, gpus, edges, nk)
-    leaf_of = _edge_switches(nodes, gpus, edges, nk)
+    fabric = _Fabric(design, plane)
+    gpus = fabric.gpus
+    keys: dict[str, tuple] = {}
+
+    def nk(node_id: str) -> tuple:
+        key = keys.get(node_id)
+        if key is None:
+            key = keys[node_id] = natural_key(node_id)
+        return key
+
     best: dict[str, Any] | None = None
     candidates = []
     seen: set[frozenset] = set()
-    for key, side_a in _cuts(nodes, gpus, servers, leaf_of, edges, nk):
+    for key, side_a in _cuts(fabric, nk):
         a_set = frozenset(side_a)
         if not a_set or len(a_set) == len(gpus) or a_set in seen:
             continue
         seen.add(a_set)
         side_b = [g for g in gpus if g not in a_set]
-        value = _cut_flow(design, edges, servers, a_set, flow_func, reduce)
+        value = _cut_flow(fabric, a_set, flow_func, reduce)
         per_gpu = round(value / min(len(a_set), len(side_b)), 6)
         candidates.append({"cut": key, "GBps": value, "per_gpu_GBps": per_gpu})
         if best is None or per_gpu < best["per_gpu_GBps"] - 1e-9:
@@ -154,94 +238,17 @@ def _half_summary(ids: list[str]) -> dict[str, Any]:
     return {"count": len(ids), "first": ids[0] if ids else None, "last": ids[-1] if ids else None}
 
 
-# --------------------------------------------------------------------------- structure
+# --------------------------------------------------------------------------- cuts
 
 
-def _server_link(design: DesignView, a: str, b: str, d: dict) -> bool:
-    """Whether a link joins parts of one server: PCIe, or NVLink to an NVSwitch chip."""
-    family = design.family(d)
-    if family == "pcie":
-        return True
-    kinds = (design.nodes[a]["kind"], design.nodes[b]["kind"])
-    return family == "nvlink" and "nvswitch" in kinds
-
-
-def _servers(design: DesignView, gpus: list[str], edges: list, nk: Callable) -> dict[str, int]:
-    """Server number of every GPU and of the nodes its server joins (numbered in the
-    natural order of each server's first GPU)."""
-    g = nx.Graph()
-    g.add_nodes_from(gpus)
-    g.add_edges_from((a, b) for a, b, d in edges if _server_link(design, a, b, d))
-    gpu_set = set(gpus)
-    parts = []
-    for part in nx.connected_components(g):
-        members = part & gpu_set
-        if members:
-            parts.append((min(members, key=nk), part))
-    parts.sort(key=lambda p: nk(p[0]))
-    return {n: i for i, (_, part) in enumerate(parts) for n in part}
-
-
-def _edge_switches(nodes: dict, gpus: list[str], edges: list, nk: Callable) -> dict[str, str]:
-    """Each GPU's edge switch: the first, in natural order, of the switches its own NICs
-    (on a PCIe link of the GPU) are cabled to; GPUs without one are left out."""
-    nic_switch: dict[str, str] = {}
-    gpu_nics: dict[str, list[str]] = {}
-    gpu_set = set(gpus)
-    for a, b, _ in edges:
-        for x, y in ((a, b), (b, a)):
-            kind_x, kind_y = nodes[x]["kind"], nodes[y]["kind"]
-            if kind_x == "nic" and kind_y in TIERS:
-                old = nic_switch.get(x)
-                if old is None or nk(y) < nk(old):
-                    nic_switch[x] = y
-            elif x in gpu_set and kind_y == "nic":
-                gpu_nics.setdefault(x, []).append(y)
-    out = {}
-    for gpu, nics in gpu_nics.items():
-        found = [nic_switch[n] for n in nics if n in nic_switch]
-        if found:
-            out[gpu] = min(found, key=nk)
-    return out
-
-
-def _pods(nodes: dict, edges: list, nk: Callable) -> dict[str, int]:
-    """Pod number of each switch: its part of the switch fabric once the top tier present
-    is taken away (a switch of the top tier is its own pod)."""
-    switches = {n for n, d in nodes.items() if d["kind"] in TIERS}
-    if not switches:
-        return {}
-    top = max(TIERS[nodes[n]["kind"]] for n in switches)
-    g = nx.Graph()
-    g.add_nodes_from(switches)
-    g.add_edges_from(
-        (a, b)
-        for a, b, _ in edges
-        if a in switches
-        and b in switches
-        and TIERS[nodes[a]["kind"]] < top
-        and TIERS[nodes[b]["kind"]] < top
-    )
-    parts = sorted(
-        (sorted(p, key=nk) for p in nx.connected_components(g)),
-        key=lambda p: nk(p[0]),
-    )
-    return {n: i for i, part in enumerate(parts) for n in part}
-
-
-def _cuts(
-    nodes: dict,
-    gpus: list[str],
-    servers: dict[str, int],
-    leaf_of: dict[str, str],
-    edges: list,
-    nk: Callable,
-) -> Iterable[tuple[str, list[str]]]:
+def _cuts(fabric: _Fabric, nk: Callable) -> Iterable[tuple[str, list[str]]]:
     """``(key, GPUs of half A)`` of each candidate of `CUTS`."""
+    gpus = fabric.gpus
     members: dict[int, list[str]] = {}
-    for gpu in gpus:  # natural order within each server
-        members.setdefault(servers[gpu], []).append(gpu)
+    for gpu, s in zip(gpus, fabric.server_of[fabric.gpu_rows].tolist(), strict=True):
+        members.setdefault(s, []).append(gpu)  # natural order within each server
     order = sorted(members)
+    leaf_of = fabric.edge_switches()
     far = (1, ())  # GPUs without an edge switch sort after the rest
 
     def server_leaf(s: int) -> tuple:
@@ -251,7 +258,7 @@ def _cuts(
     yield "servers", _whole(order, members, len(gpus))
     by_leaf = sorted(order, key=lambda s: (server_leaf(s), s))
     yield "servers-by-leaf", _whole(by_leaf, members, len(gpus))
-    pods = _pods(nodes, edges, nk)
+    pods = fabric.pods()
 
     def server_pod(s: int) -> tuple:
         found = [pods[leaf_of[g]] for g in members[s] if g in leaf_of and leaf_of[g] in pods]
@@ -271,30 +278,39 @@ def _cuts(
     by_edge = sorted(gpus, key=lambda g: (gpu_leaf(g), rank[g]))
     yield "gpus-by-leaf", by_edge[: len(gpus) // 2]
     yield "servers-halved", [g for s in order for g in members[s][: len(members[s]) // 2]]
-    kl = _kl_order(servers, edges, order, members)
+    kl = _kl_order(fabric, order, members)
     if kl is not None:
         yield "servers-kl", _whole(kl, members, len(gpus))
 
 
-def _kl_order(
-    servers: dict[str, int], edges: list, order: list[int], members: dict[int, list[str]]
-) -> list[int] | None:
+def _kl_order(fabric: _Fabric, order: list[int], members: dict[int, list[str]]) -> list[int] | None:
     """Servers in the order of a Kernighan-Lin bisection of the fabric graph: each server
     contracted to one node, links weighted by their count, switches and other nodes as
     they are; the servers of one side first (then halved whole by `_whole`).  It finds
     cuts no naming or tier reveals (spines split into two groups joined by a thin link).
     None when the graph is too large (`KL_MAX_NODES`) or has no links between servers.
     """
+    server_of = fabric.server_of
+    a, b = fabric.a, fabric.b
+    others = np.union1d(a[server_of[a] < 0], b[server_of[b] < 0])
+    if len(order) + len(others) > KL_MAX_NODES or len(order) < 2:
+        return None
+    ids, live, row_of = fabric.ids, fabric.live, fabric.design.link_row
+    count = fabric.design.count
     g = nx.Graph()
     g.add_nodes_from(("server", s) for s in order)
-    for a, b, d in edges:
-        u = ("server", servers[a]) if a in servers else a
-        w = ("server", servers[b]) if b in servers else b
+    # In the graph's order of links, as Kernighan-Lin's result depends on it.
+    node_row = {n: i for i, n in enumerate(ids)}
+    for x_id, y_id, key in fabric.design.topology.graph.edges(keys=True):
+        k = row_of[key]
+        if not live[k]:
+            continue
+        x, y = node_row[x_id], node_row[y_id]
+        u = ("server", int(server_of[x])) if server_of[x] >= 0 else x_id
+        w = ("server", int(server_of[y])) if server_of[y] >= 0 else y_id
         if u != w:
-            weight = g.get_edge_data(u, w, {"weight": 0})["weight"] + d["count"]
+            weight = g.get_edge_data(u, w, {"weight": 0})["weight"] + int(count[k])
             g.add_edge(u, w, weight=weight)
-    if g.number_of_nodes() > KL_MAX_NODES or len(order) < 2:
-        return None
     # A fixed seed and the servers' fixed order: the same design gives the same cut.
     side_a, _ = nx.algorithms.community.kernighan_lin_bisection(g, weight="weight", seed=0)
     first = [s for s in order if ("server", s) in side_a]
@@ -317,86 +333,27 @@ def _whole(order: list[int], members: dict[int, list[str]], n: int) -> list[str]
 
 
 def _cut_flow(
-    design: DesignView,
-    edges: list,
-    servers: dict[str, int],
-    side_a: frozenset,
-    flow_func: Callable | None,
-    reduce: bool,
+    fabric: _Fabric, side_a: frozenset, flow_func: Callable | None, reduce: bool
 ) -> float:
-    """Max flow from the GPUs of ``side_a`` to the other GPUs of ``servers``."""
-    nodes = design.nodes
-    side = {g: (_SOURCE if g in side_a else _SINK) for g, d in _gpu_items(nodes, servers)}
-    split: set[int] = set()
-    seen: dict[int, Hashable] = {}
-    for g, terminal in side.items():
-        s = servers[g]
-        if seen.setdefault(s, terminal) != terminal:
-            split.add(s)
-    adj: dict[Hashable, dict[Hashable, float]] = {_SOURCE: {}, _SINK: {}}
-    for a, b, d in edges:
-        inside_split = split and servers.get(a) in split and servers.get(a) == servers.get(b)
-        if inside_split and _server_link(design, a, b, d) and not _own_nic_link(nodes, a, b):
-            continue  # a split server's NVLink and host PCIe: not the fabric
-        u, w = side.get(a, a), side.get(b, b)
-        if u == w:
-            continue  # inside one half: never crosses the cut
-        cap = design.bundle_GBps(d)
-        nu = adj.setdefault(u, {})
-        nw = adj.setdefault(w, {})
-        nu[w] = nu.get(w, 0.0) + cap
-        nw[u] = nw.get(u, 0.0) + cap
-    if reduce:
-        reduce_network(adj, {_SOURCE, _SINK})
-    net = nx.DiGraph()
-    net.add_edges_from(
-        (u, w, {"capacity": cap}) for u, nbrs in adj.items() for w, cap in nbrs.items()
-    )
-    if _SOURCE in net and _SINK in net:
-        value = nx.maximum_flow_value(net, _SOURCE, _SINK, flow_func=flow_func)
-    else:
-        value = 0.0
-    return round(float(value), 6)
-
-
-def _gpu_items(nodes: dict, servers: dict[str, int]) -> Iterable[tuple[str, dict]]:
-    """The working GPUs that belong to a server (every one `worst_bisection` counts)."""
-    return ((n, nodes[n]) for n in servers if nodes[n]["kind"] == "gpu")
-
-
-def _own_nic_link(nodes: dict, a: str, b: str) -> bool:
-    """A GPU's own PCIe link to a NIC: its way to the fabric, kept in a split server."""
-    return {nodes[a]["kind"], nodes[b]["kind"]} == {"gpu", "nic"}
-
-
-def reduce_network(adj: dict[Hashable, dict[Hashable, float]], terminals: set) -> None:
-    """Shrink a symmetric capacity network in place without changing its s-t max flow.
-
-    Each step is exact for undirected max flow between the terminals:
-
-    - a non-terminal with no neighbour, or only one (a dead end), carries no s-t flow
-      (whatever enters must leave the way it came): drop it;
-    - a non-terminal with exactly two neighbours u and w (a NIC between its GPU and its
-      leaf) passes at most min(c_uv, c_vw) each way, and any such amount: replace it by
-      an edge u-w of that capacity (series reduction);
-    - parallel edges add up (done as edges are merged into ``adj``).
-
-    With the two GPU halves already merged into the terminals, every NVSwitch and host
-    whose GPUs sit in one half is left with no edge, and every NIC is a series element,
-    so a SuperPOD shrinks to its switch fabric (about 30x fewer nodes).
-    """
-    queue = [v for v in adj if v not in terminals]
-    while queue:
-        v = queue.pop()
-        nbrs = adj.get(v)
-        if nbrs is None or v in terminals or len(nbrs) > 2:
-            continue
-        del adj[v]
-        for u in nbrs:
-            del adj[u][v]
-        if len(nbrs) == 2:
-            (u, cu), (w, cw) = nbrs.items()
-            cap = min(cu, cw)
-            adj[u][w] = adj[u].get(w, 0.0) + cap
-            adj[w][u] = adj[w].get(u, 0.0) + cap
-        queue.extend(u for u in nbrs if u not in terminals)
+    """Max flow from the GPUs of ``side_a`` to the other GPUs of the fabric's servers
+    (`designer.model.cut_flow.max_flow`, each half merged into one terminal)."""
+    n, rows = fabric.n, fabric.gpu_rows
+    in_a = np.fromiter((g in side_a for g in fabric.gpus), dtype=bool, count=len(rows))
+    server_of, kind = fabric.server_of, fabric.kind
+    # Servers with GPUs on both sides.
+    servers = server_of[rows]
+    n_servers = int(servers.max()) + 1 if len(servers) else 0
+    on_a = np.bincount(servers, weights=in_a, minlength=n_servers)
+    on_b = np.bincount(servers, weights=~in_a, minlength=n_servers)
+    split = np.zeros(n_servers + 1, dtype=bool)  # (index -1: no server)
+    split[:n_servers] = (on_a > 0) & (on_b > 0)
+    a, b = fabric.a, fabric.b
+    sa, sb = server_of[a], server_of[b]
+    # A GPU's own PCIe link to a NIC: its way to the fabric, kept in a split server.
+    own_nic = ((kind[a] == "gpu") & (kind[b] == "nic")) | ((kind[a] == "nic") & (kind[b] == "gpu"))
+    inside_split = split[sa] & (sa == sb) & fabric.server_link & ~own_nic
+    label = np.arange(n, dtype=np.int64) + 2
+    label[rows] = np.where(in_a, SOURCE, SINK)
+    keep = ~inside_split
+    value = max_flow(n + 2, label[a[keep]], label[b[keep]], fabric.cap[keep], flow_func, reduce)
+    return round(value, 6)

@@ -22,13 +22,14 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import networkx as nx
+import numpy as np
 
 from designer.model.bisection import worst_bisection
 from designer.model.catalog import NODE_KINDS
+from designer.model.design_arrays import DesignArrays, components
 from designer.model.naming import natural_key
 from designer.model.topology import Topology
 
@@ -74,12 +75,13 @@ def info(topology: Topology) -> dict[str, Any]:
     >>> d["nvlink_domains"], d["bisection_GBps"]
     ([2], 450.0)
     """
-    design = _Design(topology)
+    design = DesignArrays(topology)
     counts: dict[str, int] = dict.fromkeys(NODE_KINDS, 0)
-    for d in design.nodes.values():
-        counts[d["kind"]] += 1
-    counts["links"] = len(design.edges)
-    counts["cables"] = sum(d["count"] for _, _, d in design.edges)
+    kinds, per_kind = np.unique(design.kind, return_counts=True)
+    for kind, n in zip(kinds.tolist(), per_kind.tolist(), strict=True):
+        counts[kind] += n
+    counts["links"] = len(design.a)
+    counts["cables"] = int(design.count.sum())
     domains = _nvlink_domains(design)
     split = worst_bisection(design)
     return {
@@ -99,40 +101,6 @@ def info(topology: Topology) -> dict[str, Any]:
     }
 
 
-class _Design:
-    """A design read once into plain dicts: the figures below loop over the links several
-    times, and going through networkx views each time costs seconds on a SuperPOD."""
-
-    def __init__(self, topology: Topology):
-        self.techs = topology.catalog.techs
-        self.nodes: dict[str, dict] = dict(topology.graph.nodes(data=True))
-        # A comprehension, not list(): list() first asks the view for its length, which
-        # walks every edge once more.
-        self.edges: list[tuple[str, str, dict]] = [e for e in topology.graph.edges(data=True)]
-
-    def bundle_GBps(self, data: dict) -> float:
-        """Per-direction bandwidth of a link bundle, GB/s."""
-        return data["count"] * self.techs[data["tech"]].gbps / 8.0
-
-    def family(self, data: dict) -> str:
-        """Link family of a link bundle (``nvlink``, ``pcie``...)."""
-        return self.techs[data["tech"]].family
-
-    def live_edges(self, plane: str | None = None) -> Iterator[tuple[str, str, dict]]:
-        """``(a, b, data)`` of working links between working nodes; only links of
-        ``plane`` (and not at a management-plane node) if given."""
-        nodes = self.nodes
-        for a, b, d in self.edges:
-            na, nb = nodes[a], nodes[b]
-            if d["failed"] or na["failed"] or nb["failed"]:
-                continue
-            if plane is not None and (
-                d["plane"] != plane or na["plane"] == "management" or nb["plane"] == "management"
-            ):
-                continue
-            yield a, b, d
-
-
 def nvlink_domains(topology: Topology) -> list[int]:
     """GPUs per NVLink domain, largest first.
 
@@ -148,26 +116,17 @@ def nvlink_domains(topology: Topology) -> list[int]:
     >>> nvlink_domains(t)
     [1]
     """
-    return _nvlink_domains(_Design(topology))
+    return _nvlink_domains(DesignArrays(topology))
 
 
-def _nvlink_domains(design: _Design) -> list[int]:
-    nodes = design.nodes
-    g = nx.Graph()
-    g.add_nodes_from(n for n, d in nodes.items() if d["kind"] == "gpu" and not d["failed"])
-    g.add_edges_from(
-        (a, b)
-        for a, b, d in design.live_edges()
-        if design.techs[d["tech"]].family == "nvlink"
-        and nodes[a]["kind"] in NVLINK_KINDS
-        and nodes[b]["kind"] in NVLINK_KINDS
-    )
-    sizes = []
-    for part in nx.connected_components(g):
-        n_gpus = sum(1 for n in part if nodes[n]["kind"] == "gpu")
-        if n_gpus:
-            sizes.append(n_gpus)
-    return sorted(sizes, reverse=True)
+def _nvlink_domains(design: DesignArrays) -> list[int]:
+    a, b = design.a, design.b
+    in_domain = np.isin(design.kind, list(NVLINK_KINDS))
+    use = design.live() & (design.family == "nvlink") & in_domain[a] & in_domain[b]
+    labels = components(len(design), a[use], b[use])
+    gpus = (design.kind == "gpu") & ~design.node_failed
+    sizes = np.bincount(labels[gpus], minlength=len(design))
+    return sorted(sizes[sizes > 0].tolist(), reverse=True)
 
 
 def oversubscription(topology: Topology, plane: str = "compute") -> dict[str, dict[str, Any]]:
@@ -188,39 +147,44 @@ def oversubscription(topology: Topology, plane: str = "compute") -> dict[str, di
     >>> oversubscription(Topology())["leaf"]["ratio"] is None
     True
     """
-    return _oversubscription(_Design(topology), plane)
+    return _oversubscription(DesignArrays(topology), plane)
 
 
-def _oversubscription(design: _Design, plane: str = "compute") -> dict[str, dict[str, Any]]:
-    nodes = design.nodes
-    down: dict[str, float] = {}
-    up: dict[str, float] = {}
-    for n, d in nodes.items():
-        if d["kind"] in TIERS and not d["failed"] and d["plane"] == plane:
-            down[n] = up[n] = 0.0
-    for a, b, d in design.live_edges(plane):
-        ra, rb = TIERS.get(nodes[a]["kind"], 0), TIERS.get(nodes[b]["kind"], 0)
-        if ra == rb:
-            continue
-        bw = design.bundle_GBps(d)
-        low, high = (a, b) if ra < rb else (b, a)
-        if ra and rb:
-            up[low] = up.get(low, 0.0) + bw
-            down.setdefault(low, 0.0)
-        down[high] = down.get(high, 0.0) + bw
-        up.setdefault(high, 0.0)
+def _oversubscription(design: DesignArrays, plane: str = "compute") -> dict[str, dict[str, Any]]:
+    n = len(design)
+    rank = np.zeros(n, dtype=np.int64)
+    for tier, r in TIERS.items():
+        rank[design.kind == tier] = r
+    # The switches that count: working tier switches of the plane, and any node a link
+    # of the plane reaches as its upper end (or as a lower end that is a switch).
+    member = (rank > 0) & ~design.node_failed & (design.node_plane == plane)
+    live = design.live(plane)
+    a, b, bw = design.a[live], design.b[live], design.gbps[live]
+    ra, rb = rank[a], rank[b]
+    keep = ra != rb
+    a, b, bw, ra, rb = a[keep], b[keep], bw[keep], ra[keep], rb[keep]
+    low = np.where(ra < rb, a, b)
+    high = np.where(ra < rb, b, a)
+    both = (ra > 0) & (rb > 0)
+    up = np.bincount(low[both], weights=bw[both], minlength=n)
+    down = np.bincount(high, weights=bw, minlength=n)
+    member[high] = True
+    member[low[both]] = True
     out: dict[str, dict[str, Any]] = {}
     for tier in TIERS:
-        members = [n for n in down if nodes[n]["kind"] == tier]
-        d_sum = sum(down[n] for n in members)
-        u_sum = sum(up[n] for n in members)
-        ratios = [(down[n] / up[n], n) for n in members if up[n] > 0]
+        rows = np.flatnonzero(member & (design.kind == tier))
+        # (An empty tier sums to the integer 0, as Python's sum says it.)
+        d_sum = float(down[rows].sum()) if len(rows) else 0
+        u_sum = float(up[rows].sum()) if len(rows) else 0
+        with_up = rows[up[rows] > 0]
         worst = None
-        if ratios:
-            top = max(r for r, _ in ratios)
-            worst = (top, min((n for r, n in ratios if r == top), key=natural_key))
+        if len(with_up):
+            ratios = down[with_up] / up[with_up]
+            top = float(ratios.max())
+            tied = [design.ids[i] for i in with_up[ratios == top]]
+            worst = (top, min(tied, key=natural_key))
         out[tier] = {
-            "switches": len(members),
+            "switches": len(rows),
             "down_GBps": round(d_sum, 6),
             "up_GBps": round(u_sum, 6),
             "ratio": round(d_sum / u_sum, 6) if u_sum > 0 else None,
@@ -282,7 +246,7 @@ def bisection(
     >>> bisection(t)["GBps"]   # A = {g0}, B = {g1, g2}: 2 x 25 GB/s
     50.0
     """
-    return worst_bisection(_Design(topology), flow_func, reduce, plane)
+    return worst_bisection(DesignArrays(topology), flow_func, reduce, plane)
 
 
 # --------------------------------------------------------------------------- text
