@@ -27,20 +27,22 @@ PAD = 14.0  # between a frame and what it holds
 TITLE = 22.0  # height of the title strip at 1:1, scene units
 BOX_W, BOX_H = 170.0, 64.0  # smallest collapsed box
 BOX_Z = 5.0  # above links, below nodes
+MIN_TITLE_PX = 8  # titles shrink to fit their frame down to this size, then are left out
 _DEPTH = {"cluster": 0, "pod": 1, "su": 2, "rack": 3, "plane": 3, "tray": 4, "node": 5}
 
 
 def box_for(frame: QRectF) -> QRectF:
-    """The collapsed box of a group whose frame is ``frame``: centred on it, about 40% of
-    its width so a collapsed SU still reads at full view, never smaller than a label.
+    """The collapsed box of a group whose frame is ``frame``: centred on it, most of its
+    width (what it hides has no other use for the room, and its name reads at full view
+    of a big design), never smaller than a label.
 
     >>> box_for(QRectF(0, 0, 1000, 400)).getRect()
-    (300.0, 140.0, 400.0, 120.0)
+    (100.0, 80.0, 800.0, 240.0)
     """
     if not frame.isValid():
         return QRectF()
-    w = max(BOX_W, frame.width() * 0.4)
-    h = max(BOX_H, min(frame.height() * 0.5, w * 0.3))
+    w = max(BOX_W, frame.width() * 0.8)
+    h = max(BOX_H, min(frame.height() * 0.6, w * 0.4))
     c = frame.center()
     return QRectF(c.x() - w / 2, c.y() - h / 2, w, h)
 
@@ -88,9 +90,7 @@ def title_steps(painter: QPainter, frames, exposed: QRectF, theme: Theme) -> Ite
     t = painter.worldTransform()
     lod = math.sqrt(abs(t.m11() * t.m22() - t.m12() * t.m21()))
     px = round(min(title_px(lod), 64.0))
-    font, metrics = _title_font(px)
     painter.setWorldTransform(QTransform())
-    painter.setFont(font)
     drawn: list[QRectF] = []
     for i, (frame, name) in enumerate(frames, 1):
         if i % TITLES_PER_STEP == 0:
@@ -98,19 +98,33 @@ def title_steps(painter: QPainter, frames, exposed: QRectF, theme: Theme) -> Ite
         if not frame.intersects(exposed):
             continue
         r = t.mapRect(frame)
-        if r.width() < 4 * px or r.height() < 2.2 * px:
+        if r.height() < 2.2 * MIN_TITLE_PX:
             continue
-        text = metrics.elidedText(name, Qt.TextElideMode.ElideRight, r.width() - 12)
-        box = QRectF(r.left() + 6, r.top() + 2, metrics.horizontalAdvance(text) + 4,
-                     metrics.height())
-        core = box.adjusted(0, box.height() * 0.2, 0, -box.height() * 0.2)
-        if any(core.intersects(d) for d in drawn):
+        # The whole name, smaller if it must be, or none: a stub ("Rac…") reads as noise.
+        fit = fitting_font(name, px, r.width() - 12)
+        if fit is None:
             continue
-        drawn.append(core)
+        f, m = fit
+        box = QRectF(r.left() + 6, r.top() + 2, m.horizontalAdvance(name) + 4, m.height())
+        if any(box.intersects(d) for d in drawn):  # an outer group's name is there
+            continue
+        drawn.append(box)
         painter.fillRect(box, theme.label_veil)  # legible where links cross the title
+        painter.setFont(f)
         painter.setPen(theme.text)
-        painter.drawText(QPointF(box.left() + 2, box.top() + metrics.ascent()), text)
+        painter.drawText(QPointF(box.left() + 2, box.top() + m.ascent()), name)
     painter.setWorldTransform(t)
+
+
+def fitting_font(text: str, px: int, width: float) -> tuple[QFont, QFontMetricsF] | None:
+    """The title font at ``px`` pixels, or smaller down to `MIN_TITLE_PX`, in which
+    ``text`` fits ``width`` pixels; None when it fits at none."""
+    while px >= MIN_TITLE_PX:
+        font, metrics = _title_font(px)
+        if metrics.horizontalAdvance(text) <= width:
+            return font, metrics
+        px -= 1 if px <= 16 else max(1, px // 8)
+    return None
 
 
 class GroupItem(QGraphicsItem):
@@ -275,8 +289,12 @@ def paint_box_text(painter: QPainter, box: QRectF, name: str, summary: str, them
     head = QRectF(r.left(), r.top(), r.width(), r.height() / 2 if has_summary else r.height())
     align = Qt.AlignmentFlag.AlignHCenter | (
         Qt.AlignmentFlag.AlignBottom if has_summary else Qt.AlignmentFlag.AlignVCenter)
-    painter.drawText(head, align, metrics.elidedText(name, Qt.TextElideMode.ElideRight,
-                                                     r.width()))
+    while metrics.horizontalAdvance(name) > r.width() and font.pixelSize() > MIN_TITLE_PX:
+        font.setPixelSize(font.pixelSize() - 1)  # the whole name, smaller, not "Po…"
+        metrics = QFontMetricsF(font)
+        painter.setFont(font)
+    if metrics.horizontalAdvance(name) <= r.width():
+        painter.drawText(head, align, name)
     if has_summary:
         small = QFont(BOX_FONT)
         small.setPixelSize(max(1, round(title * 0.75)))

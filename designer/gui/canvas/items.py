@@ -18,6 +18,7 @@ import math
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import (
     QColor,
+    QFont,
     QFontMetricsF,
     QPaintEngine,
     QPainter,
@@ -55,6 +56,7 @@ from designer.gui.canvas.style import (
 from designer.model.topology import Link, Node
 
 _LABEL_METRICS = QFontMetricsF(LABEL_FONT)
+MIN_LABEL_PT = 5.0  # a long node name shrinks down to this before it is elided
 _NO_PEN = QPen(Qt.PenStyle.NoPen)
 _BADGE_TS = (0.5, 0.35, 0.65, 0.25, 0.75)  # where along a line a badge may sit
 _ICON_SHAPE = QPainterPath()
@@ -165,12 +167,20 @@ class NodeItem(QGraphicsRectItem):
         return (f"{n.name}{state}\n{n.kind} · {n.model}\nid {n.id}"
                 + (f"\ngroup {n.group}" if n.group else "") + f"\nplane {n.plane}")
 
-    def _label_text(self) -> tuple[QStaticText, float]:
-        """The label, elided to fit under the icon, laid out once (QStaticText)."""
+    def _label_text(self) -> tuple[QStaticText, float, QFont]:
+        """The label, laid out once (QStaticText): the whole name under the icon, in a
+        smaller font when the name is long ("Leaf rail 12 SU 3"), elided only past
+        that."""
         if self._label is None:
-            text = _LABEL_METRICS.elidedText(self.node.name, Qt.TextElideMode.ElideRight,
-                                             LABEL_WIDTH)
-            self._label = (_static(text, LABEL_FONT), _LABEL_METRICS.horizontalAdvance(text))
+            text, font, metrics = self.node.name, LABEL_FONT, _LABEL_METRICS
+            wide = metrics.horizontalAdvance(text)
+            if wide > LABEL_WIDTH:
+                font = QFont(LABEL_FONT)
+                font.setPointSizeF(max(MIN_LABEL_PT, LABEL_FONT.pointSizeF() * LABEL_WIDTH
+                                       / wide * 0.97))
+                metrics = QFontMetricsF(font)
+                text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, LABEL_WIDTH)
+            self._label = (_static(text, font), metrics.horizontalAdvance(text), font)
         return self._label
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
@@ -181,11 +191,11 @@ class NodeItem(QGraphicsRectItem):
         else:
             self._paint_icon(painter, lod, color)
             if shows_labels(lod):
-                text, width = self._label_text()
+                text, width, font = self._label_text()
                 # A veil behind the label keeps it legible where links cross it.
                 painter.fillRect(QRectF(-width / 2 - 2, LABEL_RECT.top() + 1, width + 4, 12),
                                  self.theme.label_veil)
-                painter.setFont(LABEL_FONT)
+                painter.setFont(font)
                 painter.setPen(self.theme.text)
                 painter.drawStaticText(QPointF(-width / 2, LABEL_RECT.top()), text)
         if self.node.failed:

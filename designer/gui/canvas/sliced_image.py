@@ -9,7 +9,9 @@ milliseconds at a time between events, while the old one stays on screen; it rep
 the old one when complete (the slices are `IdleWork` tasks, sharing each turn's budget
 with the other background work).  A small picture finishes within the first slice and
 shows at once.  When the geometry changes (a pan, a zoom, a resize) the old image is useless:
-the picture is drawn at once, as without a cache.
+the picture is drawn at once, as without a cache; except for a pan, when the caller
+passes the translation apart (``offset``): the old picture is shifted and only the strips
+the pan uncovers are drawn (clipped), a few milliseconds however big the design.
 
 The drawing is a generator over a painter that yields between chunks of work
 (`Schematic.paint_steps`), so a slice can stop between any two chunks.
@@ -18,12 +20,13 @@ The drawing is a generator over a painter that yields between chunks of work
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable, Hashable, Iterator
 
 import shiboken6
-from PySide6.QtCore import QObject, QSize, Signal
-from PySide6.QtGui import QImage, QPainter
+from PySide6.QtCore import QObject, QPointF, QRect, QSize, Signal
+from PySide6.QtGui import QImage, QPainter, QRegion
 
 from designer.gui.idle import IdleWork
 
@@ -95,6 +98,7 @@ class SlicedImage(QObject):
         self.first_ms = first_ms
         self._front: QImage | None = None
         self._front_key: tuple | None = None
+        self._front_offset: tuple[float, float] | None = None
         self._job: _Job | None = None
 
     @property
@@ -103,20 +107,30 @@ class SlicedImage(QObject):
         return self._job is not None
 
     def image(self, geometry: Hashable, version: Hashable, size: QSize, ratio: float,
-              draw: Draw) -> QImage:
+              draw: Draw, offset: tuple[float, float] | None = None) -> QImage:
         """The picture to show now: the one of ``(geometry, version)`` when ready, else
         the last one of the same geometry while the new one is drawn in slices.
 
         ``size`` is in device pixels; ``draw`` paints in logical ones (``ratio``).
+        ``offset``: the translation part of the geometry (logical pixels), when the
+        caller keeps it out of ``geometry``: a picture that only moved by whole pixels
+        (a pan) is the old one shifted, with only the uncovered strips drawn (``draw``
+        then paints into a clipped painter).  A content change with a new offset is
+        drawn at once.
         """
         key = (geometry, version)
-        if self._front_key == key and self._front is not None:
+        moved = offset is not None and self._front_offset != offset
+        if moved and self._front is not None and self._job is None and self._front_key == key:
+            shifted = self._shifted(offset, size, ratio, draw)
+            if shifted is not None:
+                return shifted
+        if self._front_key == key and self._front is not None and not moved:
             return self._front
-        if self._front is None or self._front_key[0] != geometry:
+        if self._front is None or self._front_key[0] != geometry or moved:
             self.discard()
             job = _Job(key, size, ratio, draw)
             job.advance(float("inf"))
-            self._front, self._front_key = job.image, key
+            self._front, self._front_key, self._front_offset = job.image, key, offset
             return self._front
         if self._job is None:
             # Content changed: a newer picture in slices.  A request arriving while one
@@ -129,13 +143,46 @@ class SlicedImage(QObject):
             IdleWork.instance().add(self, self._step)
         return self._front
 
+    def _shifted(self, offset: tuple[float, float], size: QSize, ratio: float,
+                 draw: Draw) -> QImage | None:
+        """The front picture moved to ``offset``, its uncovered strips drawn; None when
+        the move is not by whole device pixels or uncovers most of the picture."""
+        old = self._front_offset
+        if old is None:
+            return None
+        dx, dy = (offset[0] - old[0]) * ratio, (offset[1] - old[1]) * ratio
+        if dx != round(dx) or dy != round(dy) or size != self._front.size():
+            return None
+        dx, dy = round(dx), round(dy)
+        w, h = size.width(), size.height()
+        if abs(dx) * 2 > w or abs(dy) * 2 > h:
+            return None
+        image = QImage(size, QImage.Format.Format_ARGB32_Premultiplied)
+        image.setDevicePixelRatio(ratio)
+        painter = QPainter(image)
+        painter.drawImage(QPointF(dx / ratio, dy / ratio), self._front)
+        kept = QRect(max(dx, 0), max(dy, 0), w - abs(dx), h - abs(dy))
+        strips = QRegion(0, 0, w, h).subtracted(QRegion(kept))
+        # (The clip is in logical pixels, like everything `draw` paints.)
+        scaled = QRegion()
+        for r in strips:
+            scaled = scaled.united(QRect(math.floor(r.x() / ratio), math.floor(r.y() / ratio),
+                                         math.ceil(r.width() / ratio) + 1,
+                                         math.ceil(r.height() / ratio) + 1))
+        painter.setClipRegion(scaled)
+        for _ in draw(painter):
+            pass
+        painter.end()
+        self._front, self._front_offset = image, offset
+        return image
+
     def discard(self) -> None:
         """Forget the picture and any drawing in progress (next `image` draws anew)."""
         IdleWork.instance().cancel(self)
         if self._job is not None:
             self._job.cancel()
             self._job = None
-        self._front = self._front_key = None
+        self._front = self._front_key = self._front_offset = None
 
     def _finish(self) -> None:
         job, self._job = self._job, None

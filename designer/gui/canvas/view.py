@@ -202,10 +202,13 @@ class FabricView(QGraphicsView):
         if not uses_schematic(self.scale_factor):
             super().paintEvent(event)
             return
-        geometry = (*view_geometry(self), self.fabric.theme, int(self.renderHints().value))
+        size, ratio, (m11, m12, m21, m22, dx, dy) = view_geometry(self)
+        # The translation apart: a pan shifts the picture and draws the uncovered strips.
+        geometry = (size, ratio, (m11, m12, m21, m22), self.fabric.theme,
+                    int(self.renderHints().value))
         image = self._picture.image(geometry, self.fabric.schematic.version,
                                     device_size(self.viewport()), self.devicePixelRatioF(),
-                                    self._draw_schematic)
+                                    self._draw_schematic, offset=(dx, dy))
         painter = QPainter(self.viewport())
         painter.setClipRegion(event.region())
         painter.drawImage(0, 0, image)
