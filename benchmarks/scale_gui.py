@@ -13,7 +13,8 @@ painting, not a GPU.
   view; when it is over 33 ms the design is not interactive and the row shows no time.
 - ``gui-edit-16k``: a leaf-spine link of the open 16k design fails (an edit pushed on the
   undo stack, as the inspector does) until the canvas shows the new utilisation colours:
-  the focus result applied, the whole recolour pass done and the viewport repainted.
+  the focus result (the one links are coloured by) applied, the whole recolour pass
+  done and the viewport repainted.
 """
 
 from __future__ import annotations
@@ -106,22 +107,17 @@ def _open_131k(workdir: Path) -> Measure:
 
 
 def _recoloured(app, window, results: list, timeout: float = 300.0) -> None:
-    """Wait until a result is in ``results`` (filled by the runner's ``focus_ready``) and
-    its recolour pass and repaint are done."""
+    """Wait until a result is in ``results`` (filled by the runner's ``focus_ready``: the
+    result that colours the links; the sweep and training panels' results come later)
+    and its recolour pass and repaint are done."""
     from designer.gui.idle import IdleWork
 
     overlay = window.analysis.overlay
-    runner = window.analysis.runner
     idle = IdleWork.instance()
     end = time.perf_counter() + timeout
     while time.perf_counter() < end:
         app.processEvents()
-        if (
-            results
-            and not idle.pending((overlay, "recolour"))
-            and not window.scene.refresh_pending
-            and not runner.busy
-        ):
+        if results and not idle.pending((overlay, "recolour")) and not window.scene.refresh_pending:
             window.view.viewport().repaint()
             return
         time.sleep(0.0005)
@@ -142,6 +138,9 @@ def _edit_16k(workdir: Path) -> Measure:
     window.analysis.runner.focus_ready.connect(results.append)
     window.analysis.runner.schedule()
     _recoloured(app, window, results)
+    while window.analysis.runner.busy:  # the first sweep and training too
+        app.processEvents()
+        time.sleep(0.001)
     cols = topo.columns()
     kinds = [cols.kind_names[k] for k in cols.kind_of.tolist()]
     link = next(
@@ -155,7 +154,11 @@ def _edit_16k(workdir: Path) -> Measure:
     window.document.push(SetLinkProps([link], failed=True))
     _recoloured(app, window, results)
     seconds = time.perf_counter() - t0
-    note = f"a leaf-spine link fails; {len(window.scene.links):,} link items"
+    worker = getattr(results[0], "seconds", float("nan"))
+    note = (
+        f"a leaf-spine link fails; the worker's snapshot and solve {worker:.2f} s, "
+        f"{len(window.scene.links):,} link and {len(window.scene.bundles):,} bundle items"
+    )
     window.analysis.runner.shutdown()
     window.document.undo_stack.setClean()
     window.close()

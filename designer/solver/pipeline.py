@@ -202,7 +202,7 @@ def _shape(plan: Plan, snap: Snapshot, phases: Sequence[PhaseSolution],
         net_latency_us=switch_lat * max(arc_hops - 2, 0) * 1e6,
         nvls_efficiency=(_nvls_efficiency(snap, plan)
                          if algorithm in nccl_model.NVLS_ALGORITHMS else None),
-        tuner_ceiling_GBps=rated)
+        tuner_ceiling_GBps=rated, step_counts=plan.step_counts)
 
 
 def _notes(shapes) -> tuple[str, ...]:
@@ -384,7 +384,7 @@ def _timeline(plan: Plan, phases: Sequence[PhaseSolution], total_s: float,
             for (name, steps), x in zip(planned.stages, lag, strict=True):
                 bars.append(TimelineBar(name, "all ranks", start + x,
                                         start + dur - lag[-1] + x, steps, bottleneck))
-        elif plan.algorithm == "ring" and plan.collective == "allreduce":
+        elif plan.algorithm == "ring" and plan.collective == "allreduce" and len(phases) == 1:
             half = dur / 2
             bars.append(TimelineBar("reduce-scatter", "all ranks", start, start + half,
                                     p.steps // 2, bottleneck))

@@ -221,7 +221,21 @@ class AnalysisOverlay(QObject):
             self.scene.set_link_values(list(util), list(util.values()), util_color)
         else:
             self.scene.clear_link_values()
-        if colour and isinstance(util, PerLink):
+        if colour and isinstance(util, PerLink) and len(links) * 4 < len(util.ids):
+            # Few link items (a big design open with its pods collapsed): walk them, not
+            # the result's 100,000 links.
+            values, index = util.values, util.positions()
+            items = list(links.items())
+            last = len(items) - 1
+
+            def paint(start: int, _deadline: float) -> int:
+                for lid, item in items[start:start + CHUNK]:
+                    i = index.get(lid)
+                    c = util_color(float(values[i])) if i is not None else IDLE
+                    if item.color is not c:
+                        item.set_color(c)
+                return start + CHUNK
+        elif colour and isinstance(util, PerLink):
             # Walk the result's links in order (no per-result dict), then idle-grey the
             # canvas links the result does not have (failed ones, say).  Only links whose
             # colour changes are touched (colours are shared objects): after an edit most

@@ -319,13 +319,17 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         self._changed(groups=False, collapse_too=True)
 
     def _on_link_changed(self, old: Link, new: Link) -> None:
+        # Bundles sum counts and rates by technology: only those re-bundle (a what-if
+        # failure of a link inside a collapsed pod changes nothing on the canvas).
+        rebundle = (old.count, old.tech) != (new.count, new.tech)
         item = self.links.get(new.id)
-        if item is None:  # hidden in a collapsed box: its bundle is remade
-            self._changed(groups=False, collapse_too=True, links_only=True)
+        if item is None:  # hidden in a collapsed box that was never opened
+            if rebundle:
+                self._changed(groups=False, collapse_too=True, links_only=True)
             return
         color, gbps = self._tech_look(new)
         item.set_link(new, color, gbps)
-        self._changed(groups=False, collapse_too=True, link_item=item)
+        self._changed(groups=False, collapse_too=rebundle, link_item=item)
 
     def _on_group_added(self, group: Group) -> None:
         self._add_group_item(group)

@@ -37,6 +37,7 @@ from designer.solver.flows.ring_layout import (
     ring_orders,
 )
 from designer.solver.flows.sharp import sharp_phase
+from designer.solver.flows.torus import TORUS_COLLECTIVES, plan_torus_ring, torus_lines
 from designer.solver.routing.router import (
     Router,
     ragged_arange,
@@ -105,6 +106,8 @@ def _ring_phase(router: Router, ranks: np.ndarray, collective: str, name: str,
 
 
 def plan_ring(router: Router, ranks: np.ndarray, collective: str) -> Plan:
+    if collective in TORUS_COLLECTIVES and (dims := torus_lines(router.snap, ranks)):
+        return plan_torus_ring(router, ranks, collective, dims)  # rings per dimension
     phase = _ring_phase(router, ranks, collective, f"ring {collective}")
     return Plan(collective, "ring", ranks, len(grouped(router.snap, ranks)[1]), (phase,), True)
 
