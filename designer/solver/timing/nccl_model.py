@@ -162,6 +162,9 @@ class CollectiveShape:
         tree across more than two nodes is rated at half the node's NIC bandwidth (an
         interior node sends about ``2S``; ``tuning.cc`` rates trees by ``bwInter`` and
         the 0.5 algorithm-bandwidth ratio).  None: rated at ``ceiling_GBps``.
+    step_counts : (int, int), optional
+        (intra-node, inter-node) latency steps where the plan is not NCCL's (a torus's
+        rings per dimension, `flows.torus`); None: `step_split`'s.
     nvls_efficiency : float, optional
         For NVLS and NVLS-tree: NCCL's NVLS bandwidth factor for the generation of the
         NVLink switches that reduce (the catalog's ``nvls_efficiency``: 0.85 Hopper, 0.74
@@ -179,6 +182,7 @@ class CollectiveShape:
     net_latency_us: float = 0.0
     nvls_efficiency: float | None = None
     tuner_ceiling_GBps: float | None = None
+    step_counts: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         if self.collective not in VALID_ALGORITHMS:
@@ -277,7 +281,8 @@ def _latency_us(
 ) -> float:
     algo = "p2p" if shape.collective in ("alltoall", "sendrecv") else shape.algorithm
     fam = _family(algo)
-    intra, inter = step_split(shape.collective, algo, shape.n_ranks, shape.n_nodes)
+    intra, inter = shape.step_counts or step_split(shape.collective, algo, shape.n_ranks,
+                                                   shape.n_nodes)
     lat = launch_us + params.base_us[fam][protocol]
     if fam in NVLS_ALGORITHMS:
         step_intra = params.nvls_step_us
@@ -451,7 +456,8 @@ def predict(
         algbw_GBps=algbw,
         busbw_GBps=algbw * bus_factor(shape.collective, shape.n_ranks),
         protocol=np.asarray(names, dtype=str)[best],
-        steps=steps(shape.collective, shape.algorithm, shape.n_ranks, shape.n_nodes),
+        steps=(sum(shape.step_counts) if shape.step_counts else
+               steps(shape.collective, shape.algorithm, shape.n_ranks, shape.n_nodes)),
     )
 
 
