@@ -123,9 +123,10 @@ class _Fabric:
         self.switch_order = np.array(order, dtype=np.int64)
         return rank
 
-    def edge_switches(self) -> dict[str, str]:
-        """Each GPU's edge switch: the first, in natural order, of the switches its own
-        NICs (on a link of the GPU) are cabled to; GPUs without one are left out."""
+    def edge_switches(self) -> np.ndarray:
+        """Each GPU's edge switch, as its place in the switches' natural order: the
+        first of the switches its own NICs (on a link of the GPU) are cabled to; GPUs
+        without one get ``len(switch_order)``."""
         kind, rank, far = self.kind, self.switch_rank, len(self.switch_order)
         nic_best = np.full(self.n, far, dtype=np.int64)
         is_nic = kind == "nic"
@@ -138,22 +139,15 @@ class _Fabric:
         for x, y in ((self.a, self.b), (self.b, self.a)):
             down = is_gpu[x] & is_nic[y]
             np.minimum.at(best, x[down], nic_best[y[down]])
-        at = best[self.gpu_rows]
-        has = at < far
-        ids = self.ids
-        return {
-            ids[g]: ids[s]
-            for g, s in zip(
-                self.gpu_rows[has].tolist(), self.switch_order[at[has]].tolist(), strict=True
-            )
-        }
+        return best[self.gpu_rows]
 
-    def pods(self) -> dict[str, int]:
-        """Pod number of each switch: its part of the switch fabric once the top tier
-        present is taken away (a switch of the top tier is its own pod)."""
+    def pods(self) -> np.ndarray:
+        """Pod number of each switch, in the switches' natural order: its part of the
+        switch fabric once the top tier present is taken away (a switch of the top tier
+        is its own pod)."""
         rows = self.switch_order
         if not len(rows):
-            return {}
+            return np.zeros(0, dtype=np.int64)
         tier = np.zeros(self.n, dtype=np.int64)
         for name, t in TIERS.items():
             tier[self.kind == name] = t
@@ -161,14 +155,11 @@ class _Fabric:
         low = self.is_tier & (tier < top)
         inside = low[self.a] & low[self.b]
         labels = components(self.n, self.a[inside], self.b[inside])
-        # Each part is named by its first switch in natural order (rows are in that
-        # order); parts are numbered in the order of their first switches.
+        # Parts are numbered in the natural order of their first switches (rows are in
+        # that order).
         first_of: dict[int, int] = {}
-        out = {}
-        ids = self.ids
-        for row, label in zip(rows.tolist(), labels[rows].tolist(), strict=True):
-            out[ids[row]] = first_of.setdefault(label, len(first_of))
-        return out
+        pods = [first_of.setdefault(label, len(first_of)) for label in labels[rows].tolist()]
+        return np.array(pods, dtype=np.int64)
 
 
 def worst_bisection(
@@ -192,25 +183,16 @@ def worst_bisection(
     """
     fabric = _Fabric(design, plane)
     gpus = fabric.gpus
-    keys: dict[str, tuple] = {}
-
-    def nk(node_id: str) -> tuple:
-        key = keys.get(node_id)
-        if key is None:
-            key = keys[node_id] = natural_key(node_id)
-        return key
-
     best: dict[str, Any] | None = None
     candidates = []
-    seen: set[frozenset] = set()
-    for key, side_a in _cuts(fabric, nk):
-        a_set = frozenset(side_a)
-        if not a_set or len(a_set) == len(gpus) or a_set in seen:
+    seen: set[bytes] = set()
+    for key, in_a in _cuts(fabric):
+        n_a = int(in_a.sum())
+        if not n_a or n_a == len(gpus) or in_a.tobytes() in seen:
             continue
-        seen.add(a_set)
-        side_b = [g for g in gpus if g not in a_set]
-        value = _cut_flow(fabric, a_set, flow_func, reduce)
-        per_gpu = round(value / min(len(a_set), len(side_b)), 6)
+        seen.add(in_a.tobytes())
+        value = _cut_flow(fabric, in_a, flow_func, reduce)
+        per_gpu = round(value / min(n_a, len(gpus) - n_a), 6)
         candidates.append({"cut": key, "GBps": value, "per_gpu_GBps": per_gpu})
         if best is None or per_gpu < best["per_gpu_GBps"] - 1e-9:
             best = {
@@ -218,72 +200,72 @@ def worst_bisection(
                 "per_gpu_GBps": per_gpu,
                 "cut": key,
                 "method": CUTS[key],
-                "a": _half_summary(sorted(a_set, key=nk)),
-                "b": _half_summary(side_b),
+                "a": _half_summary(gpus, np.flatnonzero(in_a)),
+                "b": _half_summary(gpus, np.flatnonzero(~in_a)),
             }
     if best is None:
+        half = np.arange(len(gpus))
         best = {
             "GBps": None,
             "per_gpu_GBps": None,
             "cut": None,
             "method": "fewer than two working GPUs",
-            "a": _half_summary(gpus[: len(gpus) // 2]),
-            "b": _half_summary(gpus[len(gpus) // 2 :]),
+            "a": _half_summary(gpus, half[: len(gpus) // 2]),
+            "b": _half_summary(gpus, half[len(gpus) // 2 :]),
         }
     best["candidates"] = candidates
     return best
 
 
-def _half_summary(ids: list[str]) -> dict[str, Any]:
-    return {"count": len(ids), "first": ids[0] if ids else None, "last": ids[-1] if ids else None}
+def _half_summary(gpus: list[str], at: np.ndarray) -> dict[str, Any]:
+    """Count, first and last GPU (``gpus`` in natural order, ``at`` ascending)."""
+    if not len(at):
+        return {"count": 0, "first": None, "last": None}
+    return {"count": len(at), "first": gpus[at[0]], "last": gpus[at[-1]]}
 
 
 # --------------------------------------------------------------------------- cuts
 
 
-def _cuts(fabric: _Fabric, nk: Callable) -> Iterable[tuple[str, list[str]]]:
-    """``(key, GPUs of half A)`` of each candidate of `CUTS`."""
-    gpus = fabric.gpus
-    members: dict[int, list[str]] = {}
-    for gpu, s in zip(gpus, fabric.server_of[fabric.gpu_rows].tolist(), strict=True):
-        members.setdefault(s, []).append(gpu)  # natural order within each server
-    order = sorted(members)
-    leaf_of = fabric.edge_switches()
-    far = (1, ())  # GPUs without an edge switch sort after the rest
+def _cuts(fabric: _Fabric) -> Iterable[tuple[str, np.ndarray]]:
+    """``(key, mask of half A over the GPUs)`` of each candidate of `CUTS`."""
+    n = len(fabric.gpus)
+    server = fabric.server_of[fabric.gpu_rows]  # per GPU, servers numbered in order
+    n_servers = int(server.max()) + 1 if n else 0
+    order = np.arange(n_servers)
+    size = np.bincount(server, minlength=n_servers)
+    leaf = fabric.edge_switches()  # per GPU; far = no edge switch (sorts last)
+    far = len(fabric.switch_order)
+    server_leaf = np.full(n_servers, far, dtype=np.int64)
+    np.minimum.at(server_leaf, server, leaf)
+    pods = np.append(fabric.pods(), n_servers + far + 1)  # (no edge switch: past all)
+    gpu_pod = pods[leaf]
+    server_pod = np.full(n_servers, pods[-1], dtype=np.int64)
+    np.minimum.at(server_pod, server, gpu_pod)
 
-    def server_leaf(s: int) -> tuple:
-        leaves = [leaf_of[g] for g in members[s] if g in leaf_of]
-        return (0, nk(min(leaves, key=nk))) if leaves else far
+    def whole(by: np.ndarray) -> np.ndarray:
+        return _whole(by, size, server, n)
 
-    yield "servers", _whole(order, members, len(gpus))
-    by_leaf = sorted(order, key=lambda s: (server_leaf(s), s))
-    yield "servers-by-leaf", _whole(by_leaf, members, len(gpus))
-    pods = fabric.pods()
-
-    def server_pod(s: int) -> tuple:
-        found = [pods[leaf_of[g]] for g in members[s] if g in leaf_of and leaf_of[g] in pods]
-        return (0, min(found)) if found else (1, 0)
-
-    yield (
-        "servers-by-group",
-        _whole(sorted(order, key=lambda s: (server_pod(s), server_leaf(s), s)), members, len(gpus)),
-    )
-    rank = {g: i for i, g in enumerate(gpus)}
-
-    def gpu_leaf(g: str) -> tuple:
-        if g not in leaf_of:
-            return far
-        return (0, pods.get(leaf_of[g], -1), nk(leaf_of[g]))
-
-    by_edge = sorted(gpus, key=lambda g: (gpu_leaf(g), rank[g]))
-    yield "gpus-by-leaf", by_edge[: len(gpus) // 2]
-    yield "servers-halved", [g for s in order for g in members[s][: len(members[s]) // 2]]
-    kl = _kl_order(fabric, order, members)
+    yield "servers", whole(order)
+    yield "servers-by-leaf", whole(np.lexsort((order, server_leaf)))
+    yield "servers-by-group", whole(np.lexsort((order, server_leaf, server_pod)))
+    position = np.arange(n)
+    by_edge = np.lexsort((position, leaf, gpu_pod))
+    in_a = np.zeros(n, dtype=bool)
+    in_a[by_edge[: n // 2]] = True
+    yield "gpus-by-leaf", in_a
+    # Each GPU's place within its server (GPUs and servers are in natural order).
+    start = np.concatenate([[0], np.cumsum(size)[:-1]]) if n_servers else size
+    by_server = np.argsort(server, kind="stable")
+    within = np.empty(n, dtype=np.int64)
+    within[by_server] = np.arange(n) - start[server[by_server]]
+    yield "servers-halved", within < size[server] // 2
+    kl = _kl_order(fabric, order.tolist())
     if kl is not None:
-        yield "servers-kl", _whole(kl, members, len(gpus))
+        yield "servers-kl", whole(np.array(kl, dtype=np.int64))
 
 
-def _kl_order(fabric: _Fabric, order: list[int], members: dict[int, list[str]]) -> list[int] | None:
+def _kl_order(fabric: _Fabric, order: list[int]) -> list[int] | None:
     """Servers in the order of a Kernighan-Lin bisection of the fabric graph: each server
     contracted to one node, links weighted by their count, switches and other nodes as
     they are; the servers of one side first (then halved whole by `_whole`).  It finds
@@ -317,28 +299,26 @@ def _kl_order(fabric: _Fabric, order: list[int], members: dict[int, list[str]]) 
     return first + [s for s in order if ("server", s) not in side_a]
 
 
-def _whole(order: list[int], members: dict[int, list[str]], n: int) -> list[str]:
-    """Half A of whole servers taken in ``order``: the prefix whose GPU count is nearest
-    ``n / 2`` (the first such prefix)."""
-    best, best_k, total = n, 0, 0
-    for k, s in enumerate(order, start=1):
-        total += len(members[s])
-        gap = abs(2 * total - n)
-        if gap < best:
-            best, best_k = gap, k
-    return [g for s in order[:best_k] for g in members[s]]
+def _whole(by: np.ndarray, size: np.ndarray, server: np.ndarray, n: int) -> np.ndarray:
+    """Mask over the GPUs (``server``: each one's server) of half A made of whole
+    servers taken in the order ``by``: the prefix whose GPU count is nearest ``n / 2``
+    (the first such prefix)."""
+    gap = np.abs(2 * np.cumsum(size[by]) - n)
+    take = 0
+    if len(gap) and gap.min() < n:
+        take = int(np.argmin(gap)) + 1
+    chosen = np.zeros(len(size), dtype=bool)
+    chosen[by[:take]] = True
+    return chosen[server]
 
 
 # --------------------------------------------------------------------------- max flow
 
 
-def _cut_flow(
-    fabric: _Fabric, side_a: frozenset, flow_func: Callable | None, reduce: bool
-) -> float:
-    """Max flow from the GPUs of ``side_a`` to the other GPUs of the fabric's servers
-    (`designer.model.cut_flow.max_flow`, each half merged into one terminal)."""
+def _cut_flow(fabric: _Fabric, in_a: np.ndarray, flow_func: Callable | None, reduce: bool) -> float:
+    """Max flow from the GPUs of half A (``in_a``, a mask over the fabric's GPUs) to the
+    others (`designer.model.cut_flow.max_flow`, each half merged into one terminal)."""
     n, rows = fabric.n, fabric.gpu_rows
-    in_a = np.fromiter((g in side_a for g in fabric.gpus), dtype=bool, count=len(rows))
     server_of, kind = fabric.server_of, fabric.kind
     # Servers with GPUs on both sides.
     servers = server_of[rows]
