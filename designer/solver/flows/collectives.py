@@ -26,8 +26,13 @@ import numpy as np
 from designer.model.scenario import ALGORITHMS as SCENARIO_ALGORITHMS
 from designer.model.scenario import COLLECTIVES
 from designer.solver.errors import SolverError
-from designer.solver.flows.labels import Labels
-from designer.solver.flows.mesh import plan_direct
+from designer.solver.flows.alltoall import plan_alltoall
+from designer.solver.flows.mesh import (
+    MESH_RING_COLLECTIVES,
+    full_mesh,
+    plan_direct,
+    plan_mesh_rings,
+)
 from designer.solver.flows.phases import FlowBuilder, Phase, Plan
 from designer.solver.flows.ring_layout import (
     by_domain,
@@ -108,6 +113,8 @@ def _ring_phase(router: Router, ranks: np.ndarray, collective: str, name: str,
 def plan_ring(router: Router, ranks: np.ndarray, collective: str) -> Plan:
     if collective in TORUS_COLLECTIVES and (dims := torus_lines(router.snap, ranks)):
         return plan_torus_ring(router, ranks, collective, dims)  # rings per dimension
+    if collective in MESH_RING_COLLECTIVES and full_mesh(router, ranks):
+        return plan_mesh_rings(router, ranks, collective)  # disjoint Hamiltonian rings
     phase = _ring_phase(router, ranks, collective, f"ring {collective}")
     return Plan(collective, "ring", ranks, len(grouped(router.snap, ranks)[1]), (phase,), True)
 

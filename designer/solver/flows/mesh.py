@@ -6,6 +6,11 @@ algorithm has every rank exchange its ``1/n`` shard with every peer at once, so 
 ``n - 1`` links of each GPU carry data (docs/model.md, "Collectives on full meshes"):
 all-reduce is a reduce-scatter then an all-gather of one-hop flows,
 ``t = 2 (S/n) / B + 2 alpha`` and ``busbw = (n - 1) B``.
+
+The ring algorithm on such a mesh runs several rings at once on links no other ring
+uses: Walecki's decomposition of ``K_n`` into ``(n - 1) // 2`` edge-disjoint Hamiltonian
+cycles (`hamiltonian_cycles`), each run both ways, a share of the bytes each:
+``busbw = 2 ((n - 1) // 2) B``, ``(n - 2) B`` for 8 GPUs.
 """
 
 from __future__ import annotations
@@ -17,6 +22,14 @@ from designer.solver.flows.phases import FlowBuilder, Plan
 from designer.solver.flows.ring_layout import grouped
 from designer.solver.routing.router import Router
 from designer.solver.snapshot.build import NVLINK
+
+#: Bytes each ring carries per byte of message, of ``n`` ranks, all rings together.
+_RING = {
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "reducescatter": lambda n: (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+}
+MESH_RING_COLLECTIVES = tuple(_RING)
 
 #: Bytes each pair flow carries per byte of message (times ``1/n``) and the steps.
 _DIRECT = {"allreduce": (2.0, 2), "reducescatter": (1.0, 1), "allgather": (1.0, 1)}
@@ -66,3 +79,73 @@ def plan_direct(router: Router, ranks: np.ndarray, collective: str) -> Plan:
     fb.transfers(flows, srt[i], srt[j], i.astype(np.int64) * n + j)
     phase = fb.phase(f"direct {collective}", steps)
     return Plan(collective, "direct", ranks, 1, (phase,), True)
+
+
+def hamiltonian_cycles(n: int) -> np.ndarray:
+    """Walecki's ``(n - 1) // 2`` edge-disjoint Hamiltonian cycles of the complete graph
+    ``K_n``, one row of positions each.
+
+    ``n`` odd: a hub and, for each ``i < (n - 1)/2``, the zigzag path ``i, i+1, i-1, i+2,
+    ...`` round the other ``n - 1`` positions; together they use every edge once.  ``n``
+    even: those of ``K_{n-1}``, with position ``n - 1`` put into each cycle in place of
+    one edge, the edges taken out disjoint (so, with the one edge of ``n - 1`` left, the
+    unused edges are a perfect matching).
+
+    >>> hamiltonian_cycles(5).tolist()
+    [[4, 0, 1, 3, 2], [4, 1, 2, 0, 3]]
+    """
+    if n < 3:
+        return np.zeros((0, n), dtype=np.int64)
+    odd = n if n % 2 else n - 1
+    m = odd - 1  # positions round the hub
+    zig = np.zeros(m, dtype=np.int64)
+    zig[1::2] = np.arange(1, m // 2 + 1)
+    zig[2::2] = -np.arange(1, (m - 1) // 2 + 1)
+    cycles = [[odd - 1, *((zig + i) % m).tolist()] for i in range(m // 2)]
+    if n == odd:
+        return np.array(cycles, dtype=np.int64)
+    # Take out one edge per cycle, pairwise disjoint (first fit, backtracking).
+    picks: list[int] = []
+
+    def pick(c: int, used: frozenset[int]) -> bool:
+        if c == len(cycles):
+            return True
+        cyc = cycles[c]
+        for k in range(len(cyc)):
+            a, b = cyc[k], cyc[(k + 1) % len(cyc)]
+            if a not in used and b not in used:
+                picks.append(k)
+                if pick(c + 1, used | {a, b}):
+                    return True
+                picks.pop()
+        return False
+
+    pick(0, frozenset())
+    return np.array(
+        [[*c[: k + 1], n - 1, *c[k + 1 :]] for c, k in zip(cycles, picks, strict=True)],
+        dtype=np.int64,
+    )
+
+
+def plan_mesh_rings(router: Router, ranks: np.ndarray, collective: str) -> Plan:
+    """Ring all-reduce, reduce-scatter or all-gather on a full mesh: every Hamiltonian
+    cycle of `hamiltonian_cycles` run both ways, each ring ``1/R`` of the bytes.
+
+    Raises `SolverError` where the ranks are not one switchless full mesh.
+    """
+    if collective not in _RING:
+        raise SolverError(f"the mesh rings do not run {collective}")
+    if not full_mesh(router, ranks):
+        raise SolverError("the mesh rings need the ranks on one full mesh of scale-up links")
+    srt = grouped(router.snap, ranks)[0]
+    n = len(srt)
+    cyc = hamiltonian_cycles(n)
+    rings = np.concatenate([cyc, cyc[:, ::-1]]) if n > 2 else np.arange(n)[None, :]
+    r = len(rings)
+    fb = FlowBuilder(router)
+    flows = fb.new_flows(np.full(r, _RING[collective](n) / r), [f"ring {k}" for k in range(r)])
+    a, b = rings.ravel(), np.roll(rings, -1, axis=1).ravel()
+    fb.transfers(np.repeat(flows, n), srt[a], srt[b], a.astype(np.int64) * n + b)
+    steps = (2 if collective == "allreduce" else 1) * (n - 1)
+    phase = fb.phase(f"{r} rings {collective} over Hamiltonian cycles", steps)
+    return Plan(collective, "ring", ranks, 1, (phase,), True)
