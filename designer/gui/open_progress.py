@@ -1,7 +1,9 @@
 """`OpenProgress`: the dialog that opens a big design, with its progress and Cancel.
 
-Opening a 16,384-GPU design takes ~12 s: reading and checking the file and building the
-model (~3.5 s), then an item per node and link on the canvas (~8 s).  The first part is
+Opening a 16,384-GPU design takes a few seconds: reading and checking the file and
+building the model, then the canvas (its pods collapsed, `designer.gui.canvas.collapse`:
+about a second; a design drawn in full makes an item per node and link, seconds more
+at that size).  The first part is
 pure Python with no Qt in it, so it runs on a superqt worker (Qt's thread pool) while
 this dialog's own event loop keeps the window painted, the bar moving and Cancel
 working; a cancelled or failed load changes nothing.  The second part must run on the
@@ -11,8 +13,8 @@ touch a half-built canvas), so the dialog repaints itself on each update, at mos
 `MIN_INTERVAL_S`, and Cancel is off.
 
 Reading and checking the file are single calls that report nothing on the way, so the
-bar is busy then; building the model and drawing share it as the time goes on a 16k
-design (~25 % and ~75 %).
+bar is busy then; building the model and drawing share it about evenly, as the time
+goes on a 16k design opened collapsed.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ MIN_INTERVAL_S = 0.1
 
 # (start, end) of each stage on the bar, in thousandths; reading and checking the file
 # are single calls that report nothing on the way (the bar is busy then).
-_STAGES = {"building": (0, 250), "drawing": (250, 1000)}
+_STAGES = {"building": (0, 500), "drawing": (500, 1000)}
 _BUSY = ("reading", "checking")
 _LABELS = {"reading": "Reading {name}…", "checking": "Checking {name}…",
            "building": "Building the model of {name}…", "drawing": "Drawing {name}…"}

@@ -143,17 +143,18 @@ def _answer_in_status_bar(window: QMainWindow, scenario: ScenarioDock) -> None:
 
 
 class BusyIndicator(QWidget):
-    """A busy bar and a Cancel button in the status bar while a solve runs (shown and
-    hidden as one; its bound slots are dropped with it)."""
+    """A progress bar with the solve's percentage (by stage) and a Cancel button in the
+    status bar while a solve runs (shown and hidden as one; its bound slots are dropped
+    with it)."""
 
     def __init__(self, window: QMainWindow, runner: SolveRunner):
         super().__init__(window)
         self.setObjectName("analysis_busy")
         self._window = window
         self.bar = QProgressBar(self)
-        self.bar.setRange(0, 0)  # the solver reports stages, not percentages
+        self.bar.setRange(0, 100)  # by stage: the runner's `percent`
         self.bar.setMaximumWidth(140)
-        self.bar.setTextVisible(False)
+        self.bar.setFormat("Solving %p%")
         self.button = QToolButton(self)
         self.button.setText("Cancel analysis")
         self.button.setToolTip("Stop the running solve; the next edit solves again")
@@ -164,12 +165,14 @@ class BusyIndicator(QWidget):
         window.statusBar().addPermanentWidget(self)
         self.hide()
         runner.started.connect(self._on_runner_started)
+        runner.percent.connect(self.bar.setValue)
         runner.result_ready.connect(self._on_runner_done)
         runner.failed.connect(self._on_runner_done)
         runner.cancelled.connect(self._on_runner_cancelled)
         self.button.clicked.connect(runner.cancel)
 
     def _on_runner_started(self, _generation: int) -> None:
+        self.bar.setValue(0)
         self.show()
 
     def _on_runner_done(self, *_args) -> None:

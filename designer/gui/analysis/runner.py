@@ -54,6 +54,11 @@ DEBOUNCE_MS = 200
 #: Design settings the scenario's solve does not read: edits of these alone solve nothing.
 NOT_SOLVED_SETTINGS = frozenset({"workloads"})
 RETRY_MS = 20
+# Where the solve's stages end on a progress bar (percent): the snapshot, then the
+# scenario-size solve that colours the canvas (the routing and rating most of the work
+# is in); the sweep and the training estimate re-time its plans for the rest.
+SNAPSHOT_PERCENT = 15
+FOCUS_PERCENT = 60
 
 
 @dataclass(frozen=True)
@@ -82,8 +87,9 @@ class _Outcome:
     error: str | None = None
 
 
-def _solve(job: _SolveJob) -> Generator[str, None, _Outcome]:
-    """The worker's generator: yields stage messages, returns the `_Outcome`.
+def _solve(job: _SolveJob) -> Generator[str | int, None, _Outcome]:
+    """The worker's generator: yields stage messages and percentages (ints), returns
+    the `_Outcome`.
 
     Every exception becomes an outcome here, so that the worker always ends with its
     ``returned`` and ``finished`` signals (superqt's worker would swallow a bare
@@ -100,6 +106,7 @@ def _solve(job: _SolveJob) -> Generator[str, None, _Outcome]:
             raise SolverError("add at least two GPUs to analyse the design")
         # One that would not fit in memory is refused, saying what would fit.
         check_solve_memory(snap, job.scenario.collective, ranks, job.scenario.algorithm)
+        yield SNAPSHOT_PERCENT
         yield f"Solving {job.scenario.collective} on {len(ranks or snap.gpus)} GPUs…"
         result = analyse(snap, job.scenario, ranks, job.training, job.cancel.is_set,
                          on_focus=job.on_focus, memo=job.memo, failed=failed)
@@ -131,6 +138,10 @@ class SolveRunner(QObject):
         The solve of that generation failed; the message is one line.
     progress(str)
         Stage messages while a solve runs.
+    percent(int)
+        How far the running solve is, 0-100, by stage: the snapshot built
+        (`SNAPSHOT_PERCENT`), the focus result (`FOCUS_PERCENT`), then sweep and
+        training until the result.
     cancelled(int)
         The solve of the current generation was cancelled (`cancel`).
     """
@@ -140,6 +151,7 @@ class SolveRunner(QObject):
     result_ready = Signal(object)
     failed = Signal(int, str)
     progress = Signal(str)
+    percent = Signal(int)
     cancelled = Signal(int)
     _focus = Signal(int, object)  # from the worker thread: queued to this one
     _asked = Signal()  # queued to this thread: the edits of one event loop turn settle
@@ -274,9 +286,12 @@ class SolveRunner(QObject):
         self._retrying = False
         self._start_solve()
 
-    def _on_worker_yielded(self, message: str) -> None:
+    def _on_worker_yielded(self, message: str | int) -> None:
         if self._current(self._job):
-            self.progress.emit(message)
+            if isinstance(message, int):
+                self.percent.emit(message)
+            else:
+                self.progress.emit(message)
 
     def _on_worker_warned(self, args: tuple) -> None:
         """A warning raised during the solve (superqt catches them on the worker): into
@@ -286,6 +301,7 @@ class SolveRunner(QObject):
 
     def _on_worker_focus(self, generation: int, result) -> None:
         if generation == self.document.topology.generation:
+            self.percent.emit(FOCUS_PERCENT)
             self.focus_ready.emit(result)
 
     def _on_worker_returned(self, outcome: _Outcome) -> None:

@@ -72,10 +72,11 @@ class FoldingMixin:
             item.hidden = hidden
             item.setVisible(not hidden)
 
-    def _apply_collapse(self) -> None:
+    def _apply_collapse(self, report: bool = False) -> None:
         """Hide what collapsed groups hold, make items for what is visible and has none
         yet (the members of a group opened for the first time), and draw bundles for
-        links that leave a box.  Works on the design's columns (`collapse.fold`)."""
+        links that leave a box.  Works on the design's columns (`collapse.fold`).
+        ``report``: emit ``build_progress`` after each step (steps 2 to 4 of 4)."""
         self._dirty_collapse = False
         topo = self.document.topology
         cols = topo.columns()
@@ -97,7 +98,11 @@ class FoldingMixin:
         found, hidden = collapse.fold(cols.node_ids, node_box, box_ids, cols.a_idx,
                                       cols.b_idx, keys, cols.counts, cols.tech_of,
                                       cols.tech_names, tech_gbps)
+        if report:
+            self.build_progress.emit(2, 4)
         self._materialise(topo, cols, node_box, hidden)
+        if report:
+            self.build_progress.emit(3, 4)
         kinds = [cols.kind_names[k] for k in cols.kind_of[node_box >= 0].tolist()]
         boxes_of = node_box[node_box >= 0].tolist()
         members: dict[int, list[str]] = defaultdict(list)
@@ -112,6 +117,8 @@ class FoldingMixin:
             row = pos.get(lid)
             self._set_hidden(item, row is not None and bool(hidden[row]))
         self._replace_bundles(topo, found)
+        if report:
+            self.build_progress.emit(4, 4)
         self._titles = None
         self.schematic.invalidate()
         self.update()

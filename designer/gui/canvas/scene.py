@@ -51,6 +51,7 @@ PARALLEL_GAP = 7.0
 #: (about 3,000 GPUs: beyond it an item per node and link takes seconds to make).
 OPEN_COLLAPSED_NODES = 8_000
 BUILD_PROGRESS_EVERY = 4096  # link items made between two `build_progress` signals
+COLLAPSED_STEPS = 4  # `build_progress` steps of a big design opened collapsed
 
 
 class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
@@ -76,9 +77,10 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
     collapsed_changed()
         Groups were collapsed or expanded.
     build_progress(int, int)
-        While a big design's link items are made (``done``, ``total``), every
-        `BUILD_PROGRESS_EVERY` links: for a progress bar, which must repaint itself (the
-        event loop does not run meanwhile).
+        While a big design's items are made (``done``, ``total``): every
+        `BUILD_PROGRESS_EVERY` links, or each of the `COLLAPSED_STEPS` steps of a design
+        opened collapsed (frames, bundling, items, bundle items): for a progress bar,
+        which must repaint itself (the event loop does not run meanwhile).
     """
 
     message = Signal(str)
@@ -149,8 +151,10 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         self._dirty_groups = True
         if self.collapsed:
             # A big design: its SUs (or pods) as boxes, with items only for what shows.
+            self.build_progress.emit(0, COLLAPSED_STEPS)
             self._refresh_groups()
-            self._apply_collapse()
+            self.build_progress.emit(1, COLLAPSED_STEPS)
+            self._apply_collapse(report=True)
         else:
             for node in topo.nodes():
                 self._add_node_item(node)
