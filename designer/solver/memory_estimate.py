@@ -60,6 +60,7 @@ import numpy as np
 from designer.solver.errors import SolverError
 from designer.solver.machine_memory import MemoryLimit, format_bytes, memory_limit
 from designer.solver.snapshot.build import DEAD, NVLINK, PCIE, Snapshot
+from designer.solver.tuning import current
 
 __all__ = [
     "MemoryEstimate",
@@ -117,6 +118,10 @@ class MemoryEstimate:
     bytes: int
     nv_pairs: int = 0
     nv_pair_bytes: int = 0
+    classes: int = 0
+    """Under adaptive routing, the flows standing for the pairs across domains when
+    the all-to-all is solved by classes (`flows.alltoall`; about one per pair of edge
+    switches); 0 when it is solved per pair."""
 
     def with_routing(self, routing: str) -> MemoryEstimate:
         """The same solve under another routing mode."""
@@ -133,6 +138,7 @@ class MemoryEstimate:
                 self.auto,
                 self.nv_pairs,
                 self.nv_pair_bytes,
+                self.classes,
             ),
         )
 
@@ -167,6 +173,7 @@ class MemoryEstimate:
                 self.auto,
                 nv_pairs,
                 self.nv_pair_bytes,
+                self.classes,
             ),
         )
 
@@ -191,6 +198,7 @@ def estimate_bytes(
     auto: bool = True,
     nv_pairs: int = 0,
     nv_pair_bytes: int = 0,
+    classes: int = 0,
 ) -> int:
     """The fitted model of a solve's peak memory, in bytes (see the module docstring).
 
@@ -200,9 +208,10 @@ def estimate_bytes(
     fixed = FIXED_BYTES + BYTES_PER_ARC * n_arcs
     if collective == "alltoall":
         per_pair = PAIR_BYTES[routing] + PAIR_ARC_BYTES[routing] * fabric_arcs
-        return int(
-            fixed + per_pair * (pairs - nv_pairs) + (PAIR_BYTES[routing] + nv_pair_bytes) * nv_pairs
-        )
+        cross = pairs - nv_pairs
+        if routing == "adaptive" and classes:
+            cross = min(cross, classes)
+        return int(fixed + per_pair * cross + (PAIR_BYTES[routing] + nv_pair_bytes) * nv_pairs)
     per_rank = AUTO_RANK_BYTES.get(collective, RANK_PLAN_BYTES) if auto else RANK_PLAN_BYTES
     return int(fixed + per_rank * n_ranks)
 
@@ -221,6 +230,7 @@ def estimate_solve(
     auto = algorithm == "auto"
     arcs = _fabric_arcs(snap, rank_arr) if pairs else 0
     nv_pairs, nv_bytes = _nvlink_pairs(snap, rank_arr) if pairs else (0, 0)
+    classes = _classes(snap, rank_arr) if pairs else 0
     return MemoryEstimate(
         collective,
         snap.routing,
@@ -230,11 +240,39 @@ def estimate_solve(
         snap.n_arcs,
         auto,
         estimate_bytes(
-            collective, snap.routing, n, pairs, arcs, snap.n_arcs, auto, nv_pairs, nv_bytes
+            collective,
+            snap.routing,
+            n,
+            pairs,
+            arcs,
+            snap.n_arcs,
+            auto,
+            nv_pairs,
+            nv_bytes,
+            classes,
         ),
         nv_pairs,
         nv_bytes,
+        classes,
     )
+
+
+def _classes(snap: Snapshot, ranks: np.ndarray) -> int:
+    """About how many class flows an all-to-all of ``ranks`` takes under adaptive routing
+    (`flows.alltoall`): one per pair of the NICs' cabled ends, where every rank has a
+    NIC of its own on its own PCIe link (what the classes need); else 0."""
+    nics = snap.gpu_nic[ranks]
+    if (
+        not current().alltoall_classes
+        or (nics < 0).any()
+        or (snap.gpu_nic_via[ranks] >= 0).any()
+        or len(np.unique(nics)) != len(nics)
+    ):
+        return 0
+    family = snap.arc_family
+    cable = (family != NVLINK) & (family != PCIE) & np.isin(snap.arc_src, nics)
+    ends = len(np.unique(snap.arc_dst[cable]))
+    return ends * ends
 
 
 def _fabric_arcs(snap: Snapshot, ranks: np.ndarray) -> int:

@@ -128,6 +128,9 @@ def solve_phase(snap: Snapshot, phase) -> PhaseSolution:
         load = _pair_load(phase, pace, snap.n_arcs)
         if routes is not None:
             load += routes.link_load(pace, snap.n_arcs)
+    if phase.mirrors is not None:
+        arc, source, factor = phase.mirrors
+        load[arc] = load[source] * factor
     return PhaseSolution(phase.name, phase.steps, t, rates, load,
                          int(mm.bottleneck[slowest]), phase.flow_label[slowest])
 

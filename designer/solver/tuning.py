@@ -105,6 +105,11 @@ class Tuning:
         (`routing.middles`) instead of writing every class's DAG whole: the same load on
         every arc from far fewer stored entries in an all-to-all, whose classes cross
         each middle many times.
+    alltoall_classes : bool
+        Solve an all-to-all under adaptive routing as classes of pairs that provably
+        get equal rates (`flows.alltoall`, docs/model.md), one flow each, instead of
+        one flow per pair (the reference): hundreds of thousands of flows instead of
+        hundreds of millions at 16,384 GPUs.
     keyed_dense : int
         Largest key space `KeyedRows` looks keys up in with a dense table (beyond it, by
         binary search).
@@ -138,6 +143,7 @@ class Tuning:
     walk_chunk: int = 1 << 16
     keep_middles: bool = True
     keyed_dense: int = 1 << 22
+    alltoall_classes: bool = True
 
 
 _current = Tuning()

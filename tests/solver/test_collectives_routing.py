@@ -73,9 +73,10 @@ def test_adaptive_never_worse_than_ecmp(template, kw, collective):
 
 
 @pytest.mark.parametrize("routing", ["adaptive", "ecmp"])
-def test_shared_routes_and_local_view_hold_the_same_pairs(routing):
+def test_shared_routes_and_local_view_hold_the_same_pairs(routing, tune):
     # Access legs and fabric DAGs are shared routes; expanding them (pairs()), or only
     # the endpoints' legs (local_view()), lists the same flow-arc weights.
+    tune(alltoall_classes=False)  # per pair (classes: test_alltoall_classes)
     topo = build_template("rail-cluster", nodes=3)
     topo.set_setting("routing", routing)
     snap = take_snapshot(topo)
@@ -185,8 +186,9 @@ def test_a_batch_of_transfers_equals_the_per_pair_routes(design, routing):
 
 
 @pytest.mark.parametrize("ranks", ["one per domain", "one domain"])
-def test_alltoall_with_transfers_all_across_or_all_inside_domains(ranks):
+def test_alltoall_with_transfers_all_across_or_all_inside_domains(ranks, tune):
     # One GPU per server: every transfer crosses the fabric; one server: none does.
+    tune(alltoall_classes=False)  # a flow per pair (classes: test_alltoall_classes)
     snap = take_snapshot(build_template("rail-cluster", nodes=4))
     chosen = (np.flatnonzero(snap.gpu_local == 2) if ranks == "one per domain"
               else np.flatnonzero(snap.gpu_domain == 1))

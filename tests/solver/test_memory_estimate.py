@@ -32,6 +32,7 @@ from designer.solver.machine_memory import (
 )
 from designer.solver.pipeline import solve_collective
 from designer.solver.snapshot.build import take_snapshot
+from designer.solver.tuning import tuned
 
 
 def _snapshot(template: str, routing: str | None = None, **params):
@@ -75,8 +76,9 @@ CASES = [
 @pytest.mark.parametrize(("template", "routing", "params"), CASES)
 def test_the_estimate_bounds_a_real_all_to_all_within_a_factor_of_two(template, routing, params):
     snap = _snapshot(template, routing, **params)
-    estimate = estimate_solve(snap, "alltoall").bytes
-    measured = _peak_bytes(snap, "alltoall")
+    with tuned(alltoall_classes=False):  # per pair (classes: test_alltoall_classes)
+        estimate = estimate_solve(snap, "alltoall").bytes
+        measured = _peak_bytes(snap, "alltoall")
     assert measured <= estimate <= 2 * measured, (format_bytes(estimate), format_bytes(measured))
 
 

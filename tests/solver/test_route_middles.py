@@ -138,6 +138,7 @@ def _by_flow_arc(phase) -> dict[tuple[int, int], float]:
                          [("allreduce", "ring"), ("alltoall", "auto")])
 def test_a_phase_with_middles_apart_loads_every_arc_as_one_with_whole_dags(
         fat_tree, tune, collective, algorithm):
+    tune(alltoall_classes=False)   # per pair: classes route their own way (flows.alltoall)
     split = solve_collective(fat_tree, collective, sizes=[1 << 30], algorithm=algorithm)
     routes = split.plan.phases[0].routes
     assert any(sp.mid is not None and (sp.mid.of >= 0).any()
@@ -158,6 +159,7 @@ def test_a_phase_with_middles_apart_loads_every_arc_as_one_with_whole_dags(
 
 
 def test_a_transfers_arcs_include_its_middle(fat_tree, tune):
+    tune(alltoall_classes=False)   # per-pair transfers (classes have none to read back)
     plan = solve_collective(fat_tree, "alltoall", sizes=[1 << 20]).plan
     tr = phase_transfers(plan.phases[0])
     tune(keep_middles=False)

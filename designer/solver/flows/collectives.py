@@ -367,35 +367,6 @@ def plan_hierarchical(router: Router, ranks: np.ndarray, collective: str,
                 len(starts), (rs, mid, ag), False)
 
 
-def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall") -> Plan:
-    """Every rank sends 1/n of its buffer to every other rank, all at once.
-
-    Pairs are numbered (and ECMP-hashed) by the ranks' structural order (`grouped`), so
-    renaming GPUs changes no hash."""
-    n = len(ranks)
-    ranks_arr = grouped(router.snap, ranks)[0]
-    # Pairs (i, j), i != j, i-major: j runs over 0..n-1 skipping i.  A million pairs:
-    # int32 ids when they fit, to halve the memory.
-    idx = np.int32 if n * n < 2**31 else np.int64
-    i = np.repeat(np.arange(n, dtype=idx), n - 1)
-    j = np.tile(np.arange(n - 1, dtype=idx), n)
-    j += j >= i
-    rank_ids = ranks_arr.astype(idx)
-    a, b = rank_ids[i], rank_ids[j]
-    fb = FlowBuilder(router)
-    # Labels "a->b", made when read: a million strings would cost more than the routes.
-    txt = [str(x) for x in ranks_arr.tolist()]
-    labels = Labels(len(i), lambda k: f"{txt[k // (n - 1)]}->{txt[int(j[k])]}")
-    flows = fb.new_flows(np.full(len(i), 1.0 / n), labels)
-    # ECMP keys only where ECMP reads them (zeros are not even backed by memory).
-    keys = (i.astype(np.int64) * n + j if router.snap.routing == "ecmp"
-            else np.zeros(len(i), np.int64))
-    fb.transfers(flows, a, b, keys)
-    phase = fb.phase("all-to-all", n - 1)
-    return Plan("alltoall", "direct", ranks, len(grouped(router.snap, ranks)[1]), (phase,),
-                True)
-
-
 def plan_sendrecv(router: Router, ranks: np.ndarray, collective: str = "sendrecv") -> Plan:
     """Each rank sends its whole buffer to the next rank (nccl-tests sendrecv), ranks
     numbered in structural order (`grouped`: NVLink domains in turn, each in rail

@@ -74,6 +74,9 @@ class Phase:
     stages: tuple[tuple[str, int], ...] = ()
     """Pipelined stages of the phase, ``(name, steps)`` each, that the timeline shows as
     overlapping bars (SHARP's reduction up its tree and multicast down); () for none."""
+    mirrors: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    """Arcs whose load is another arc's times a factor, ``(arc, source, factor)``: legs
+    of ranks that a class flow's representative stands for (`flows.alltoall`)."""
 
     @property
     def n_flows(self) -> int:

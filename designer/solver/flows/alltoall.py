@@ -1,0 +1,210 @@
+"""All-to-all as flows: every rank sends 1/n of its buffer to every other rank.
+
+Two ways to the same max-min rates (docs/model.md, "All-to-all by classes"):
+
+- per pair (the reference): one flow per ordered pair of ranks, n (n - 1) flows;
+- by classes (`Tuning.alltoall_classes`, on by default): under adaptive routing, when
+  every rank leaves its NVLink domain over arcs of its own (no PXN, no shared NIC), the
+  pairs across domains fall into classes of pairs that provably get equal rates, and
+  each class is ONE flow whose routes carry it as many times as it has pairs
+  (`SharedRoutes.pair_mult`).  The classes come from colour refinement of the ranks
+  (`_rank_colours`): the class of pair ``(a, b)`` is ``(colour of a as a sender,
+  colour of b as a receiver)``.  A rail-optimised cluster then has about one class per
+  pair of leaf switches instead of 268 million pairs at 16,384 GPUs.
+
+Pairs inside a domain stay pair flows (their NVLink sprays share no arc with the
+network, so they are a separate max-min problem).  ECMP and static routing hash each
+pair onto its own path, which breaks the symmetry the classes rest on: they are solved
+per pair.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from designer.solver.arrays.ragged import ragged_arange
+from designer.solver.arrays.shared_routes import SharedRoutes
+from designer.solver.flows.labels import Labels
+from designer.solver.flows.phases import FlowBuilder, Plan
+from designer.solver.flows.recipe import shared_piece
+from designer.solver.flows.ring_layout import grouped
+from designer.solver.routing.router import Router
+from designer.solver.snapshot.build import NVLINK
+from designer.solver.tuning import current
+
+__all__ = ["plan_alltoall"]
+
+
+def plan_alltoall(router: Router, ranks: np.ndarray, collective: str = "alltoall") -> Plan:
+    """Every rank sends 1/n of its buffer to every other rank, all at once.
+
+    Ranks are numbered (and pairs ECMP-hashed) in structural order (`grouped`), so
+    renaming GPUs changes no hash.  By classes where that is exact (module docstring),
+    else one flow per pair.
+    """
+    snap = router.snap
+    srt, starts, sizes = grouped(snap, ranks)
+    fb = FlowBuilder(router)
+    mirrors = None
+    if current().alltoall_classes and snap.routing == "adaptive" and len(starts) > 1:
+        mirrors = _by_classes(fb, srt, starts, sizes)
+    if mirrors is None:
+        fb = FlowBuilder(router)
+        _pair_flows(fb, srt)
+    phase = replace(fb.phase("all-to-all", len(srt) - 1), mirrors=mirrors)
+    return Plan("alltoall", "direct", ranks, len(starts), (phase,), True)
+
+
+def _pair_flows(fb: FlowBuilder, srt: np.ndarray) -> None:
+    """One flow per ordered pair ``(i, j)``, ``i != j``, i-major, of ranks ``srt``."""
+    n = len(srt)
+    # A million pairs: int32 ids when they fit, to halve the memory.
+    idx = np.int32 if n * n < 2**31 else np.int64
+    i = np.repeat(np.arange(n, dtype=idx), n - 1)
+    j = np.tile(np.arange(n - 1, dtype=idx), n)
+    j += j >= i
+    rank_ids = srt.astype(idx)
+    # Labels "a->b", made when read: a million strings would cost more than the routes.
+    txt = [str(x) for x in srt.tolist()]
+    labels = Labels(len(i), lambda k: f"{txt[k // (n - 1)]}->{txt[int(j[k])]}")
+    flows = fb.new_flows(np.full(len(i), 1.0 / n), labels)
+    # ECMP keys only where ECMP reads them (zeros are not even backed by memory).
+    keys = (i.astype(np.int64) * n + j if fb.snap.routing == "ecmp"
+            else np.zeros(len(i), np.int64))
+    fb.transfers(flows, rank_ids[i], rank_ids[j], keys)
+
+
+def _by_classes(fb: FlowBuilder, srt: np.ndarray, starts: np.ndarray, sizes: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Add the all-to-all of ranks ``srt`` (domains at ``starts``, ``sizes``) to ``fb`` as
+    pair flows inside domains and class flows across them, and return the phase's
+    `Phase.mirrors`; None (``fb`` untouched) where classes would not be exact (a rank
+    without a way of its own to a switch) or would not pay."""
+    snap, r = fb.snap, fb.router
+    n = len(srt)
+    rl = r.rank_links()
+    leaf = rl.leaf[srt]
+    if not (rl.ok[srt].all() and (leaf >= 0).all() and r.is_switch[leaf].all()):
+        return None
+    legs = r.access_legs()
+    n_all = len(rl.gpu)
+    rows = np.concatenate([srt, srt + n_all])          # ways out, then ways in
+    lengths = np.diff(legs.ptr)[rows]
+    entries = ragged_arange(legs.ptr[rows], lengths)
+    arcs = legs.arcs[entries].astype(np.int64)
+    owner = np.repeat(np.arange(2 * n), lengths)
+    # Each leg's arcs its own (no other rank's leg, no NVLink that in-domain sprays use).
+    own, inverse = np.unique(owner * snap.n_arcs + arcs, return_inverse=True)
+    own_w = np.bincount(inverse.reshape(-1), legs.weights[entries])
+    own_owner, own_arc = own // snap.n_arcs, own % snap.n_arcs
+    if (len(np.unique(own_arc)) != len(own)
+            or (snap.arc_family[own_arc] == NVLINK).any()):
+        return None
+    # What limits a leg: its tightest arc, capacity over the share the leg puts on it.
+    share = np.full(2 * n, np.inf)
+    np.minimum.at(share, own_owner, snap.arc_cap[own_arc] / own_w)
+    dom = np.repeat(np.arange(len(starts)), sizes)
+    send, recv = _rank_colours(dom, leaf, share[:n], share[n:])
+    n_s, n_r = int(send.max()) + 1, int(recv.max()) + 1
+    if n_s * n_r > n * (n - 1) // 4:
+        return None   # barely fewer classes than pairs: per pair is as good
+    # Pairs per class: all (sender, receiver) pairs less those inside a domain.
+    count = np.outer(np.bincount(send, minlength=n_s), np.bincount(recv, minlength=n_r))
+    p = ragged_arange(np.repeat(starts, sizes), np.repeat(sizes, sizes))
+    q = np.repeat(np.arange(n), np.repeat(sizes, sizes))   # (p, q): both in one domain
+    count -= np.bincount(send[q] * n_r + recv[p], minlength=n_s * n_r).reshape(n_s, n_r)
+    cls_s, cls_r = np.nonzero(count)
+    mult = count[cls_s, cls_r].astype(float)
+
+    # Pairs inside a domain: their own NVLink sprays.
+    a, b = srt[q[p != q]], srt[p[p != q]]
+    txt = [str(x) for x in srt.tolist()]
+    pos = np.empty(snap.n_gpus, np.int64)
+    pos[srt] = np.arange(n)
+    intra = fb.new_flows(np.full(len(a), 1.0 / n),
+                         Labels(len(a), lambda k: f"{txt[pos[a[k]]]}->{txt[pos[b[k]]]}"))
+    fb.transfers(intra, a, b, None)
+
+    # Across domains: one flow per class, at the rate of each of its pairs.
+    first_s = np.full(n_s, n)
+    np.minimum.at(first_s, send, np.arange(n))
+    first_r = np.full(n_r, n)
+    np.minimum.at(first_r, recv, np.arange(n))
+    labels = Labels(len(mult), lambda k: (
+        f"{int(mult[k])} pairs like {txt[first_s[cls_s[k]]]}->{txt[first_r[cls_r[k]]]}"))
+    flows = fb.new_flows(np.full(len(mult), 1.0 / n), labels).astype(np.int64)
+    # Routes: each sender colour's ways out, each receiver colour's ways in (every leg
+    # of the colour's ranks), then the fabric DAG of each pair of leaf switches.
+    n_leaf = len(rl.leaves)
+    code = rl.leaf_code[srt[first_s[cls_s]]].astype(np.int64) * n_leaf
+    code += rl.leaf_code[srt[first_r[cls_r]]]
+    uniq, dag_of = np.unique(code, return_inverse=True)
+    ua, ub = rl.leaves[uniq // n_leaf], rl.leaves[uniq % n_leaf]
+    hops = r.fabric_hops(ua, ub)
+    # Each DAG as its own rows (first and last hops) and a middle that many share
+    # (`routing.middles`): a rail cluster's DAGs cross the same spines' middles.
+    split = r.fabric_dags(ua, ub, hops=hops, split=True)
+    own, mid = split.own, split.middles
+    # A colour's way out (in): its first rank's, standing for every rank of the colour
+    # (the other ranks' legs carry the same, copied onto them by `Phase.mirrors`).
+    rep = np.concatenate([first_s[send], n + first_r[recv]])     # per leg
+    rep_rows = np.concatenate([first_s, n + first_r])             # per colour route
+    at = np.searchsorted(own_owner, np.arange(2 * n + 1))
+    pick = ragged_arange(at[rep_rows], np.diff(at)[rep_rows])
+    ptr = np.concatenate([[0], np.cumsum(np.diff(at)[rep_rows]), len(pick) + own.ptr[1:],
+                          len(pick) + len(own.arcs) + mid.table.ptr[1:]])
+    link = np.concatenate([own_arc[pick], own.arcs, mid.table.arcs]).astype(np.int64)
+    weight = np.concatenate([own_w[pick], own.weights, mid.table.weights])
+    head = at[rep[own_owner]]                       # the representative's first arc
+    mirrors = (own_arc, own_arc[head], own_w / own_w[head])
+    cross = hops[dag_of] > 0                          # same leaf: no fabric route
+    deep = np.flatnonzero(cross & (mid.of[dag_of] >= 0))
+    pair_flow = np.concatenate([flows, flows, flows[cross], flows[deep]])
+    pair_route = np.concatenate([cls_s, n_s + cls_r, n_s + n_r + dag_of[cross],
+                                 n_s + n_r + len(uniq) + mid.of[dag_of[deep]]])
+    pair_mult = np.concatenate([mult / np.bincount(send)[cls_s],
+                                mult / np.bincount(recv)[cls_r], mult[cross], mult[deep]])
+    fb.shared.append(shared_piece(SharedRoutes(ptr, link, weight, pair_flow, pair_route,
+                                               pair_mult), 0))
+    fb.net_fixed = max(fb.net_fixed, 2 + int(hops.max(initial=0)))
+    return mirrors
+
+
+def _rank_colours(dom: np.ndarray, leaf: np.ndarray, out_cap: np.ndarray,
+                  in_cap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Colours of the ranks as senders and as receivers such that pairs ``(a, b)`` across
+    domains with the same ``(send[a], recv[b])`` get equal max-min rates.
+
+    Start: a sender's leaf switch and the capacity of its way out (a receiver's leaf and
+    way in).  Refine until stable: a sender also by how many receivers of each colour
+    share its domain (those it does not send to over the network), a receiver by the
+    senders of each colour in its domain.  Then every sender of a colour sends to as
+    many receivers of each colour as every other, and the other way round, which is what
+    the argument of docs/model.md needs.  The colours are numbered by sorted keys, so
+    they do not depend on names or rank order.
+    """
+    send = np.unique(np.stack([leaf, out_cap]), axis=1, return_inverse=True)[1].reshape(-1)
+    recv = np.unique(np.stack([leaf, in_cap]), axis=1, return_inverse=True)[1].reshape(-1)
+    while True:
+        new_s = _refine(send, recv, dom)
+        new_r = _refine(recv, send, dom)
+        if new_s.max() == send.max() and new_r.max() == recv.max():
+            return send, recv
+        send, recv = new_s, new_r
+
+
+def _refine(own: np.ndarray, other: np.ndarray, dom: np.ndarray) -> np.ndarray:
+    """``own`` split by the multiset of ``other`` colours in each rank's domain."""
+    order = np.lexsort((other, dom))
+    d, c = dom[order], other[order]
+    starts = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
+    sizes = np.diff(np.r_[starts, len(d)])
+    table = np.full((len(starts), int(sizes.max())), -1, np.int64)
+    row = np.repeat(np.arange(len(starts)), sizes)
+    table[row, np.arange(len(d)) - starts[row]] = c
+    sig = np.unique(table, axis=0, return_inverse=True)[1].reshape(-1)
+    dom_sig = np.empty(int(dom.max()) + 1, np.int64)
+    dom_sig[d[starts]] = sig
+    return np.unique(np.stack([own, dom_sig[dom]]), axis=1, return_inverse=True)[1].reshape(-1)
