@@ -175,7 +175,7 @@ CASES = [
     ),
     Case(
         "gui-open-131k",
-        "open 131,064 GPUs in the GUI, first paint, pans <= 33 ms",
+        "open 130,752 GPUs in the GUI, first paint, pans <= 33 ms",
         15.0,
         None,
         _open_131k,

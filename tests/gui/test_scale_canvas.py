@@ -136,3 +136,21 @@ def test_edits_inside_a_closed_box_update_its_bundles(window):
     scene.refresh()
     key = next(k for k, b in scene.bundles.items() if link.id in b.link_ids)
     assert scene.bundles[key].count == before + 3
+
+
+def test_zooming_in_on_a_box_opens_it_but_not_one_the_user_closed(window):
+    _open_big(window, sus=4)
+    scene, view = window.scene, window.view
+    first, second = sorted(scene.collapsed)[:2]
+    view.fit()
+    assert view.open_zoomed_boxes() == []  # at full view every box is small
+    box = scene.groups[first].box_rect()
+    view.fitInView(box)
+    view.zoom(1.01)
+    view._on_settle_timeout()  # (what SETTLE_MS after the last wheel step does)
+    assert first not in scene.collapsed
+    assert scene.nodes[scene.document.topology.members(first)[0]].isVisible()
+    scene.collapse(first)  # closed by hand: zooming on it again leaves it closed
+    view.fitInView(scene.groups[first].box_rect())
+    assert view.open_zoomed_boxes() == []
+    assert second in scene.collapsed

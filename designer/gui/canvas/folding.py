@@ -35,12 +35,29 @@ class FoldingMixin:
         return top
 
     def collapse(self, group_id: str) -> None:
-        """Show group ``group_id`` as one box with aggregated links."""
+        """Show group ``group_id`` as one box with aggregated links (the user's choice:
+        zooming in no longer opens it, see `auto_collapsed`)."""
+        self.auto_collapsed.discard(group_id)
         self.set_collapsed(self.collapsed | {group_id})
 
     def expand(self, group_id: str) -> None:
         """Show group ``group_id``'s members again."""
         self.set_collapsed(self.collapsed - {group_id})
+
+    def open_boxes_in(self, visible, share_of, min_share: float) -> list[str]:
+        """Open the boxes the design was opened collapsed with (`auto_collapsed`) that
+        fill at least ``min_share`` of a view zoomed in on them: ``visible`` is the
+        view's scene rect, ``share_of(rect)`` the share of the view a scene rect covers.
+        Returns the ids opened."""
+        opened = []
+        for gid in sorted(self.auto_collapsed & self.collapsed):
+            item = self.groups[gid]
+            box = item.box_rect().translated(item.pos())
+            if box.intersects(visible) and share_of(box) >= min_share:
+                opened.append(gid)
+        if opened:
+            self.set_collapsed(self.collapsed - set(opened))
+        return opened
 
     def toggle_collapsed(self, group_id: str) -> None:
         if group_id in self.collapsed:
@@ -61,6 +78,7 @@ class FoldingMixin:
         wanted = {g for g in group_ids if g in self.groups}
         if wanted == self.collapsed:
             return
+        self.auto_collapsed &= wanted  # an opened box is the user's to close again
         self.collapsed = wanted
         if self._dirty_groups:
             self._refresh_groups()

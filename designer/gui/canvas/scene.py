@@ -101,6 +101,8 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         self.collapsed: set[str] = set()
         #: Designs with this many nodes or more open collapsed (`collapse.initial_collapse`).
         self.open_collapsed_above = OPEN_COLLAPSED_NODES
+        #: The collapsed groups the design opened with: zooming in on one opens it.
+        self.auto_collapsed: set[str] = set()
         self._link_values = None  # (ids, values, colour_of, positions): set_link_values
         self._bundle_index = None
         self.overlays: set = set()  # temporary items far-out views must still draw
@@ -148,6 +150,7 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
             self._add_group_item(group)
         raw = {gid: item.group for gid, item in self.groups.items()}
         self.collapsed = collapse.initial_collapse(raw, len(topo), self.open_collapsed_above)
+        self.auto_collapsed = set(self.collapsed)
         self._dirty_groups = True
         if self.collapsed:
             # A big design: its SUs (or pods) as boxes, with items only for what shows.

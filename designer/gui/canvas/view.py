@@ -4,7 +4,8 @@ Zoom with the wheel (anchored under the mouse), Ctrl+= / Ctrl+-, or fit; pan wit
 middle button or by holding Space; rubber-band select by dragging on empty canvas; draw a
 link by Shift-dragging from a node (or with the link tool); nudge with the arrow keys;
 double-click a group's frame to collapse it to one box (and the box to expand it), or use
-its context menu.
+its context menu.  A big design opens with its pods or SUs collapsed; zooming in until
+one of those boxes fills much of the view opens it.
 
 Zoomed far out (`uses_schematic`) the view paints the scene's batched `Schematic` instead
 of asking thousands of items to paint themselves; items still take clicks and rubber
@@ -36,6 +37,7 @@ from designer.model.errors import DesignError
 ZOOM_STEP = 1.2
 SETTLE_MS = 150  # a pause this long ends a pan or zoom: repaint with antialiasing
 MIN_SCALE, MAX_SCALE = 0.02, 8.0
+ZOOM_OPEN_SHARE = 0.3  # a box the design opened collapsed opens when it fills this much
 
 
 class FabricView(QGraphicsView):
@@ -62,6 +64,7 @@ class FabricView(QGraphicsView):
         self.link_tool = False
         self._drawing: LinkDrawing | None = None
         self._space = False
+        self._zoomed_in = False  # since the last settle: then boxes zoomed on open
         self._panning = False
         self._pan_start = QPointF()
         self.setRenderHints(QPainter.RenderHint.Antialiasing
@@ -118,6 +121,7 @@ class FabricView(QGraphicsView):
             h.setValue(h.value() + drift.x())
             v.setValue(v.value() + drift.y())
         self.note_motion()
+        self._zoomed_in |= factor > 1.0
         self._zoomed()
 
     def _zoomed(self) -> None:
@@ -145,6 +149,26 @@ class FabricView(QGraphicsView):
 
     def _on_settle_timeout(self) -> None:
         self.settle()
+        if self._zoomed_in:
+            self._zoomed_in = False
+            self.open_zoomed_boxes()
+
+    def open_zoomed_boxes(self) -> list[str]:
+        """Open the boxes a big design opened collapsed with that the view is zoomed in
+        on (one filling `ZOOM_OPEN_SHARE` of the view): what a zoom ending does."""
+        vp = self.viewport().rect()
+        area = max(1, vp.width() * vp.height())
+
+        def share_of(box) -> float:
+            r = self.mapFromScene(box).boundingRect().intersected(vp)
+            return r.width() * r.height() / area if r.isValid() else 0.0
+
+        visible = self.mapToScene(vp).boundingRect()
+        opened = self.fabric.open_boxes_in(visible, share_of, ZOOM_OPEN_SHARE)
+        if opened:
+            names = ", ".join(self.fabric.groups[g].group.name for g in opened)
+            self.message.emit(f"Opened {names} (zoomed in)")
+        return opened
 
     def _on_scrollbar_action_triggered(self, _action: int) -> None:
         self.note_motion()  # a scroll bar dragged, or its arrows held
