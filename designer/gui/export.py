@@ -112,7 +112,8 @@ _DESIGN_ITEMS = (NodeItem, LinkItem, BundleItem, GroupItem)
 
 
 def _is_design(item: QGraphicsItem) -> bool:
-    return isinstance(item, _DESIGN_ITEMS)
+    # Items that say ``exported`` (the jobs' GPU tints) are part of the picture too.
+    return isinstance(item, _DESIGN_ITEMS) or getattr(item, "exported", False)
 
 
 _APP: QApplication | None = None

@@ -38,12 +38,19 @@ class WorkloadResult:
         The jobs simulated, in the result's order.
     seconds : float
         Wall-clock time of the whole simulation (snapshot to report).
+    placements : tuple of Placement
+        Where each job ran (GPU ids in rank order), in the jobs' order: what the canvas
+        tints.
+    snapshot : Snapshot or None
+        The design simulated (link ids and positions of ``simulation.links``).
     """
 
     generation: int
     simulation: object
     jobs: tuple[Job, ...]
     seconds: float
+    placements: tuple = ()
+    snapshot: object = None
 
 
 class TrafficCache:
@@ -105,9 +112,10 @@ def simulate_jobs(
     snap = build_snapshot(capture)
     catalog = capture.catalog
     taken: dict[str, str] = {}
-    traffics, fits = [], []
+    traffics, fits, placements = [], [], []
     for job in jobs:
         placement = place(job, snap, taken)
+        placements.append(placement)
         taken.update(dict.fromkeys(placement.gpus, job.name))
         models = {str(snap.node_model[snap.gpus[r]]) for r in placement.ranks.tolist()}
         hbm = min(float(catalog.device(m).specs.get("memory_GB", 0) or 0) for m in models)
@@ -126,7 +134,7 @@ def simulate_jobs(
             )
         )
     traffic.keep_only({j.name for j in jobs})
-    res = simulate(snap, traffics, memo=memo, cancelled=cancelled)
+    res = simulate(snap, traffics, memo=memo, cancelled=cancelled, trace=True)
     res = dataclasses.replace(
         res,
         jobs=tuple(
@@ -134,4 +142,11 @@ def simulate_jobs(
             for j, fit in zip(res.jobs, fits, strict=True)
         ),
     )
-    return WorkloadResult(capture.generation, res, tuple(jobs), time.perf_counter() - t0)
+    return WorkloadResult(
+        capture.generation,
+        res,
+        tuple(jobs),
+        time.perf_counter() - t0,
+        tuple(placements),
+        snap,
+    )

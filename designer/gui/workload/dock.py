@@ -293,6 +293,11 @@ class WorkloadDock(QDockWidget):
         self.job_selected.emit(name)
 
     # ------------------------------------------------------------ gestures -> commands
+    def push_jobs(self, jobs: list[Job], text: str) -> bool:
+        """Make ``jobs`` the design's jobs in one undoable edit named ``text``; False
+        (and a message) when the design refuses it."""
+        return self._push(jobs, text)
+
     def _push(self, jobs: list[Job], text: str) -> bool:
         command = SetSetting("workloads", [job_to_dict(j) for j in jobs])
         command.text = text

@@ -247,6 +247,8 @@ class JobEditor(QWidget):
                 data[name] = value
         if not data.get("tflops"):
             data.pop("tflops", None)
+        if data.get("placement") != "explicit":
+            data.pop("gpus", None)  # a policy chosen for a job placed by hand: it places it
         return data
 
     def check(self, edited: QWidget | None = None) -> Job | None:

@@ -1,5 +1,7 @@
-"""Put the workload parts into a main window: the runner, the Workloads dock and the
-iteration timeline panel, wired to each other only through signals.
+"""Put the workload parts into a main window: the runner, the Workloads dock, the
+iteration timeline and link statistics panels, and the jobs on the canvas (tints,
+outlines, link colours, hover, placement by hand), wired to each other only through
+signals.
 
 Kept out of ``main_window.py`` so the window stays a thin composition of parts.
 """
@@ -11,7 +13,10 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMainWindow
 
+from designer.gui.linkstats.panel import LinkStatsPanel
+from designer.gui.workload.controls import CanvasControls
 from designer.gui.workload.dock import WorkloadDock
+from designer.gui.workload.overlay import WorkloadOverlay
 from designer.gui.workload.runner import WorkloadRunner
 from designer.gui.workload.timeline import IterationTimelinePanel
 
@@ -25,6 +30,9 @@ class Workload:
     runner: WorkloadRunner
     dock: WorkloadDock
     timeline: IterationTimelinePanel
+    linkstats: LinkStatsPanel | None = None
+    overlay: WorkloadOverlay | None = None
+    controls: CanvasControls | None = None
 
 
 def install_workload(window: QMainWindow) -> Workload:
@@ -35,32 +43,55 @@ def install_workload(window: QMainWindow) -> Workload:
     runner = WorkloadRunner(doc, window)
     dock = WorkloadDock(doc, runner, window)
     panel = IterationTimelinePanel(window)
+    stats = LinkStatsPanel(doc, window)
     analysis = getattr(window, "analysis", None)
     window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
     if analysis is not None:
         window.tabifyDockWidget(analysis.scenario, dock)
         window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, panel)
         window.tabifyDockWidget(analysis.busbw, panel)
+        window.tabifyDockWidget(analysis.busbw, stats)
         analysis.busbw.raise_()
     else:
         window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, panel)
+        window.tabifyDockWidget(panel, stats)
     window.inspector.raise_()
     scene = getattr(window, "scene", None)
-    if scene is not None:
-        if panel.theme is not scene.theme:
-            panel.apply_theme(scene.theme)
-        scene.theme_changed.connect(panel.apply_theme)
-    panel.follow(runner, doc)
-    panel.exported.connect(lambda path: window.show_message(f"Exported {path}"))
+    for p in (panel, stats):
+        if scene is not None:
+            if p.theme is not scene.theme:
+                p.apply_theme(scene.theme)
+            scene.theme_changed.connect(p.apply_theme)
+        p.follow(runner, doc)
+        p.exported.connect(lambda path: window.show_message(f"Exported {path}"))
+    overlay = controls = None
+    view = getattr(window, "view", None)
+    if scene is not None and view is not None:
+        overlay = WorkloadOverlay(
+            doc, scene, view, runner, dock, getattr(analysis, "overlay", None), window
+        )
+        overlay.message.connect(window.show_message)
+        controls = CanvasControls(overlay, dock)
+        dock.widget().layout().insertWidget(3, controls)  # under the job buttons
+        scene.selectionChanged.connect(lambda: stats.set_selection(scene.selected_link_ids()))
+        stats.link_activated.connect(lambda lid: _select_link(scene, view, lid))
     dock.message.connect(window.show_message)
     runner.progress.connect(window.show_message)
     if hasattr(window, "view_menu"):
         window.view_menu.addSeparator()
         window.view_menu.addAction(dock.toggleViewAction())
         window.view_menu.addAction(panel.toggleViewAction())
+        window.view_menu.addAction(stats.toggleViewAction())
     app = QApplication.instance()
     if app is not None:
         app.aboutToQuit.connect(runner.shutdown)
     window.destroyed.connect(lambda *_: runner.shutdown())
     runner.schedule()
-    return Workload(runner, dock, panel)
+    return Workload(runner, dock, panel, stats, overlay, controls)
+
+
+def _select_link(scene, view, link_id: str) -> None:
+    scene.select_ids(link_ids=[link_id])
+    item = scene.links.get(link_id)
+    if item is not None:
+        view.centerOn(item)

@@ -1,0 +1,1 @@
+"""The Link statistics panel: per-link utilisation of the simulated workload."""
