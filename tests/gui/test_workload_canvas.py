@@ -170,3 +170,18 @@ def test_selecting_a_job_in_the_dock_outlines_its_links(qtbot, win):
     assert wl.overlay.job_links != set()
     wl.controls.set_link_mode("collective")
     assert wl.overlay.job_links == set()
+
+
+def test_choosing_a_policy_for_a_job_placed_by_hand_places_it_by_the_policy(qtbot, win):
+    wl = win.workload
+    wl.dock.add_job("tiny")
+    simulated(qtbot, win)
+    win.scene.select_ids(node_ids=_server_gpus(win, "n03"))
+    wl.controls.place_button.click()
+    assert _job(win, "tiny").placement == "explicit"
+    wl.dock.editor.widgets[("", "placement")].setCurrentText("spread")
+    job = _job(win, "tiny")
+    assert job.placement == "spread" and job.gpus == ()
+    assert wl.dock.editor.error == ""
+    placed = simulated(qtbot, win).placements[0]
+    assert placed.domains == 4  # spread: one TP group of 2 in each server
