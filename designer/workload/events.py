@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from designer.solver import Cancelled
-from designer.workload.lone import LoneCollective
+from designer.workload.lone import LoneCollective, distinct
 from designer.workload.shares import SharedRates
 from designer.workload.tasks import Comm, JobTraffic
 
@@ -166,16 +166,17 @@ def run_jobs(
         if cancelled is not None and cancelled():
             raise Cancelled
         events += 1
-        flowing = [g for g in groups if g.stage >= 0]
-        flat = [p for g in flowing for p in g.phases()]
+        flowing, flat, where, first = [], [], [], []  # where: index in groups
+        for k, g in enumerate(groups):
+            if g.stage >= 0:
+                flowing.append(g)
+                where.append(k)
+                first.append(len(flat))
+                flat.extend(g.phases())
         speed_of = rates.speeds(flat)
         speed = np.ones(len(groups))
-        at = 0
-        ix = {id(g): k for k, g in enumerate(groups)}
-        for g in flowing:
-            n = len(g.phases())
-            speed[ix[id(g)]] = speed_of[at : at + n].min()
-            at += n
+        if flat:  # each group at the pace of its most slowed phase
+            speed[where] = np.minimum.reduceat(speed_of, first)
         need = np.array([g.remaining for g in groups]) / speed if groups else np.zeros(0)
         dt = float(need.min()) if groups else np.inf
         if clock and clock[0][0] - now <= dt:
@@ -184,7 +185,7 @@ def run_jobs(
         else:
             until = now + dt
         if flat and dt > 0:
-            loads.add(flowing, speed_of, dt, peak)
+            loads.add(flowing, flat, speed_of, dt, peak)
             if steps is not None:
                 owners = [(g.job, g.task) for g in flowing for _ in g.phases()]
                 steps.append((now, dt, flat, np.asarray(speed_of, dtype=float), owners))
@@ -226,38 +227,43 @@ class _Loads:
 
     def __init__(self, n_arcs: int):
         self.n_arcs = n_arcs
-        self.scratch = np.zeros(n_arcs)  # zero between calls
-        self.spent: dict[tuple[int, int], list] = {}  # (job, id(phase)) -> [phase, s*dt]
-        self.seen: set[tuple] = set()
+        # Per list of running phases (their ids, in order): [jobs, phases, speeds, time].
+        # The same list always runs at the same speeds (`SharedRates.speeds`), so its
+        # time is summed and spread over its phases once, at the end.
+        self.spans: dict[tuple[int, ...], list] = {}
 
-    def add(self, flowing: list[_Group], speed_of: np.ndarray, dt: float, peak: np.ndarray) -> None:
-        """``dt`` (> 0) seconds of the running phases at their speeds."""
-        at = 0
-        moment = []
-        for g in flowing:
-            for p in g.phases():
-                key = (g.job, id(p))
-                entry = self.spent.get(key)
-                if entry is None:
-                    entry = self.spent[key] = [p, 0.0]
-                entry[1] += float(speed_of[at]) * dt
-                moment.append((key, p, float(speed_of[at])))
-                at += 1
-        key = tuple(sorted(k for k, _, _ in moment))
-        if key in self.seen:
-            return
-        self.seen.add(key)
-        scratch = self.scratch
-        for _, p, speed in moment:  # a phase lists each of its arcs once
-            scratch[p.arcs] += p.load_GBps * speed
-        for _, p, _ in moment:  # an arc in several phases gets the same value each time
-            peak[p.arcs] = np.maximum(peak[p.arcs], scratch[p.arcs])
-        for _, p, _ in moment:
-            scratch[p.arcs] = 0.0
+    def add(
+        self,
+        flowing: list[_Group],
+        flat: list,
+        speed_of: np.ndarray,
+        dt: float,
+        peak: np.ndarray,
+    ) -> None:
+        """``dt`` (> 0) seconds of the running phases ``flat`` (of the groups
+        ``flowing``, in order) at their speeds."""
+        key = tuple(map(id, flat))
+        span = self.spans.get(key)
+        if span is None:
+            jobs = [g.job for g in flowing for _ in g.phases()]
+            speeds = np.asarray(speed_of, dtype=float).copy()
+            span = self.spans[key] = [jobs, list(flat), speeds, 0.0]
+            arcs = np.concatenate([p.arcs for p in flat])
+            load = np.concatenate([p.load_GBps * s for p, s in zip(flat, speeds, strict=True)])
+            used, inv = distinct(arcs)
+            peak[used] = np.maximum(peak[used], np.bincount(inv, weights=load))
+        span[3] += dt
 
     def bytes(self, n_jobs: int) -> np.ndarray:
         """Bytes each job put on each arc, shape (jobs, arcs)."""
+        spent: dict[tuple[int, int], list] = {}  # (job, id(phase)) -> [phase, s*dt]
+        for jobs, flat, speeds, seconds in self.spans.values():
+            for job, p, speed in zip(jobs, flat, speeds.tolist(), strict=True):
+                entry = spent.get((job, id(p)))
+                if entry is None:
+                    entry = spent[(job, id(p))] = [p, 0.0]
+                entry[1] += speed * seconds
         out = np.zeros(n_jobs * self.n_arcs)
-        for (job, _), (p, seconds) in self.spent.items():
+        for (job, _), (p, seconds) in spent.items():
             out[p.arcs + job * self.n_arcs] += p.load_GBps * (seconds * 1e9)
         return out.reshape(n_jobs, self.n_arcs)

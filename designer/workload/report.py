@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -221,11 +222,17 @@ def stage_times(job: JobTraffic, start: np.ndarray, end: np.ndarray) -> tuple[di
     if not index:
         return ()
     touches: dict[int, set[int]] = {}  # id(groups) -> stages whose GPUs it uses
+    single = all(len(ks) == 1 for ks in of_gpu.values())
+    one = {g: ks[0] for g, ks in of_gpu.items()} if single else {}
     for i, t in enumerate(job.tasks):
         if not isinstance(t, Comm):
             continue
         got = touches.get(id(t.groups))
-        if got is None:
+        if got is None and single:  # each GPU in one stage: a lookup per GPU, in C
+            got = set(map(one.get, chain.from_iterable(t.groups)))
+            got.discard(None)
+            touches[id(t.groups)] = got
+        elif got is None:
             got = touches[id(t.groups)] = {
                 k for grp in t.groups for g in grp for k in of_gpu.get(g, ())
             }

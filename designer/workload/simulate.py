@@ -43,6 +43,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -274,12 +275,13 @@ def simulate(
         snap = dataclasses.replace(snap, routing=routing)
     jobs = list(jobs)
     settings = (launch, reuse)
+    gpus_of: dict[int, list[str]] = {}  # job index -> its GPUs (asked twice)
     if (
         memo is None
         or len(memo.checked) != len(jobs)
         or any(a is not b for a, b in zip(memo.checked, jobs, strict=False))
     ):
-        _check(jobs)
+        _check(jobs, gpus_of)
     lones = _Lones(snap, jobs, launch, batch=reuse)
     rates = None
     if memo is not None:
@@ -311,7 +313,9 @@ def simulate(
     if memo is not None:
         memo.keep(snap, settings, lones.known, lones.joined, rates)
     t2 = time.perf_counter()
-    results = tuple(_job_result(job, together, jx, alone_s[jx]) for jx, job in enumerate(jobs))
+    results = tuple(
+        _job_result(job, together, jx, alone_s[jx], gpus_of) for jx, job in enumerate(jobs)
+    )
     links = link_stats(snap, together, [j.job for j in jobs])
     events = timeline(jobs, together)
     t3 = time.perf_counter()
@@ -336,15 +340,15 @@ def simulate(
     )
 
 
-def _check(jobs: list[JobTraffic]) -> None:
+def _check(jobs: list[JobTraffic], gpus_of: dict[int, list[str]]) -> None:
     names: set[str] = set()
     owner: dict[str, str] = {}
-    for job in jobs:
+    for jx, job in enumerate(jobs):
         job.validate()
         if job.job in names:
             raise ValueError(f"two jobs are named {job.job!r}")
         names.add(job.job)
-        for gpu in _gpus(job):
+        for gpu in gpus_of.setdefault(jx, _gpus(job)):
             other = owner.setdefault(gpu, job.job)
             if other != job.job:
                 raise ValueError(f"GPU {gpu!r} is in job {other!r} and in job {job.job!r}")
@@ -359,19 +363,20 @@ def _gpus(job: JobTraffic) -> list[str]:
         gpus = t.groups if isinstance(t, Comm) else (t.gpus,)
         if id(gpus) not in looked:
             looked.add(id(gpus))
-            for grp in gpus:
-                seen.update(dict.fromkeys(grp))
+            seen.update(dict.fromkeys(chain.from_iterable(gpus)))
     return list(seen)
 
 
-def _job_result(job: JobTraffic, run: Run, jx: int, alone_s: float | None) -> JobResult:
+def _job_result(
+    job: JobTraffic, run: Run, jx: int, alone_s: float | None, gpus_of: dict[int, list[str]]
+) -> JobResult:
     ends = run.end[jx]
     iteration = float(ends.max()) if ends.size else 0.0
     slowdown = (iteration / alone_s if alone_s else 1.0) if alone_s is not None else None
     stages = stage_times(job, run.start[jx], run.end[jx])
     return JobResult(
         name=job.job,
-        gpus=len(_gpus(job)),
+        gpus=len(gpus_of[jx] if jx in gpus_of else _gpus(job)),
         iteration_s=iteration,
         alone_s=alone_s,
         slowdown=slowdown,

@@ -240,6 +240,16 @@ def iteration_traffic(job: Job, placement: Placement, tflops: float | None = Non
     dp_tail: dict[int, list[int]] = {x: [] for x in range(pp)}
     pp_bytes = act / t if sp else act
 
+    pair_tuples: dict[tuple[int, int], tuple] = {}
+
+    def pair_cache(src: int, dst: int) -> tuple:
+        """The send pairs from device ``src`` to ``dst``: one tuple for every message
+        between them (the simulator then looks at it once)."""
+        got = pair_tuples.get((src, dst))
+        if got is None:
+            got = pair_tuples[(src, dst)] = _pairs(gid, grid, src, dst)
+        return got
+
     def emit(x: int, kind: str, mb: int, ch: int, prev: int | None) -> int:
         g = ch * pp + x
         ci = info[g]
@@ -322,14 +332,14 @@ def iteration_traffic(job: Job, placement: Placement, tflops: float | None = Non
         ends[(kind, g, mb)] = end
         # Pipeline messages this op releases.
         if kind == "F" and g < n_virtual - 1 and (g + 1) % pp != g % pp:
-            pairs = _pairs(gid, grid, x, (g + 1) % pp)
+            pairs = pair_cache(x, (g + 1) % pp)
             pp_msgs[("F", g + 1, mb)] = graph.comm(
                 "pp", "sendrecv", pairs, pp_bytes, [end], f"pp act {tag}"
             )
         elif kind == "F" and g < n_virtual - 1:
             pp_msgs[("F", g + 1, mb)] = end
         if kind == "B" and g > 0 and (g - 1) % pp != x:
-            pairs = _pairs(gid, grid, x, (g - 1) % pp)
+            pairs = pair_cache(x, (g - 1) % pp)
             pp_msgs[("B", g - 1, mb)] = graph.comm(
                 "pp", "sendrecv", pairs, pp_bytes, [end], f"pp grad {tag}"
             )
