@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from designer.solver.arrays.ragged import ragged_arange
+from designer.solver.arrays.ragged import ragged_arange, segment_hash
 from designer.solver.arrays.shared_routes import SharedRoutes
 from designer.solver.flows.labels import Labels
 from designer.solver.flows.phases import FlowBuilder, Plan
@@ -143,33 +143,74 @@ def _by_classes(fb: FlowBuilder, srt: np.ndarray, starts: np.ndarray, sizes: np.
     uniq, dag_of = np.unique(code, return_inverse=True)
     ua, ub = rl.leaves[uniq // n_leaf], rl.leaves[uniq % n_leaf]
     hops = r.fabric_hops(ua, ub)
-    # Each DAG as its own rows (first and last hops) and a middle that many share
-    # (`routing.middles`): a rail cluster's DAGs cross the same spines' middles.
+    # Each DAG as its first hops, a middle and its last hops (`routing.middles`), each
+    # kept once: in a Clos the first hops depend on the source leaf alone, the last on
+    # the destination's, the middles on the pods.
     split = r.fabric_dags(ua, ub, hops=hops, split=True)
     own, mid = split.own, split.middles
+    own_len = np.diff(own.ptr)
+    heads, head_of = _distinct_rows(own.ptr[:-1], mid.head, own.arcs, own.weights)
+    tails, tail_of = _distinct_rows(own.ptr[:-1] + mid.head, own_len - mid.head, own.arcs,
+                                    own.weights)
     # A colour's way out (in): its first rank's, standing for every rank of the colour
     # (the other ranks' legs carry the same, copied onto them by `Phase.mirrors`).
     rep = np.concatenate([first_s[send], n + first_r[recv]])     # per leg
     rep_rows = np.concatenate([first_s, n + first_r])             # per colour route
     at = np.searchsorted(own_owner, np.arange(2 * n + 1))
     pick = ragged_arange(at[rep_rows], np.diff(at)[rep_rows])
-    ptr = np.concatenate([[0], np.cumsum(np.diff(at)[rep_rows]), len(pick) + own.ptr[1:],
-                          len(pick) + len(own.arcs) + mid.table.ptr[1:]])
-    link = np.concatenate([own_arc[pick], own.arcs, mid.table.arcs]).astype(np.int64)
-    weight = np.concatenate([own_w[pick], own.weights, mid.table.weights])
+    legs_t = (np.diff(at)[rep_rows], own_arc[pick], own_w[pick])
+    mid_t = (mid.table.lengths, mid.table.arcs, mid.table.weights)
+    tables = (legs_t, heads, tails, mid_t)
+    base = np.cumsum([0] + [len(t[0]) for t in tables])
+    ptr = np.concatenate([[0], np.cumsum(np.concatenate([t[0] for t in tables]))])
+    link = np.concatenate([t[1] for t in tables]).astype(np.int64)
+    weight = np.concatenate([t[2] for t in tables])
     head = at[rep[own_owner]]                       # the representative's first arc
     mirrors = (own_arc, own_arc[head], own_w / own_w[head])
-    cross = hops[dag_of] > 0                          # same leaf: no fabric route
-    deep = np.flatnonzero(cross & (mid.of[dag_of] >= 0))
-    pair_flow = np.concatenate([flows, flows, flows[cross], flows[deep]])
-    pair_route = np.concatenate([cls_s, n_s + cls_r, n_s + n_r + dag_of[cross],
-                                 n_s + n_r + len(uniq) + mid.of[dag_of[deep]]])
-    pair_mult = np.concatenate([mult / np.bincount(send)[cls_s],
-                                mult / np.bincount(recv)[cls_r], mult[cross], mult[deep]])
-    fb.shared.append(shared_piece(SharedRoutes(ptr, link, weight, pair_flow, pair_route,
-                                               pair_mult), 0))
+    # Each class: the ways out and in (the pairs each rank of the colours sends or
+    # receives), then its DAG's parts (all its pairs).
+    d = dag_of
+    parts = [(cls_s, mult / np.bincount(send)[cls_s]),
+             (base[0] + n_s + cls_r, mult / np.bincount(recv)[cls_r]),
+             (base[1] + head_of[d], mult), (base[2] + tail_of[d], mult),
+             (np.where(mid.of[d] >= 0, base[3] + mid.of[d], -1), mult)]
+    pair_flow, pair_route, pair_mult = [], [], []
+    for route, times in parts:
+        take = np.flatnonzero((route >= 0) & (np.diff(ptr)[np.maximum(route, 0)] > 0))
+        pair_flow.append(flows[take])
+        pair_route.append(route[take])
+        pair_mult.append(times[take])
+    fb.shared.append(shared_piece(SharedRoutes(
+        ptr, link, weight, *(np.concatenate(x) for x in (pair_flow, pair_route, pair_mult))),
+        0))
     fb.net_fixed = max(fb.net_fixed, 2 + int(hops.max(initial=0)))
     return mirrors
+
+
+def _distinct_rows(starts: np.ndarray, lengths: np.ndarray, arcs: np.ndarray,
+                   weights: np.ndarray) -> tuple[tuple, np.ndarray]:
+    """The distinct rows among rows ``arcs[starts[i]:][:lengths[i]]`` (with their
+    weights), as a ``(lengths, arcs, weights)`` table, and each row's index in it.
+    Rows are matched by a hash of their entries and checked entry by entry, so a hash
+    collision only keeps two equal rows apart."""
+    lengths = np.asarray(lengths, np.int64)
+    at = ragged_arange(starts, lengths)
+    a, w = arcs[at], np.asarray(weights)[at]
+    row_start = np.cumsum(lengths) - lengths
+    _, first, inverse = np.unique(segment_hash(a, w, lengths), return_index=True,
+                                  return_inverse=True)
+    same = first[inverse.reshape(-1)]
+    check = np.flatnonzero(lengths[same] == lengths)
+    e = ragged_arange(row_start[check], lengths[check])
+    f = ragged_arange(row_start[same[check]], lengths[check])
+    bad = (a[e] != a[f]) | (w[e].view(np.int64) != w[f].view(np.int64))
+    ok = np.zeros(len(lengths), bool)
+    ok[check] = True
+    ok[np.repeat(check, lengths[check])[bad]] = False
+    same[~ok] = np.flatnonzero(~ok)
+    keep, of = np.unique(same, return_inverse=True)
+    pick = ragged_arange(row_start[keep], lengths[keep])
+    return (lengths[keep], a[pick], w[pick]), of.reshape(-1)
 
 
 def _rank_colours(dom: np.ndarray, leaf: np.ndarray, out_cap: np.ndarray,
