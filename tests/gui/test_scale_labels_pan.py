@@ -104,3 +104,28 @@ def test_a_pan_shifts_the_picture_and_draws_only_the_uncovered_strips(qapp):
     draw, calls = _pattern((-30.0, 5.0))
     picture.image("g", 2, size, 1.0, draw, offset=(-30.0, 5.0))
     assert calls == [400 * 300]
+
+
+def test_a_pan_after_the_view_settled_still_shifts_the_far_out_picture(window, monkeypatch):
+    from designer.model.templates import build_template
+
+    scene, view = window.scene, window.view
+    scene.open_collapsed_above = 1000
+    window.document.replace(build_template("superpod", sus=4))
+    scene.refresh()
+    view.fit()
+    view.viewport().repaint()  # the whole picture, once
+    clipped: list[bool] = []
+    paint_steps = scene.schematic.paint_steps
+
+    def recording(painter, exposed, labels=True):
+        clipped.append(painter.hasClipping())
+        yield from paint_steps(painter, exposed, labels)
+
+    monkeypatch.setattr(scene.schematic, "paint_steps", recording)
+    for _ in range(3):  # each pan outlasts the settle delay, as on a huge design
+        view.pan_by(30, 0)
+        view.viewport().repaint()
+        view.settle()
+        view.viewport().repaint()
+    assert clipped and all(clipped), clipped

@@ -228,8 +228,10 @@ class FabricView(QGraphicsView):
             return
         size, ratio, (m11, m12, m21, m22, dx, dy) = view_geometry(self)
         # The translation apart: a pan shifts the picture and draws the uncovered strips.
-        geometry = (size, ratio, (m11, m12, m21, m22), self.fabric.theme,
-                    int(self.renderHints().value))
+        # Not the render hints: the schematic draws its lines aliased whatever the view's
+        # motion state (`_draw_schematic`), so a pan that outlasts the settle delay on a
+        # huge design still shifts the picture instead of redrawing it.
+        geometry = (size, ratio, (m11, m12, m21, m22), self.fabric.theme)
         image = self._picture.image(geometry, self.fabric.schematic.version,
                                     device_size(self.viewport()), self.devicePixelRatioF(),
                                     self._draw_schematic, offset=(dx, dy))
@@ -253,7 +255,8 @@ class FabricView(QGraphicsView):
 
     def _draw_schematic(self, painter: QPainter) -> Iterator[None]:
         """The far-out picture: the grid, then the schematic (see `SlicedImage`)."""
-        painter.setRenderHints(self.renderHints())
+        painter.setRenderHints(QPainter.RenderHint.Antialiasing
+                               | QPainter.RenderHint.TextAntialiasing)
         painter.setWorldTransform(self.viewportTransform())
         exposed = self.mapToScene(self.viewport().rect().adjusted(-2, -2, 2, 2)).boundingRect()
         self.fabric.drawBackground(painter, exposed)
