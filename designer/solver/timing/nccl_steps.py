@@ -87,6 +87,18 @@ def _log2_ceil(n: int) -> int:
 P2P_PEERS_PER_ROUND = 32 * 8
 
 
+#: Heads an NVLS group scatters to and gathers from (``device.h``
+#: ``NCCL_MAX_NVLS_ARITY``; ``search.cc`` caps the NVLS channels, one head each, at it):
+#: a whole NVL72 rack of 72 GPUs talks to 32.
+NVLS_MAX_HEADS = 32
+
+
+def _nvls_handshakes(ppn: int) -> int:
+    """Handshakes of NVLS's intra-node stage: one per head each way, the GPU's own
+    excepted (the fitted per-handshake latency, ``[nvls] step_us``)."""
+    return 2 * (min(ppn, NVLS_MAX_HEADS) - 1)
+
+
 def _rounds(peers: int) -> int:
     return -(-max(int(peers), 0) // P2P_PEERS_PER_ROUND)
 
@@ -118,13 +130,14 @@ def step_split(collective: str, algorithm: str, n_ranks: int, n_nodes: int) -> t
         return 2 * (ppn - 1), 2 * _log2_ceil(nodes)
     if algorithm == "nvls":
         # NCCL's NVLS scatters each buffer to every local head and gathers the reduced
-        # shards back, one Simple-style handshake per peer each way; the in-switch
+        # shards back, one Simple-style handshake per head each way; the in-switch
         # reduction itself adds no step.  Across nodes, one trip through the network.
-        return 2 * (ppn - 1), (1 if nodes > 1 else 0)
+        return _nvls_handshakes(ppn), (1 if nodes > 1 else 0)
     if algorithm == "nvlstree":
-        # NCCL tuning.cc: one intra-node NVLS latency (reduce to the heads and multicast
-        # back overlap the tree), then up and down the tree across nodes
-        return (1 if ppn > 1 else 0), 2 * _log2_ceil(nodes)
+        # NCCL tuning.cc charges NVLS-tree the same intra-node NVLS latency as NVLS (the
+        # same scatter/reduce/gather with the same heads; the multicast back overlaps the
+        # tree), then up and down the tree across nodes
+        return _nvls_handshakes(ppn), 2 * _log2_ceil(nodes)
     if algorithm == "collnet":
         # gather to the node's NIC heads, one trip through the switch reduction tree, back
         return (2 if ppn > 1 else 0), 1
@@ -138,9 +151,9 @@ def steps(collective: str, algorithm: str, n_ranks: int, n_nodes: int) -> int:
 
     Ring all-reduce ``2(n-1)``; ring all-gather, reduce-scatter, broadcast, reduce
     ``n-1``; tree all-reduce ``2((n/nodes - 1) + ceil(log2 nodes))`` (a chain inside the
-    node, a binary tree across nodes, as NCCL builds it); NVLS ``2(n/nodes - 1)``
-    handshakes with the local heads (+1 network step across nodes); NVLS-tree
-    ``2(n/nodes - 1) + 2 ceil(log2 nodes)``; CollNet 2 + 1; hierarchical
+    node, a binary tree across nodes, as NCCL builds it); NVLS ``2(h - 1)`` handshakes
+    with the ``h = min(n/nodes, 32)`` local heads (+1 network step across nodes);
+    NVLS-tree ``2(h - 1) + 2 ceil(log2 nodes)``; CollNet 2 + 1; hierarchical
     ``2(n/nodes - 1) + 2(nodes - 1)``; PAT ``ceil(log2 n)``; all-to-all ``n-1``
     exchanges; send/recv 1.
 
