@@ -278,7 +278,7 @@ def main() -> None:
     print(
         f"{'case':7s} {'what':34s} {'wall':>7s} {'CPU':>7s} {'goal':>7s} {'design':>7s} "
         f"{'peak':>7s} {'tasks':>5s} {'events':>6s} {'max-min':>7s} {'alone':>5s}  "
-        "iteration  slowdown"
+        "iteration  slowdown  goal (CPU time)"
     )
     for name in args.case or [c for c in sorted(CASES) if c not in OPT_IN]:
         out = ctx.Queue()
@@ -288,11 +288,12 @@ def main() -> None:
         while not out.empty():
             case, what, wall, cpu, goal, design, peak, stats, tasks, it, slow = out.get()
             goal_txt = "" if goal is None else f"<={goal * 1e3:.0f}ms"
+            verdict = "" if goal is None else ("met" if cpu <= goal else "MISSED")
             print(
                 f"{case:7s} {what:34s} {wall * 1e3:5.0f}ms {cpu * 1e3:5.0f}ms {goal_txt:>7s} "
                 f"{design:5.0f}MB {peak:5.0f}MB {tasks:5d} {stats['events']:6d} "
                 f"{stats['maxmin_solves']:7d} {stats['solved_alone']:5d}  {it:8.3f}s  "
-                f"{slow:7.3f}"
+                f"{slow:7.3f}  {verdict}"
             )
 
 

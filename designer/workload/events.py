@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from designer.solver import Cancelled
-from designer.workload.lone import LoneCollective, distinct
+from designer.workload.lone import LoneCollective
 from designer.workload.shares import SharedRates
 from designer.workload.tasks import Comm, JobTraffic
 
@@ -231,6 +231,11 @@ class _Loads:
         # The same list always runs at the same speeds (`SharedRates.speeds`), so its
         # time is summed and spread over its phases once, at the end.
         self.spans: dict[tuple[int, ...], list] = {}
+        # The load of the moment, kept up to date by what changed since the last step
+        # (phases that started, stopped or changed speed), so that a step costs the arcs
+        # of what changed rather than those of everything running.
+        self.now = np.zeros(n_arcs)
+        self.running: dict[tuple[int, int], tuple] = {}  # (job, id) -> (phase, speed)
 
     def add(
         self,
@@ -246,13 +251,30 @@ class _Loads:
         span = self.spans.get(key)
         if span is None:
             jobs = [g.job for g in flowing for _ in g.phases()]
-            speeds = np.asarray(speed_of, dtype=float).copy()
-            span = self.spans[key] = [jobs, list(flat), speeds, 0.0]
-            arcs = np.concatenate([p.arcs for p in flat])
-            load = np.concatenate([p.load_GBps * s for p, s in zip(flat, speeds, strict=True)])
-            used, inv = distinct(arcs)
-            peak[used] = np.maximum(peak[used], np.bincount(inv, weights=load))
+            span = self.spans[key] = [jobs, list(flat), np.asarray(speed_of, float).copy(), 0.0]
         span[3] += dt
+        jobs, _, speeds, _ = span
+        running: dict[tuple[int, int], tuple] = {}
+        for job, p, speed in zip(jobs, flat, speeds.tolist(), strict=True):
+            k = (job, id(p))
+            was = running.get(k)
+            # A phase listed twice (two collectives with the same flows) loads twice.
+            running[k] = (p, speed if was is None else was[1] + speed)
+        changed = []
+        now = self.now
+        for k, (p, old) in self.running.items():
+            new = running.get(k)
+            if new is None or new[1] != old:
+                now[p.arcs] += p.load_GBps * ((0.0 if new is None else new[1]) - old)
+                changed.append(p.arcs)
+        for k, (p, speed) in running.items():
+            if k not in self.running:
+                now[p.arcs] += p.load_GBps * speed
+                changed.append(p.arcs)
+        self.running = running
+        if changed:
+            arcs = changed[0] if len(changed) == 1 else np.concatenate(changed)
+            peak[arcs] = np.maximum(peak[arcs], now[arcs])
 
     def bytes(self, n_jobs: int) -> np.ndarray:
         """Bytes each job put on each arc, shape (jobs, arcs)."""

@@ -110,7 +110,11 @@ def distinct(arc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     table instead of a sort (the same result)."""
     if not arc.size:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    seen = np.zeros(int(arc.max()) + 1, dtype=bool)
+    top = int(arc.max()) + 1
+    if 8 * arc.size < top:  # few arcs of a big fabric: a sort is cheaper than the tables
+        arcs, inv = np.unique(arc, return_inverse=True)
+        return arcs, inv.reshape(-1)
+    seen = np.zeros(top, dtype=bool)
     seen[arc] = True
     arcs = np.flatnonzero(seen)
     where = np.zeros(len(seen), dtype=np.int64)
