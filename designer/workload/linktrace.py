@@ -69,10 +69,18 @@ class LinkTrace:
         self.arc_cap = np.asarray(arc_cap, dtype=float)
         self.makespan = float(makespan)
         self._flat = None
+        self._times = None
 
     @property
     def n_steps(self) -> int:
         return len(self.steps)
+
+    def prepare(self) -> LinkTrace:
+        """Flatten the steps now (a worker thread's job: seconds for a long run of big
+        jobs), so later questions on the GUI thread are quick; returns self."""
+        self._arrays()
+        self.times()
+        return self
 
     def _arrays(self):
         """Flatten once: per entry (a phase in a step) its step, distinct phase, speed
@@ -115,9 +123,12 @@ class LinkTrace:
 
     def times(self) -> tuple[np.ndarray, np.ndarray]:
         """Start and length (s) of each step."""
-        t = np.array([s[0] for s in self.steps], dtype=float)
-        dt = np.array([s[1] for s in self.steps], dtype=float)
-        return t, dt
+        if self._times is None:
+            self._times = (
+                np.array([s[0] for s in self.steps], dtype=float),
+                np.array([s[1] for s in self.steps], dtype=float),
+            )
+        return self._times
 
     def series(self, link: int) -> tuple[np.ndarray, np.ndarray]:
         """Link ``link``'s utilisation over the run (busier direction, load / capacity)
@@ -132,17 +143,7 @@ class LinkTrace:
                 continue
             load = np.bincount(step, weights=self._entry_load(arc), minlength=len(t))
             util = np.maximum(util, load / cap)
-        edges, values = [0.0], []
-        for start, length, u in zip(t.tolist(), dt.tolist(), util.tolist(), strict=True):
-            if start > edges[-1] + 1e-15:
-                values.append(0.0)
-                edges.append(start)
-            values.append(u)
-            edges.append(start + length)
-        if self.makespan > edges[-1] + 1e-15:
-            values.append(0.0)
-            edges.append(self.makespan)
-        return np.array(edges), np.array(values)
+        return _steps_to_edges(t, dt, util, self.makespan)
 
     def mean_util(self, link: int) -> float:
         """Time-averaged utilisation of the busier direction over the run."""
@@ -179,3 +180,22 @@ class LinkTrace:
             out.append(Crossing(self.jobs[jx].job, t.lane, t.label, b, b / whole))
         out.sort(key=lambda c: (-c.bytes, c.job, c.label))
         return out
+
+
+def _steps_to_edges(t: np.ndarray, dt: np.ndarray, util: np.ndarray, end: float):
+    """Steps ``[t, t + dt)`` of value ``util`` as one step function from 0 to ``end``:
+    ``(edges, values)``, the gaps between steps (no traffic) at 0."""
+    stop = t + dt
+    before = np.concatenate([[0.0], stop[:-1]])
+    gap = t > before + 1e-15
+    n = len(t) + int(gap.sum())
+    at = np.arange(len(t)) + np.cumsum(gap)  # where each step lands
+    starts, values = np.empty(n), np.zeros(n)
+    starts[at], values[at] = t, util
+    starts[at[gap] - 1] = before[gap]  # the idle span before it
+    last = float(stop[-1]) if len(t) else 0.0
+    edges = np.concatenate([starts, [last]])
+    if end > last + 1e-15:
+        edges = np.concatenate([edges, [end]])
+        values = np.concatenate([values, [0.0]])
+    return edges, values

@@ -135,6 +135,7 @@ def simulate_jobs(
         )
     traffic.keep_only({j.name for j in jobs})
     res = simulate(snap, traffics, memo=memo, cancelled=cancelled, trace=True)
+    res.trace.prepare()  # here on the worker, not when a view first asks
     res = dataclasses.replace(
         res,
         jobs=tuple(

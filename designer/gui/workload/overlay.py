@@ -44,13 +44,15 @@ LINK_MODES = {
 TOOLTIP_ROWS = 8
 
 
-def order_gpus(topology, gpus: list[str]) -> list[str]:
+def order_gpus(topology, gpus: list[str], snap=None) -> list[str]:
     """``gpus`` in structural order: by NVLink domain, then position in it (rail), as
     the placement policies lay ranks, so TP groups stay in a domain.  Ids only break
-    ties the structure leaves."""
-    from designer.solver import take_snapshot
+    ties the structure leaves.  ``snap``: a snapshot of ``topology`` as it is, if one
+    is at hand (else one is taken)."""
+    if snap is None:
+        from designer.solver import take_snapshot
 
-    snap = take_snapshot(topology)
+        snap = take_snapshot(topology)
     where = {snap.node_ids[g]: i for i, g in enumerate(snap.gpus.tolist())}
     dom, loc = np.asarray(snap.gpu_domain), np.asarray(snap.gpu_local)
     known = [g for g in gpus if g in where]
@@ -278,7 +280,9 @@ class WorkloadOverlay(QObject):
         if clash:
             self.message.emit(f"The selection holds GPUs placed by hand for job {', '.join(clash)}")
             return None
-        chosen = tuple(order_gpus(topo, gpus)[: job.n_gpus])
+        r = self.result
+        snap = r.snapshot if r is not None and r.generation == topo.generation else None
+        chosen = tuple(order_gpus(topo, gpus, snap)[: job.n_gpus])
         moved = Job(**{**job.__dict__, "placement": "explicit", "gpus": chosen})
         verb = "Move" if job.placement == "explicit" else "Place"
         jobs = [moved if j.name == name else j for j in self.dock.jobs]
