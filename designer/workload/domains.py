@@ -111,5 +111,6 @@ def moved(lone, maps: DomainMaps, source: int, target: int):
         )
         for p in lone.phases
     )
-    touched = None if lone.touched is None else np.union1d(lone.touched, maps.arcs[target])
+    # Only ever indexed (`memo`): a concatenation, repeats and all, serves.
+    touched = None if lone.touched is None else np.concatenate([lone.touched, maps.arcs[target]])
     return replace(lone, phases=phases, touched=touched)

@@ -76,7 +76,7 @@ class LoneCollective:
 
     ``pipelined``: the phases run at once (one progress for all of them); otherwise one
     after the other.  ``touched``: the arcs whose edit could change this result (every
-    arc of every algorithm weighed for it); None: unknown.
+    arc of every algorithm weighed for it; any order, repeats allowed); None: unknown.
     """
 
     collective: str
