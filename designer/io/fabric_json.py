@@ -44,7 +44,6 @@ True
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -73,6 +72,14 @@ from designer.io.fabric_read import (
     version_for,
 )
 from designer.io.fabric_schema import SchemaViolation
+from designer.io.fabric_write import (
+    check_limits,
+    column_lines,
+    item_columns,
+    item_dicts,
+    item_lines,
+    one_line,
+)
 from designer.io.stale_temps import remove_stale_temps
 from designer.model.catalog import Catalog
 from designer.model.errors import DesignError
@@ -154,47 +161,8 @@ def _override_value(value: Any, where: str, field: str) -> float:
     return float(value)
 
 
-def _check_limits(topology: Topology) -> None:
-    """Refuse to write a design that `load` would refuse for its size (the limits of
-    `designer.io.fabric_limits`): better a clear error now than a file that cannot be
-    opened again."""
-    # Counted through the iterators alone: `save` also writes designs that are not a
-    # `Topology` (the autosaver's frozen copy).
-    counts = {
-        "groups": sum(1 for _ in topology.groups()),
-        "nodes": sum(1 for _ in topology.nodes()),
-        "links": sum(1 for _ in topology.links()),
-    }
-    for section, count in counts.items():
-        if count > LIMITS[section]:
-            raise DesignError(
-                f"{count:,} {section}, more than the {LIMITS[section]:,} a file may hold"
-            )
-    if len(topology.name) > MAX_NAME_CHARS:
-        raise DesignError(f"the design's name is longer than {MAX_NAME_CHARS:,} characters")
-    for noun, items in (("group", topology.groups()), ("node", topology.nodes())):
-        for item in items:
-            if len(item.name) > MAX_NAME_CHARS:
-                raise DesignError(
-                    f"{noun} {item.id!r}: name longer than {MAX_NAME_CHARS:,} characters"
-                )
-
-
-def to_dict(topology: Topology) -> dict[str, Any]:
-    """The design as plain JSON values, keys and items in file order.
-
-    Examples
-    --------
-    >>> list(to_dict(Topology()))
-    ['format', 'version', 'name', 'settings', 'overrides', 'groups', 'nodes', 'links']
-    """
-    _check_limits(topology)
-    nodes = []
-    for node in _by_id(topology.nodes()):
-        item = {f: getattr(node, f) for f in NODE_FIELDS}
-        # Positions are floats in the model; write 0 as 0.0 so every line looks alike.
-        item["x"], item["y"] = float(node.x), float(node.y)
-        nodes.append(item)
+def _header(topology: Topology) -> dict[str, Any]:
+    """What `to_dict` holds before the nodes and links."""
     settings = topology.settings
     if not settings.get("workloads"):
         settings.pop("workloads", None)   # (and the file stays readable by version 1)
@@ -205,15 +173,32 @@ def to_dict(topology: Topology) -> dict[str, Any]:
         "settings": dict(sorted(settings.items())),
         "overrides": _check_overrides(topology),
         "groups": [{f: getattr(g, f) for f in GROUP_FIELDS} for g in _by_id(topology.groups())],
-        "nodes": nodes,
-        "links": [{f: getattr(lk, f) for f in LINK_FIELDS} for lk in _by_id(topology.links())],
     }
 
 
-def _one_line(value: Any) -> str:
-    # ensure_ascii=False keeps names readable; allow_nan=False refuses to write a file
-    # that the strict reader would reject.
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+def to_dict(topology: Topology) -> dict[str, Any]:
+    """The design as plain JSON values, keys and items in file order.
+
+    Examples
+    --------
+    >>> list(to_dict(Topology()))
+    ['format', 'version', 'name', 'settings', 'overrides', 'groups', 'nodes', 'links']
+    """
+    columns = item_columns(topology)
+    if columns is not None:
+        nodes, links = item_dicts(columns[0], NODE_FIELDS), item_dicts(columns[1], LINK_FIELDS)
+    else:
+        check_limits(topology)
+        nodes = []
+        for node in _by_id(topology.nodes()):
+            item = {f: getattr(node, f) for f in NODE_FIELDS}
+            item["x"], item["y"] = float(node.x), float(node.y)
+            nodes.append(item)
+        links = [{f: getattr(lk, f) for f in LINK_FIELDS} for lk in _by_id(topology.links())]
+    return {**_header(topology), "nodes": nodes, "links": links}
+
+
+_one_line = one_line
 
 
 def dumps(topology: Topology) -> str:
@@ -225,12 +210,21 @@ def dumps(topology: Topology) -> str:
         The topology holds a value that cannot be written (an override that is not a
         finite number), or is larger than a file may hold (`LIMITS`, `MAX_NAME_CHARS`).
     """
-    data = to_dict(topology)
+    columns = item_columns(topology)
+    if columns is None:
+        data = to_dict(topology)
+        sections = {k: item_lines(data[k]) for k in ("groups", "nodes", "links") if data[k]}
+    else:
+        data = {**_header(topology), "nodes": columns[0][0], "links": columns[1][0]}
+        sections = {"groups": item_lines(data["groups"])} if data["groups"] else {}
+        for key, cols, fields in (("nodes", columns[0], NODE_FIELDS),
+                                  ("links", columns[1], LINK_FIELDS)):
+            if cols[0]:
+                sections[key] = column_lines(cols, fields)
     lines = ["{"]
     for key, value in data.items():
-        if key in ("groups", "nodes", "links") and value:
-            body = ",\n".join(f"    {_one_line(item)}" for item in value)
-            text = f"[\n{body}\n  ]"
+        if key in sections:
+            text = f"[\n{sections[key]}\n  ]"
         elif key == "overrides" and value:
             body = ",\n".join(f"    {_one_line(k)}: {_one_line(v)}" for k, v in value.items())
             text = f"{{\n{body}\n  }}"
@@ -249,11 +243,19 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", errors="backslashreplace")
 
 
-def save(topology: Topology, path: str | os.PathLike[str], *, backup: bool = True) -> None:
+def save(
+    topology: Topology,
+    path: str | os.PathLike[str],
+    *,
+    backup: bool = True,
+    progress: Callable[[str, int, int], Any] | None = None,
+) -> None:
     """Write the design to ``path`` atomically.
 
     The new content goes to a temporary file in the same folder, is fsynced and renamed
     over ``path``; with ``backup`` the previous file is kept as ``<path>.bak``.
+    ``progress(stage, done, total)``, if given, is told each stage ("encoding",
+    "writing") as it starts, and the end.
 
     Raises
     ------
@@ -261,14 +263,21 @@ def save(topology: Topology, path: str | os.PathLike[str], *, backup: bool = Tru
         Naming the path and the reason (read-only folder, disk full, a value that cannot
         be written); the previous file is then intact.
     """
+    def report(stage: str, done: int) -> None:
+        if progress is not None:
+            progress(stage, done, 2)
+
+    report("encoding", 0)
     try:
         data = _encode(dumps(topology))
     except DesignError as err:
         raise FileFormatError(f"{os.fspath(path)}: cannot save: {err}") from err
+    report("writing", 1)
     try:
         atomic_write_bytes(path, data, backup=backup)
     except OSError as err:
         raise FileFormatError(f"{os.fspath(path)}: cannot save: {err.strerror or err}") from err
+    report("written", 2)
 
 
 # --------------------------------------------------------------------------- reading
@@ -348,6 +357,7 @@ def _build(
             [g for _, g in groups], nodes, links,
             progress=None if progress is None else building, every=PROGRESS_EVERY,
             adopt=owned, columns=(known_nodes, columns.get("links", {})),
+            lazy_edges=True,  # nobody holds the new design's graph yet
         )
     except PartError as err:
         # The model refuses duplicate ids and fractional counts too, but the file's

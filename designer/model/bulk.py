@@ -362,9 +362,14 @@ def write_links(
     cols: dict[str, list],
     adjacency: list[dict] | None = None,
     first: int = 0,
+    deferred: list[Callable[[], None]] | None = None,
 ) -> None:
     """Write checked links (their `link_columns`, ends already in ``g``) into ``g``,
     ``columns`` and ``link_ends`` (link id -> ends).
+
+    With ``deferred``, the graph's edges are not written now: a function that writes
+    them is appended to it, for its owner to call before the graph is next read (the
+    columns and ``link_ends`` are written at once).
 
     When ``cols`` holds `A_ROW` and `B_ROW`, the ends' places among the nodes just
     written, ``adjacency`` holds those nodes' neighbour dicts in that order and
@@ -382,16 +387,25 @@ def write_links(
         adj = g._adj
         at_a, at_b = map(adj.__getitem__, a), map(adj.__getitem__, b)
         rows = None
-    for key, u, v, at_u, at_v, attrs in zip(ids, a, b, at_a, at_b, cols[ATTRS], strict=True):
+    edges = partial(_write_edges, g, ids, a, b, at_a, at_b, cols[ATTRS])
+    if deferred is None:
+        edges()
+    else:
+        deferred.append(edges)
+    link_ends.update(zip(ids, zip(a, b, strict=True), strict=True))
+    columns.extend_links(
+        ids, a, b, cols["tech"], cols["count"], cols["plane"], cols["failed"], rows=rows
+    )
+
+
+def _write_edges(g: nx.MultiGraph, ids, a, b, at_a, at_b, attrs_of) -> None:
+    """The edges of `write_links` (``at_a``, ``at_b``: each end's neighbour dict)."""
+    for key, u, v, at_u, at_v, attrs in zip(ids, a, b, at_a, at_b, attrs_of, strict=True):
         keyed = at_u.get(v)
         if keyed is None:
             keyed = at_u[v] = at_v[u] = {}
         keyed[key] = attrs
     nx._clear_cache(g)
-    link_ends.update(zip(ids, zip(a, b, strict=True), strict=True))
-    columns.extend_links(
-        ids, a, b, cols["tech"], cols["count"], cols["plane"], cols["failed"], rows=rows
-    )
 
 
 def write_parts(
@@ -403,10 +417,11 @@ def write_parts(
     done: int = 0,
     progress: Callable[[int], None] | None = None,
     every: int = 4096,
+    deferred: list[Callable[[], None]] | None = None,
 ) -> None:
     """Write checked nodes, then links (their columns) after ``done`` items; with
     ``progress``, in blocks that end where the count reaches a multiple of ``every``,
-    calling ``progress(count)`` there.
+    calling ``progress(count)`` there.  ``deferred``: see `write_links`.
 
     Links whose columns hold their ends' places among these nodes (`A_ROW`, `B_ROW`,
     from `check_links`) are joined to them by place.
@@ -414,7 +429,9 @@ def write_parts(
     first, adjacency = len(columns.node_ids), None
     if A_ROW in links:
         adjacency = nodes[ADJACENCY] = [{} for _ in range(len(nodes["id"]))]
-    write_all = partial(write_links, link_ends=link_ends, adjacency=adjacency, first=first)
+    write_all = partial(
+        write_links, link_ends=link_ends, adjacency=adjacency, first=first, deferred=deferred
+    )
     for cols, write in ((nodes, write_nodes), (links, write_all)):
         n = len(cols["id"])
         if progress is None:

@@ -65,8 +65,8 @@ class DesignArrays:
     def __init__(self, topology):
         cols = topology.columns()
         techs = topology.catalog.techs
-        # The graph's own node dicts (a view's lookups cost ~10x more per node).
-        nodes = topology.graph._node
+        # Nodes alone (a freshly loaded design's edges may not be in its graph yet).
+        nodes = topology.node_data()
         self.topology = topology
         self.link_row: dict[str, int] = cols.link_pos
         self.ids: tuple[str, ...] = cols.node_ids

@@ -26,6 +26,7 @@ import itertools
 from collections import ChainMap
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
@@ -98,8 +99,10 @@ class Topology:
         self.events = TopologyEvents(self)
         self.catalog = catalog if catalog is not None else default_catalog()
         self.name = name
-        self._g = nx.MultiGraph()
-        self._view = self._g.copy(as_view=True)
+        self._nx = nx.MultiGraph()
+        self._view = self._nx.copy(as_view=True)
+        # Edge writes `add_parts(lazy_edges=True)` left for the graph's next reader.
+        self._deferred: list[Callable[[], None]] = []
         self._groups: dict[str, Group] = {}
         # link id -> (a, b): networkx finds a keyed edge only with both ends.
         self._link_ends: dict[str, tuple[str, str]] = {}
@@ -114,13 +117,35 @@ class Topology:
 
     # ------------------------------------------------------------------ reading
     @property
+    def _g(self) -> nx.MultiGraph:
+        """The graph, its deferred edges written first."""
+        if self._deferred:
+            with collector_paused():
+                while self._deferred:
+                    self._deferred.pop(0)()
+        return self._nx
+
+    @property
     def graph(self) -> nx.MultiGraph:
         """Read-only networkx view of the design (node attrs = `Node` fields, edge key
         = link id, edge attrs = `Link` fields)."""
+        self._g  # noqa: B018  (writes deferred edges)
         return self._view
 
+    def node_data(self) -> Mapping[str, Mapping[str, Any]]:
+        """Node id -> its attributes (the `Node` fields but the id), read-only, without
+        the links: what a reader of the nodes alone needs, even before the graph's
+        edges of a lazy `add_parts` are written."""
+        return MappingProxyType(self._nx._node)
+
+    def link_data(self) -> dict[str, Mapping[str, Any]]:
+        """Link id -> its attributes (the `Link` fields but the id), in insertion order:
+        the graph's own dicts, not to be changed."""
+        adj = self._g._adj
+        return {k: adj[a][b][k] for k, (a, b) in self._link_ends.items()}
+
     def __len__(self) -> int:
-        return self._g.number_of_nodes()
+        return self._nx.number_of_nodes()
 
     def flush_columns(self) -> None:
         """Write rows added one by one into the column arrays now (`extend` does it;
@@ -138,7 +163,7 @@ class Topology:
         return len(self._link_ends)
 
     def has_node(self, node_id: str) -> bool:
-        return node_id in self._g
+        return node_id in self._nx
 
     def has_link(self, link_id: str) -> bool:
         return link_id in self._link_ends
@@ -396,6 +421,7 @@ class Topology:
         every: int = 4096,
         adopt: bool = False,
         columns: tuple[bulk.Known, bulk.Known] | None = None,
+        lazy_edges: bool = False,
     ) -> None:
         """Add groups (parents first), then nodes, then links, all or none.
 
@@ -423,6 +449,12 @@ class Topology:
         field none has, see `bulk.Known`), which are then not read again.  They are
         checked like the others.
 
+        ``lazy_edges``: write the graph's edges when the graph is next read, not now
+        (the links, their ids and columns are in at once): a loader whose caller may
+        only read the columns (`columns`, `node_data`) then does not pay for them.
+        Only for a design nobody holds a `graph` view of yet: such a view would not see
+        the edges until the graph is read through this design again.
+
         Raises
         ------
         PartError
@@ -432,6 +464,7 @@ class Topology:
         groups, nodes, links = list(groups), list(nodes), list(links)
         # Plain dicts and sets for the id checks: C lookups, one per new id.
         graph_nodes, ends, old_groups = self._g._node, self._link_ends, self._groups
+        deferred = self._deferred if lazy_edges else None
         with collector_paused():
             new_groups = bulk.checked_groups(groups, old_groups, (graph_nodes, ends))
             taken = (graph_nodes, ends, old_groups, new_groups)
@@ -450,7 +483,7 @@ class Topology:
             bulk.with_attributes(Node, ncols, nodes, adopt, *_listed(known_nodes))
             bulk.with_attributes(Link, lcols, links, adopt, *_listed(known_links))
             bulk.write_parts(self._g, self._columns, self._link_ends, ncols, lcols,
-                             len(groups), progress, every)
+                             len(groups), progress, every, deferred)
         self.flush_columns()
         added = len(groups) + len(nodes) + len(links)
         if not added:

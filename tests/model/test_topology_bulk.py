@@ -235,11 +235,11 @@ def test_a_refused_part_adds_nothing():
     )
 )
 def test_natural_order_of_gpu_ids_as_natural_key_says(ids):
-    from designer.model.columns import _in_natural_order
+    from designer.model.columns import in_natural_order
 
     keys = [natural_key(i) for i in ids]
-    assert _in_natural_order(ids) == all(a <= b for a, b in itertools.pairwise(keys))
-    assert _in_natural_order(sorted(ids, key=natural_key))
+    assert in_natural_order(ids) == all(a <= b for a, b in itertools.pairwise(keys))
+    assert in_natural_order(sorted(ids, key=natural_key))
 
 
 def test_progress_while_writing_and_adopted_dicts():
@@ -268,3 +268,16 @@ def test_a_progress_callback_that_raises_stops_the_writing():
     with pytest.raises(KeyboardInterrupt):
         t.add_parts(groups, nodes, links, progress=stop, every=4)
     assert t.graph.number_of_nodes() < len(nodes)
+
+
+def test_lazy_edges_are_written_when_the_graph_is_read():
+    groups, nodes, links = _hand_made()
+    eager, lazy = Topology(), Topology()
+    eager.add_parts(groups, nodes, links)
+    lazy.add_parts(groups, nodes, links, lazy_edges=True)
+    # The columns, the ids and the nodes are in at once.
+    assert lazy.link_count() == len(links) and lazy.has_link(links[0].id)
+    assert dict(lazy.node_data()) == dict(eager.node_data())
+    assert lazy.columns().keys == eager.columns().keys
+    assert sorted(lazy.graph.edges(keys=True)) == sorted(eager.graph.edges(keys=True))
+    _assert_same(lazy, eager)
