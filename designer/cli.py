@@ -104,6 +104,7 @@ def _refuse_if_open_elsewhere(out: Path, force: bool) -> None:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
+    from designer.cli_progress import TerminalProgress
     from designer.io.fabric_json import save
     from designer.model.templates import (
         LARGE_TEMPLATE_GPUS,
@@ -133,7 +134,8 @@ def cmd_new(args: argparse.Namespace) -> int:
         topo = build_template(args.template, **params)
     except DesignError as exc:
         raise UsageError(str(exc)) from None
-    save(topo, Path(args.output))
+    with TerminalProgress(f"save {args.output}") as progress:
+        save(topo, Path(args.output), progress=progress if progress.active else None)
     log.info("saved %s (template %s)", args.output, args.template)
     gpus = sum(1 for _ in topo.nodes("gpu"))
     print(f"wrote {args.output}: {len(topo)} nodes, {sum(1 for _ in topo.links())} links, "
@@ -160,9 +162,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    from designer.cli_progress import TerminalProgress
     from designer.model.report import format_info, info
 
-    result = info(_load(args.file))
+    topology = _load(args.file)
+    with TerminalProgress(f"summarise {args.file}") as progress:
+        result = info(topology, progress=progress if progress.active else None)
     print(json.dumps(result, indent=2) if args.json else format_info(shown(result)))
     return 0
 

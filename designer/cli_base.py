@@ -73,10 +73,14 @@ def parse_command_line(parser: ArgumentParser, argv: Sequence[str]) -> argparse.
 def load_design(path: str):
     """The design in ``path`` (`designer.io.imports.read_design`: native, or imported
     from draw.io or GraphML), its load logged."""
-    from designer.io.imports import read_design
+    from designer.cli_progress import TerminalProgress
+    from designer.io.imports import is_import, read_design
 
     t0 = time.perf_counter()
-    topo = read_design(Path(path))  # .drawio and .graphml are imported
+    with TerminalProgress(f"open {path}") as progress:
+        # .drawio and .graphml are imported (no progress); a long native load shows it.
+        native = progress.active and not is_import(path)
+        topo = read_design(Path(path), **({"progress": progress} if native else {}))
     log.info("opened %s: %d nodes in %.0f ms", path, len(topo), (time.perf_counter() - t0) * 1e3)
     return topo
 

@@ -167,11 +167,13 @@ def worst_bisection(
     flow_func: Callable | None = None,
     reduce: bool = True,
     plane: str = "compute",
+    cut_done: Callable[[int], Any] | None = None,
 ) -> dict[str, Any]:
     """The worst balanced cut of the working GPUs among `CUTS` and its bandwidth.
 
     The GPUs are the working ones with a working link of ``plane`` (a GPU that is not
-    on the network is no endpoint of it).
+    on the network is no endpoint of it).  ``cut_done(k)``, if given, is called as the
+    k-th candidate is done (for a progress display).
 
     Returns
     -------
@@ -186,7 +188,9 @@ def worst_bisection(
     best: dict[str, Any] | None = None
     candidates = []
     seen: set[bytes] = set()
-    for key, in_a in _cuts(fabric):
+    for k, (key, in_a) in enumerate(_cuts(fabric), start=1):
+        if cut_done is not None:
+            cut_done(k)
         n_a = int(in_a.sum())
         if not n_a or n_a == len(gpus) or in_a.tobytes() in seen:
             continue

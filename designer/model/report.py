@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from designer.model.bisection import worst_bisection
+from designer.model.bisection import CUTS, worst_bisection
 from designer.model.catalog import NODE_KINDS
 from designer.model.design_arrays import DesignArrays, components
 from designer.model.naming import natural_key
@@ -43,13 +43,18 @@ NVLINK_KINDS: frozenset[str] = frozenset({"gpu", "nvswitch", "nvlink-switch-tray
 # --------------------------------------------------------------------------- info
 
 
-def info(topology: Topology) -> dict[str, Any]:
+def info(
+    topology: Topology, progress: Callable[[str, int, int], Any] | None = None
+) -> dict[str, Any]:
     """Summarise a design.
 
     Parameters
     ----------
     topology : Topology
         The design.
+    progress : callable, optional
+        ``progress("summarising", done, total)`` after each step (a long summary's
+        percentage, for a caller that shows it).
 
     Returns
     -------
@@ -75,7 +80,15 @@ def info(topology: Topology) -> dict[str, Any]:
     >>> d["nvlink_domains"], d["bisection_GBps"]
     ([2], 450.0)
     """
+    steps = 3 + len(CUTS)  # arrays, domains, oversubscription, each cut
+
+    def step(done: int) -> None:
+        if progress is not None:
+            progress("summarising", min(done, steps), steps)
+
+    step(0)
     design = DesignArrays(topology)
+    step(1)
     counts: dict[str, int] = dict.fromkeys(NODE_KINDS, 0)
     kinds, per_kind = np.unique(design.kind, return_counts=True)
     for kind, n in zip(kinds.tolist(), per_kind.tolist(), strict=True):
@@ -83,7 +96,11 @@ def info(topology: Topology) -> dict[str, Any]:
     counts["links"] = len(design.a)
     counts["cables"] = int(design.count.sum())
     domains = _nvlink_domains(design)
-    split = worst_bisection(design)
+    step(2)
+    over = _oversubscription(design)
+    step(3)
+    split = worst_bisection(design, cut_done=lambda k: step(3 + k))
+    step(steps)
     return {
         "name": topology.name,
         "counts": counts,
@@ -94,7 +111,7 @@ def info(topology: Topology) -> dict[str, Any]:
             "largest": domains[0] if domains else 0,
             "smallest": domains[-1] if domains else 0,
         },
-        "oversubscription": _oversubscription(design),
+        "oversubscription": over,
         "bisection_GBps": split["GBps"],
         "bisection_per_gpu_GBps": split["per_gpu_GBps"],
         "bisection_split": {k: v for k, v in split.items() if k not in ("GBps", "per_gpu_GBps")},
