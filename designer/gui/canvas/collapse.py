@@ -161,13 +161,12 @@ def fold(node_ids: Sequence[str], node_box: np.ndarray, box_ids: Sequence[str],
         return f"n:{node_ids[e]}" if e < n else f"g:{box_ids[e - n]}"
 
     bundles: dict[tuple[str, str], Bundle] = {}
-    for u, p in enumerate(uniq.tolist()):
+    for u, (p, row) in enumerate(zip(uniq.tolist(), techs.tolist(), strict=True)):
         a, b = end(p // span), end(p % span)
         key = (a, b) if a < b else (b, a)
-        used = np.flatnonzero(techs[u])
         bundles[key] = Bundle(*key, link_ids=keys[members[u]].tolist(), count=count[u],
                               gbps=gbps[u],
-                              techs=Counter({tech_names[t]: int(techs[u, t]) for t in used}),
+                              techs=Counter({tech_names[t]: n for t, n in enumerate(row) if n}),
                               rows=members[u])
     return bundles, hidden
 
