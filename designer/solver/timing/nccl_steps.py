@@ -87,16 +87,13 @@ def _log2_ceil(n: int) -> int:
 P2P_PEERS_PER_ROUND = 32 * 8
 
 
-#: Heads an NVLS group scatters to and gathers from (``device.h``
-#: ``NCCL_MAX_NVLS_ARITY``; ``search.cc`` caps the NVLS channels, one head each, at it):
-#: a whole NVL72 rack of 72 GPUs talks to 32.
-NVLS_MAX_HEADS = 32
-
-
 def _nvls_handshakes(ppn: int) -> int:
-    """Handshakes of NVLS's intra-node stage: one per head each way, the GPU's own
-    excepted (the fitted per-handshake latency, ``[nvls] step_us``)."""
-    return 2 * (min(ppn, NVLS_MAX_HEADS) - 1)
+    """Handshakes of NVLS's intra-node stage: one per local peer each way (the fitted
+    per-handshake latency, ``[nvls] step_us``).  Not capped at NCCL's 32 NVLS heads
+    (``NCCL_MAX_NVLS_ARITY``): a whole NVL72 rack's measured curve (coreweave/nccl-tests#43)
+    has ~0.6 ms of fixed cost at 72 GPUs, nearer 2 x 71 handshakes (0.42 ms) than
+    2 x 31 (0.19 ms)."""
+    return 2 * (ppn - 1)
 
 
 def _rounds(peers: int) -> int:
@@ -151,9 +148,9 @@ def steps(collective: str, algorithm: str, n_ranks: int, n_nodes: int) -> int:
 
     Ring all-reduce ``2(n-1)``; ring all-gather, reduce-scatter, broadcast, reduce
     ``n-1``; tree all-reduce ``2((n/nodes - 1) + ceil(log2 nodes))`` (a chain inside the
-    node, a binary tree across nodes, as NCCL builds it); NVLS ``2(h - 1)`` handshakes
-    with the ``h = min(n/nodes, 32)`` local heads (+1 network step across nodes);
-    NVLS-tree ``2(h - 1) + 2 ceil(log2 nodes)``; CollNet 2 + 1; hierarchical
+    node, a binary tree across nodes, as NCCL builds it); NVLS ``2(n/nodes - 1)``
+    handshakes with the local peers (+1 network step across nodes); NVLS-tree
+    ``2(n/nodes - 1) + 2 ceil(log2 nodes)``; CollNet 2 + 1; hierarchical
     ``2(n/nodes - 1) + 2(nodes - 1)``; PAT ``ceil(log2 n)``; all-to-all ``n-1``
     exchanges; send/recv 1.
 
