@@ -70,6 +70,8 @@ def load_reference(*paths: Path) -> dict:
 #: Public figures on hardware no calibration row covers (Blackwell): printed as a check,
 #: never fitted, no goal of their own.
 UNSEEN = REPO / "resources/reference/unseen-blackwell.json"
+#: The same for the other new hardware (AMD xGMI boards, multi-rack NVL72), printed after it.
+UNSEEN_MORE = REPO / "resources/reference/unseen-new-hardware.json"
 
 #: Goals of issue 3 and the per-row regression bounds checked by the test.
 GOAL_LARGE_MEDIAN_PCT = 5.0  # median |error| on sizes >= 1 GiB
@@ -401,10 +403,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     reference = load_reference(*paths)
     report = predict_reference(reference, workers=args.workers)
-    unseen = None
+    unseen = more = None
     if str(args.unseen) != "none" and args.unseen.is_file():
         unseen = predict_reference(json.loads(args.unseen.read_text(encoding="utf-8")),
                                    workers=args.workers)
+        if args.unseen == UNSEEN and UNSEEN_MORE.is_file():
+            more = predict_reference(json.loads(UNSEEN_MORE.read_text(encoding="utf-8")),
+                                     workers=args.workers)
     elapsed = time.perf_counter() - t0
     host = machine()
     if args.json:
@@ -419,6 +424,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "rows": [asdict(r) for r in unseen.rows],
                 "skipped": [{"case": c, "reason": w} for c, w in unseen.skipped],
                 "summary": summarize(unseen.rows)},
+            "unseen_more": None if more is None else {
+                "rows": [asdict(r) for r in more.rows],
+                "skipped": [{"case": c, "reason": w} for c, w in more.skipped],
+                "summary": summarize(more.rows)},
             "machine": host,
             "elapsed_s": round(elapsed, 2),
         }
@@ -429,6 +438,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"\nHardware no calibration row covers ({args.unseen.name}: public "
                   "figures, never fitted):")
             print(format_table(unseen, goals=False))
+        if more is not None:
+            print(f"\nOther new hardware ({UNSEEN_MORE.name}: public figures, never fitted):")
+            print(format_table(more, goals=False))
         print(
             f"machine: {host['cpu']}, {host['cores']} cores, Python {host['python']}; "
             f"elapsed {elapsed:.1f} s ({args.workers} CLI runs at once)"

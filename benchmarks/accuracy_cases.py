@@ -20,8 +20,10 @@ How each reference row maps to a design and a solve (the nccl-tests command behi
 * ``single-node-ring-rule``: the note's "GPU busbw/link-rate" pairs (A100 235/300,
   H100/H200 367/450) as forced-ring 4 GiB rows on ``hgx gpu=...``.
 * Rows that name their own design (``template``, ``params``, ``options``, as in
-  ``resources/reference/unseen-blackwell.json``): that design and those options, at
-  ``bytes`` (``busbw``) or along ``curve_bytes_busbw``.
+  ``resources/reference/unseen-blackwell.json`` and ``unseen-new-hardware.json``): that
+  design and those options, at ``bytes`` (``busbw``) or along ``curve_bytes_busbw``
+  (``mi300x-8gpu-rccl``: ``hgx gpu=MI300X``, auto, the ROCm blog's rccl-tests curve;
+  ``gb200-nvl72-20rack``: ``nvl72 racks=20``, auto, CoreWeave's 1,440-rank run).
 """
 
 from __future__ import annotations
