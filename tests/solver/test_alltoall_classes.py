@@ -2,7 +2,8 @@
 
 The class path and the per-pair reference are both reached through the public switch
 `tuned(alltoall_classes=...)`; on small fabrics (leaf-spine with uneven uplinks, rail
-clusters with and without oversubscription, PXN-free and with a core tier), under
+clusters with and without oversubscription or a core tier, a three-tier fat tree
+whole and degraded), under
 adaptive and ECMP routing, with random rank subsets in random order and with every
 node renamed, they give the same time, the same per-pair rates and the same load on
 every arc to 1e-9.
@@ -31,12 +32,39 @@ FABRICS = {
     "rail cluster, 4 GPUs 2 NICs": lambda: build_template(
         "rail-cluster", nodes=5, gpus_per_node=4, nics_per_node=2
     ),
+    "fat tree (k=8)": lambda: build_template("fat-tree", k=8),
+    "fat tree, degraded": lambda: _degraded(build_template("fat-tree", k=8)),
     "rail cluster with core": lambda: build_template(
         "rail-cluster", nodes=8, gpus_per_node=2, leaf_radix=8, core="yes"
     ),
 }
+
+
+def _degraded(topo: Topology) -> Topology:
+    """A random eighth of the switch-to-switch links failed, another eighth doubled:
+    DAGs of one pod no longer alike."""
+    kinds = {n.id: n.kind for n in topo.nodes()}
+    inner = sorted(
+        k.id
+        for k in topo.links()
+        if kinds[k.a] != "nic" and kinds[k.b] != "nic" and "gpu" not in (kinds[k.a], kinds[k.b])
+    )
+    pick = np.random.default_rng(5).permutation(len(inner))
+    for i in pick[: len(inner) // 8].tolist():
+        topo.update_link(inner[i], failed=True)
+    for i in pick[len(inner) // 8 : len(inner) // 4].tolist():
+        topo.update_link(inner[i], count=2)
+    return topo
+
+
 #: Fabrics where every GPU has a NIC of its own, which the classes need (else per pair).
-OWN_NICS = ("rail cluster", "rail cluster 3:1", "rail cluster with core")
+OWN_NICS = (
+    "rail cluster",
+    "rail cluster 3:1",
+    "fat tree (k=8)",
+    "fat tree, degraded",
+    "rail cluster with core",
+)
 
 
 def _solve(topo: Topology, routing: str, ranks, classes: bool):

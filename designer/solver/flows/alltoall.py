@@ -143,15 +143,7 @@ def _by_classes(fb: FlowBuilder, srt: np.ndarray, starts: np.ndarray, sizes: np.
     uniq, dag_of = np.unique(code, return_inverse=True)
     ua, ub = rl.leaves[uniq // n_leaf], rl.leaves[uniq % n_leaf]
     hops = r.fabric_hops(ua, ub)
-    # Each DAG as its first hops, a middle and its last hops (`routing.middles`), each
-    # kept once: in a Clos the first hops depend on the source leaf alone, the last on
-    # the destination's, the middles on the pods.
-    split = r.fabric_dags(ua, ub, hops=hops, split=True)
-    own, mid = split.own, split.middles
-    own_len = np.diff(own.ptr)
-    heads, head_of = _distinct_rows(own.ptr[:-1], mid.head, own.arcs, own.weights)
-    tails, tail_of = _distinct_rows(own.ptr[:-1] + mid.head, own_len - mid.head, own.arcs,
-                                    own.weights)
+    heads, head_of, tails, tail_of, mid_t, mid_of = _dag_parts(r, ua, ub, hops)
     # A colour's way out (in): its first rank's, standing for every rank of the colour
     # (the other ranks' legs carry the same, copied onto them by `Phase.mirrors`).
     rep = np.concatenate([first_s[send], n + first_r[recv]])     # per leg
@@ -159,7 +151,6 @@ def _by_classes(fb: FlowBuilder, srt: np.ndarray, starts: np.ndarray, sizes: np.
     at = np.searchsorted(own_owner, np.arange(2 * n + 1))
     pick = ragged_arange(at[rep_rows], np.diff(at)[rep_rows])
     legs_t = (np.diff(at)[rep_rows], own_arc[pick], own_w[pick])
-    mid_t = (mid.table.lengths, mid.table.arcs, mid.table.weights)
     tables = (legs_t, heads, tails, mid_t)
     base = np.cumsum([0] + [len(t[0]) for t in tables])
     ptr = np.concatenate([[0], np.cumsum(np.concatenate([t[0] for t in tables]))])
@@ -173,7 +164,7 @@ def _by_classes(fb: FlowBuilder, srt: np.ndarray, starts: np.ndarray, sizes: np.
     parts = [(cls_s, mult / np.bincount(send)[cls_s]),
              (base[0] + n_s + cls_r, mult / np.bincount(recv)[cls_r]),
              (base[1] + head_of[d], mult), (base[2] + tail_of[d], mult),
-             (np.where(mid.of[d] >= 0, base[3] + mid.of[d], -1), mult)]
+             (np.where(mid_of[d] >= 0, base[3] + mid_of[d], -1), mult)]
     pair_flow, pair_route, pair_mult = [], [], []
     for route, times in parts:
         take = np.flatnonzero((route >= 0) & (np.diff(ptr)[np.maximum(route, 0)] > 0))
@@ -185,6 +176,57 @@ def _by_classes(fb: FlowBuilder, srt: np.ndarray, starts: np.ndarray, sizes: np.
         0))
     fb.net_fixed = max(fb.net_fixed, 2 + int(hops.max(initial=0)))
     return mirrors
+
+
+def _dag_parts(r: Router, ua: np.ndarray, ub: np.ndarray, hops: np.ndarray) -> tuple:
+    """The adaptive DAG of each pair of edge switches ``(ua[i], ub[i])`` as its first hops,
+    a middle and its last hops: ``(heads, head_of, tails, tail_of, middles, mid_of)``,
+    each a ``(lengths, arcs, weights)`` table of distinct rows and each pair's row in it
+    (``mid_of`` -1: no middle).  Entry for entry the router's DAGs (`Router.fabric_dags`).
+
+    Walked for far fewer pairs than asked: until its last hop a DAG's walk depends only
+    on its source and its target's group (`routing.walks.walk_shared`), so one pair per
+    (source, target group) gives the first hops and the middle of them all, and the last
+    hops, taken from where the middle ends, are walked once per (middle, target).  In a
+    rail-optimised Clos of 512 leaves: 32k walks instead of 262k.
+    """
+    g = r.fabric_groups().groups_of(ub).astype(np.int64)
+    deep = np.flatnonzero(hops >= 3)
+    key = ua[deep].astype(np.int64) * (int(g.max(initial=0)) + 1) + g[deep]
+    _, first, key_of = np.unique(key, return_index=True, return_inverse=True)
+    walk = np.concatenate([np.flatnonzero(hops < 3), deep[first]])
+    one = r.fabric_dags(ua[walk], ub[walk], hops=hops[walk], split=True)
+    # The last hops of the deep pairs: from each middle's end, walked from a source that
+    # takes that middle, to every target that a source taking it goes to.
+    n_shallow = len(walk) - len(first)
+    mid_of_key = one.middles.of[n_shallow:]
+    n_g = int(g.max(initial=0)) + 1
+    by = mid_of_key * n_g + g[deep[first]]          # (middle, target group) of each key
+    uniq, by_first = np.unique(by, return_index=True)
+    via = deep[first][by_first][np.searchsorted(uniq, by[key_of])]
+    (src, dst), tail_of_deep = np.unique(np.stack([via, ub[deep]]), axis=1,
+                                         return_inverse=True)
+    tail_of_deep = tail_of_deep.reshape(-1)
+    two = r.fabric_dags(ua[src], dst, hops=r.fabric_hops(ua[src], dst), split=True)
+    # Rows: the walks' own rows split at each head (`Middles.head`), pooled.
+    pool_a = np.concatenate([one.own.arcs, two.own.arcs])
+    pool_w = np.concatenate([one.own.weights, two.own.weights])
+    at1, at2 = one.own.ptr[:-1], len(one.own.arcs) + two.own.ptr[:-1]
+    len1, len2 = np.diff(one.own.ptr), np.diff(two.own.ptr)
+    heads, head_row = _distinct_rows(at1, one.middles.head, pool_a, pool_w)
+    tails, tail_row = _distinct_rows(
+        np.concatenate([at1[:n_shallow] + one.middles.head[:n_shallow], at2 + two.middles.head]),
+        np.concatenate([(len1 - one.middles.head)[:n_shallow], len2 - two.middles.head]),
+        pool_a, pool_w)
+    n = len(ua)
+    head_of, tail_of, mid_of = (np.full(n, -1, np.int64) for _ in range(3))
+    shallow = walk[:n_shallow]
+    head_of[shallow], tail_of[shallow] = head_row[:n_shallow], tail_row[:n_shallow]
+    head_of[deep] = head_row[n_shallow:][key_of]
+    mid_of[deep] = mid_of_key[key_of]
+    tail_of[deep] = tail_row[n_shallow:][tail_of_deep]
+    mid = one.middles.table
+    return heads, head_of, tails, tail_of, (mid.lengths, mid.arcs, mid.weights), mid_of
 
 
 def _distinct_rows(starts: np.ndarray, lengths: np.ndarray, arcs: np.ndarray,
