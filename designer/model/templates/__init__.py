@@ -28,6 +28,7 @@ from designer.model.templates.nvl72 import NVL72_REFERENCE, RACK_GPUS, build_nvl
 from designer.model.templates.rail import SUPERPOD_REFERENCE, build_rail_cluster, build_superpod
 from designer.model.templates.rail_fabric import PLANE_CHOICES
 from designer.model.templates.torus import build_torus3d
+from designer.model.templates.ualink import UALINK_GPUS, build_ualink
 from designer.model.topology import Topology
 
 
@@ -210,6 +211,17 @@ TEMPLATES: dict[str, Template] = {
             ),
             build_torus3d,
             _product("x", "y", "z"),
+        ),
+        Template(
+            "ualink",
+            "UALink pod (AMD Helios-style): accelerators on one tier of UALink 1.0 switches",
+            (
+                Param("gpus", 72, "accelerators (2-128: one tier of 128-port switches)"),
+                Param("gpu", "MI455X", "accelerator model (UALink scale-up)", UALINK_GPUS),
+                *_PLANES,
+            ),
+            build_ualink,
+            lambda v: int(v["gpus"]),
         ),
         Template(
             "example",
