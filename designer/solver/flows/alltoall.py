@@ -204,8 +204,9 @@ def _dag_parts(r: Router, ua: np.ndarray, ub: np.ndarray, hops: np.ndarray) -> t
     by = mid_of_key * n_g + g[deep[first]]          # (middle, target group) of each key
     uniq, by_first = np.unique(by, return_index=True)
     via = deep[first][by_first][np.searchsorted(uniq, by[key_of])]
-    (src, dst), tail_of_deep = np.unique(np.stack([via, ub[deep]]), axis=1,
-                                         return_inverse=True)
+    n_nodes = r.snap.n_nodes
+    pair, tail_of_deep = np.unique(via * n_nodes + ub[deep], return_inverse=True)
+    src, dst = pair // n_nodes, pair % n_nodes
     tail_of_deep = tail_of_deep.reshape(-1)
     two = r.fabric_dags(ua[src], dst, hops=r.fabric_hops(ua[src], dst), split=True)
     # Rows: the walks' own rows split at each head (`Middles.head`), pooled.
