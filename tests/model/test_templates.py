@@ -34,6 +34,7 @@ def test_registry_names_and_params():
         "fat-tree",
         "leaf-spine",
         "torus3d",
+        "ualink",
         "example",
     ]
     for t in TEMPLATES.values():
