@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -62,3 +63,11 @@ def test_symmetric_fabric_collapses_to_a_few_nodes():
 def _merged_input(n, u, w, cap):
     lo, hi = np.minimum(u, w), np.maximum(u, w)
     return lo, hi, cap.astype(float)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_dinic_agrees_with_networkx(seed):
+    n, u, w, cap = random_network(seed)
+    reference = max_flow(n, u, w, cap, flow_func=nx.algorithms.flow.preflow_push, reduce=False)
+    assert max_flow(n, u, w, cap, reduce=False) == pytest.approx(reference)
+    assert max_flow(n, u, w, cap) == pytest.approx(reference)
