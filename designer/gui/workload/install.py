@@ -71,8 +71,11 @@ def install_workload(window: QMainWindow) -> Workload:
             doc, scene, view, runner, dock, getattr(analysis, "overlay", None), window
         )
         overlay.message.connect(window.show_message)
-        controls = CanvasControls(overlay, dock)
-        dock.widget().layout().insertWidget(3, controls)  # under the job buttons
+        # Under the jobs' list, in the part that scrolls: at 1280 x 720 the list keeps
+        # its rows above it.
+        body = dock.table.parentWidget()
+        controls = CanvasControls(overlay, body)
+        body.layout().insertWidget(1, controls)
         scene.selectionChanged.connect(lambda: stats.set_selection(scene.selected_link_ids()))
         stats.link_activated.connect(lambda lid: _select_link(scene, view, lid))
     dock.message.connect(window.show_message)

@@ -222,7 +222,7 @@ class WorkloadOverlay(QObject):
         text += "\njobs: " + ", ".join(f"{name} {share * 100:.0f}%" for name, share in ranked)
         text += "\ncollectives crossing it (share of its bytes):"
         for c in rows[:TOOLTIP_ROWS]:
-            text += f"\n  {c.job}: {c.lane.upper()} {c.label} — {c.share * 100:.1f}%"
+            text += f"\n  {c.job}: {c.label} — {c.share * 100:.1f}%"
         if len(rows) > TOOLTIP_ROWS:
             text += f"\n  and {len(rows) - TOOLTIP_ROWS} more"
         return text
