@@ -144,9 +144,9 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from designer.model.rules import validate
+    from designer.workload.checks import validate_design
 
-    findings = validate(_load(args.file))
+    findings = validate_design(_load(args.file))
     errors = [f for f in findings if f.severity == "error"]
     if args.json:
         print(json.dumps({"ok": not errors, "findings": [

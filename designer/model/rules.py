@@ -48,6 +48,16 @@ Codes and severities
     management-plane links to two or more neighbours; its own single out-of-band port is
     fine), or a management-plane link joins two compute-fabric switches.  A policy, so a
     warning: small clusters do share switches on purpose.
+``plane-shared`` (warning)
+    Planes that must be separate share a switch: a switch carries compute-plane links
+    and storage or front-end links (`rules_planes`).  Storage and front-end sharing
+    their own switches is a common converged design and is not flagged.
+``job-memory`` (error)
+    A training job saved in the design does not fit in its GPUs' memory (checked by
+    `designer.workload.checks.validate_design`, which adds the job rules to these).
+``job-invalid`` (error)
+    A job saved in the design cannot be read (a field missing or out of range); also
+    `designer.workload.checks`.
 ``adaptive-unsupported`` (warning)
     The design's routing setting is ``adaptive``, but compute-fabric switches cannot
     route adaptively (their catalog ``adaptive_routing`` is false: a generic ECMP
@@ -75,6 +85,7 @@ import networkx as nx
 
 from designer.model.catalog import DeviceModel, LinkTech, PortGroup
 from designer.model.report import natural_key
+from designer.model.rules_planes import plane_shared_findings
 from designer.model.rules_reach import ReachArrays, reach_findings
 from designer.model.topology import Topology
 
@@ -90,6 +101,9 @@ CODES: tuple[str, ...] = (
     "nic-no-fabric",
     "disconnected",
     "management-shared",
+    "plane-shared",
+    "job-memory",
+    "job-invalid",
     "adaptive-unsupported",
     "no-gpus",
 )
@@ -120,12 +134,16 @@ class Finding:
         Id of the node or link the finding is about; ``""`` for design-wide findings.
     message : str
         One line naming the node or link and saying why.
+    items : tuple of str
+        Further node or link ids the finding is about, besides ``subject`` (a job's
+        GPUs): what a view selects to show it.
     """
 
     severity: str
     code: str
     subject: str
     message: str
+    items: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.severity}: {self.message} [{self.code}]"
@@ -165,11 +183,20 @@ def validate(topology: Topology) -> list[Finding]:
     findings += [Finding(*raw) for raw in reach_findings(arrays, design.label)]
     findings += _disconnected(design)
     findings += _management_shared(design)
+    findings += [
+        Finding(*raw)
+        for raw in plane_shared_findings(design.nodes, design.edges, SWITCH_KINDS, design.label)
+    ]
     findings += _adaptive_unsupported(design)
-    findings.sort(
-        key=lambda f: (SEVERITIES.index(f.severity), f.code, natural_key(f.subject), f.message)
+    return sort_findings(findings)
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """``findings`` errors first, then by code, subject (natural order) and message."""
+    return sorted(
+        findings,
+        key=lambda f: (SEVERITIES.index(f.severity), f.code, natural_key(f.subject), f.message),
     )
-    return findings
 
 
 def errors(findings: Iterable[Finding]) -> list[Finding]:
