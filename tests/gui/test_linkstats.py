@@ -25,7 +25,7 @@ def test_busiest_links_series_of_the_selection_and_csv_export(qtbot, tmp_path):
         qtbot.waitUntil(lambda: not panel.pending and panel.result is result, timeout=5_000)
         links = result.simulation.links
         used = np.flatnonzero(links.bytes > 0)
-        assert len(panel.rows) == len(used)
+        assert len(panel.rows) == min(len(used), 50)
         means = np.array([r["mean_util"] for r in panel.rows])
         assert (np.diff(means) <= 1e-12).all()  # busiest first
         assert abs(means[0] - float(links.mean_util.max())) < 1e-12

@@ -46,30 +46,30 @@ _CURVE_COLOURS = (
 COLUMNS = ("Link", "Ends", "Mean", "Peak", "Bytes", "Jobs")
 
 
-def link_rows(result, names=None) -> list[dict]:
-    """Every link of ``result`` (a `WorkloadResult`) that carried traffic, busiest (mean)
-    first, ties by id: ``id``, ``ends``, ``mean_util``, ``peak_util``, ``bytes`` and
-    ``jobs`` (job name -> share of the bytes).  ``names(link_id)`` gives the ends' names."""
+def link_rows(result, names=None, limit: int | None = None) -> list[dict]:
+    """The links of ``result`` (a `WorkloadResult`) that carried traffic, busiest (mean)
+    first, ties by id (the first ``limit``): ``id``, ``ends``, ``mean_util``,
+    ``peak_util``, ``bytes`` and ``jobs`` (job name -> share of the bytes).
+    ``names(link_id)`` gives the ends' names."""
     links = result.simulation.links
-    used = np.flatnonzero(np.asarray(links.bytes) > 0)
-    order = sorted(
-        used.tolist(), key=lambda k: (-round(float(links.mean_util[k]), 12), links.ids[k])
-    )
+    nbytes = np.asarray(links.bytes, dtype=float)
+    used = np.flatnonzero(nbytes > 0)
+    ids = np.array([links.ids[k] for k in used.tolist()], dtype=str)
+    mean = np.asarray(links.mean_util, dtype=float)
+    order = used[np.lexsort((ids, -np.round(mean[used], 12)))][:limit]
+    shares = (np.asarray(links.job_bytes, dtype=float)[:, order] / nbytes[order]).T
+    peak = np.asarray(links.peak_util, dtype=float)
     out = []
-    for k in order:
-        total = float(links.bytes[k])
+    for k, row in zip(order.tolist(), shares.tolist(), strict=True):
+        lid = links.ids[k]
         out.append(
             {
-                "id": links.ids[k],
-                "ends": names(links.ids[k]) if names is not None else "",
-                "mean_util": float(links.mean_util[k]),
-                "peak_util": float(links.peak_util[k]),
-                "bytes": total,
-                "jobs": {
-                    n: float(links.job_bytes[j, k]) / total
-                    for j, n in enumerate(links.jobs)
-                    if links.job_bytes[j, k] > 0
-                },
+                "id": lid,
+                "ends": names(lid) if names is not None else "",
+                "mean_util": float(mean[k]),
+                "peak_util": float(peak[k]),
+                "bytes": float(nbytes[k]),
+                "jobs": {n: v for n, v in zip(links.jobs, row, strict=True) if v > 0},
             }
         )
     return out
@@ -143,16 +143,24 @@ class LinkStatsPanel(PanelDock):
     def _wanted(self) -> list[str]:
         """The links to plot: the canvas's selection with traffic, else the table's
         selection, else the busiest link; at most `MAX_SERIES`, busiest first."""
-        rank = {r["id"]: i for i, r in enumerate(self.rows)}
+        links = self.result.simulation.links
+        pos = self.result.snapshot.link_positions()
+
+        def carried(lid: str) -> bool:
+            k = pos.get(lid)
+            return k is not None and links.bytes[k] > 0
+
         for source in (self.selected, self._table_links()):
-            chosen = sorted((lid for lid in source if lid in rank), key=rank.__getitem__)
+            chosen = [lid for lid in source if carried(lid)]
             if chosen:
+                chosen.sort(key=lambda lid: (-round(float(links.mean_util[pos[lid]]), 12), lid))
                 return chosen[:MAX_SERIES]
         return [self.rows[0]["id"]] if self.rows else []
 
     # ------------------------------------------------------------------ drawing
     def _draw(self, result) -> None:
-        self.rows = link_rows(result, self._ends)
+        # The table's rows; the export builds every link's (thousands on a SuperPOD).
+        self.rows = link_rows(result, self._ends, TABLE_ROWS)
         self._fill_table()
         self._plot_series(clear=False)
 
@@ -164,7 +172,7 @@ class LinkStatsPanel(PanelDock):
         return f"{topo.node(lk.a).name} — {topo.node(lk.b).name}"
 
     def _fill_table(self) -> None:
-        shown = self.rows[:TABLE_ROWS]
+        shown = self.rows
         self.table.blockSignals(True)
         try:
             self.table.setRowCount(len(shown))
@@ -224,6 +232,7 @@ class LinkStatsPanel(PanelDock):
     def data_rows(self):
         names = [] if self.result is None else list(self.result.simulation.links.jobs)
         header = ["link", "ends", "mean_util", "peak_util", "bytes", *[f"share_{n}" for n in names]]
+        every = link_rows(self.result, self._ends) if self.result is not None else []
         rows = [
             (
                 r["id"],
@@ -233,7 +242,7 @@ class LinkStatsPanel(PanelDock):
                 repr(r["bytes"]),
                 *[repr(r["jobs"].get(n, 0.0)) for n in names],
             )
-            for r in self.rows
+            for r in every
         ]
         return header, rows
 

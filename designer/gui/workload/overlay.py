@@ -33,7 +33,7 @@ from designer.gui.workload.build import WorkloadResult
 from designer.gui.workload.tint import JobTint
 from designer.workload.job import Job
 
-__all__ = ["LINK_MODES", "TOOLTIP_ROWS", "WorkloadOverlay", "order_gpus"]
+__all__ = ["LINK_MODES", "MAX_JOB_LINKS", "TOOLTIP_ROWS", "WorkloadOverlay", "order_gpus"]
 
 #: What link colours show: the jobs' mean or peak utilisation, or the scenario's.
 LINK_MODES = {
@@ -42,6 +42,9 @@ LINK_MODES = {
     "collective": "One collective (Scenario dock)",
 }
 TOOLTIP_ROWS = 8
+#: A job loading more links is not outlined: thousands of outlined lines cost a third
+#: of a second a repaint (a 256-GPU job on a SuperPOD), and outline most of the fabric.
+MAX_JOB_LINKS = 1500
 
 
 def order_gpus(topology, gpus: list[str], snap=None) -> list[str]:
@@ -238,7 +241,14 @@ class WorkloadOverlay(QObject):
         chosen: set[str] = set()
         if links is not None and name in links.jobs and self.link_mode != "collective":
             j = links.jobs.index(name)
-            chosen = {links.ids[k] for k in np.flatnonzero(links.job_bytes[j] > 0).tolist()}
+            used = np.flatnonzero(links.job_bytes[j] > 0)
+            if len(used) > MAX_JOB_LINKS:
+                self.message.emit(
+                    f"Job {name} loads {len(used):,} links: too many to outline "
+                    "(the Link statistics panel lists them)"
+                )
+            else:
+                chosen = {links.ids[k] for k in used.tolist()}
         self.job_links = chosen
         if not chosen and (self._halo is None or not shiboken6.isValid(self._halo)):
             return

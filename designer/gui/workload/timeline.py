@@ -144,6 +144,19 @@ def workload_bars(result) -> tuple[list[WorkloadBar], list[tuple[int, str]]]:
     return bars, labels
 
 
+def _lane_brushes(bars: list[WorkloadBar]) -> list:
+    """One brush per lane, shared by its bars (a brush per bar costs seconds for the
+    80,000 tasks of four big jobs)."""
+    made: dict[str, object] = {}
+    out = []
+    for b in bars:
+        brush = made.get(b.lane)
+        if brush is None:
+            brush = made[b.lane] = pg.mkBrush(LANE_COLOURS.get(b.lane, "#BBBBBB"))
+        out.append(brush)
+    return out
+
+
 class IterationTimelinePanel(PanelDock):
     """One iteration of each job, lane by lane (see the module)."""
 
@@ -195,7 +208,7 @@ class IterationTimelinePanel(PanelDock):
             width=np.array([max(b.duration_s, 0.0) for b in self.bars]),
             y=np.array([b.row for b in self.bars], dtype=float),
             height=BAR_HEIGHT,
-            brushes=[pg.mkBrush(LANE_COLOURS.get(b.lane, "#BBBBBB")) for b in self.bars],
+            brushes=_lane_brushes(self.bars),
             pen=pg.mkPen(outline, width=0),
         )
         self.plot.addItem(self.bar_item)
