@@ -210,7 +210,9 @@ def estimate_bytes(
         per_pair = PAIR_BYTES[routing] + PAIR_ARC_BYTES[routing] * fabric_arcs
         cross = pairs - nv_pairs
         if routing == "adaptive" and classes:
-            cross = min(cross, classes)
+            # A class takes up to five shared routes (two legs, first hops, middle,
+            # last hops) where a pair takes three: counted as two pairs.
+            cross = min(cross, 2 * classes)
         return int(fixed + per_pair * cross + (PAIR_BYTES[routing] + nv_pair_bytes) * nv_pairs)
     per_rank = AUTO_RANK_BYTES.get(collective, RANK_PLAN_BYTES) if auto else RANK_PLAN_BYTES
     return int(fixed + per_rank * n_ranks)
