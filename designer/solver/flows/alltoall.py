@@ -13,8 +13,9 @@ Two ways to the same max-min rates (docs/model.md, "All-to-all by classes"):
   pair of leaf switches instead of 268 million pairs at 16,384 GPUs.
 
 Pairs inside a domain stay pair flows (their NVLink sprays share no arc with the
-network, so they are a separate max-min problem).  ECMP and static routing hash each
-pair onto its own path, which breaks the symmetry the classes rest on: they are solved
+network, so they are a separate max-min problem).  ECMP hashes each pair onto a path
+of its own, and static routing picks by destination, so the pairs of a class would
+cross different fabric links, which breaks what the classes rest on: both are solved
 per pair.
 """
 
