@@ -169,7 +169,9 @@ class EditController(QObject):
         self._push(Macro(parts, f"{text} {len(node_ids)} node(s), {len(link_ids)} link(s)"))
 
     def select_all(self) -> None:
-        self.scene.select_ids(list(self.scene.nodes), list(self.scene.links))
+        # The model's ids: a big design's collapsed boxes have no items for their nodes.
+        self.scene.select_ids([n.id for n in self.document.topology.nodes()],
+                              list(self.scene.links))
 
     # ------------------------------------------------------------ arrange
     def _selected_nodes(self) -> list[Node]:

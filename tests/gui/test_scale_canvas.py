@@ -154,3 +154,11 @@ def test_zooming_in_on_a_box_opens_it_but_not_one_the_user_closed(window):
     view.fitInView(scene.groups[first].box_rect())
     assert view.open_zoomed_boxes() == []
     assert second in scene.collapsed
+
+
+def test_select_all_selects_the_boxes_of_a_big_design(window):
+    topo = _open_big(window, sus=4)
+    scene = window.scene
+    window.edit.select_all()
+    assert all(scene.groups[g].isSelected() for g in scene.collapsed)
+    assert scene.selected_node_ids() == sorted(n.id for n in topo.nodes())

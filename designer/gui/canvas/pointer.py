@@ -80,16 +80,23 @@ class PointerMixin:
 
     def _select(self, node_ids, link_ids) -> None:
         self.clearSelection()
+        topo = self.document.topology
+        boxes: dict[str | None, str | None] = {}  # group -> the box hiding its nodes
         for nid in node_ids:
             item = self.nodes.get(nid)
-            if item is None:
-                continue
-            if item.hidden:
-                box = self._box_of(item.node.group)
-                if box is not None:
-                    self.groups[box].setSelected(True)
-            else:
+            if item is not None and not item.hidden:
                 item.setSelected(True)
+                continue
+            if item is not None:
+                group = item.node.group
+            elif topo.has_node(nid):  # no item: inside a box of a big design
+                group = topo.node(nid).group
+            else:
+                continue
+            if group not in boxes:
+                boxes[group] = self._box_of(group)
+            if boxes[group] is not None:
+                self.groups[boxes[group]].setSelected(True)
         for lid in link_ids:
             if lid in self.links and not self.links[lid].hidden:
                 self.links[lid].setSelected(True)
