@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from designer.collector import collector_paused
 from designer.io.fabric_limits import LIMITS, check_parsed, prescan
 from designer.io.fabric_read import parse_json
@@ -85,7 +87,7 @@ def _fast(text: str) -> Any:
         return _STRICT
     raw = text.encode("utf-8", "surrogatepass")
     # A run of 20 digits may be an integer orjson reads as a float (2**64 has 20).
-    if b"0" * 20 in raw.translate(_DIGITS_AS_ZERO):
+    if _has_digit_run(raw, 20):
         return _STRICT
     # orjson writes each key with one colon and every colon of a string as it is: as
     # many colons as the text has unless a duplicate key was dropped.
@@ -94,4 +96,18 @@ def _fast(text: str) -> Any:
     return data
 
 
-_DIGITS_AS_ZERO = bytes(ord("0") if chr(i).isdigit() and i < 128 else i for i in range(256))
+def _has_digit_run(raw: bytes, n: int) -> bool:
+    """Whether ``raw`` holds ``n`` ASCII digits in a row (numpy: a run of 2k digits is
+    where a run of k starts and another k places on, doubling up to ``n``).
+
+    >>> _has_digit_run(b"a123456b", 6), _has_digit_run(b"a12345b", 6)
+    (True, False)
+    """
+    run = (np.frombuffer(raw, dtype=np.uint8) - np.uint8(48)) < 10  # '0'..'9'
+    k = 1  # run[i]: a run of k digits starts at i
+    while 2 * k <= n and len(run):
+        run = run[:-k] & run[k:]
+        k *= 2
+    if k < n and len(run):
+        run = run[: -(n - k)] & run[n - k :]  # k < n < 2k: two overlapping runs of k
+    return bool(len(run) and run.any())
