@@ -7,10 +7,9 @@ algorithm has every rank exchange its ``1/n`` shard with every peer at once, so 
 all-reduce is a reduce-scatter then an all-gather of one-hop flows,
 ``t = 2 (S/n) / B + 2 alpha`` and ``busbw = (n - 1) B``.
 
-The ring algorithm on such a mesh runs several rings at once on links no other ring
-uses: Walecki's decomposition of ``K_n`` into ``(n - 1) // 2`` edge-disjoint Hamiltonian
-cycles (`hamiltonian_cycles`), each run both ways, a share of the bytes each:
-``busbw = 2 ((n - 1) // 2) B``, ``(n - 2) B`` for 8 GPUs.
+The ring algorithm on such a mesh runs several rings at once, each on link directions
+no other ring uses (`directed_rings`): ``n - 1`` directed Hamiltonian cycles that cover
+every link both ways once, a share of the bytes each: ``busbw = (n - 1) B``, as direct's.
 """
 
 from __future__ import annotations
@@ -127,9 +126,73 @@ def hamiltonian_cycles(n: int) -> np.ndarray:
     )
 
 
+#: Largest mesh whose directed decomposition is searched for (`directed_rings`).
+MAX_SEARCHED_MESH = 16
+
+
+def _directed_search(n: int) -> list[list[int]] | None:
+    """``n - 1`` arc-disjoint directed Hamiltonian cycles of the complete symmetric
+    digraph on ``n`` vertices, by depth-first search (first found, vertices ascending:
+    deterministic), or None when there are none."""
+    used = np.eye(n, dtype=bool)
+    cycles: list[list[int]] = []
+
+    def tours(path: list[int], seen: list[bool]):
+        if len(path) == n:
+            if not used[path[-1], 0]:
+                yield list(path)
+            return
+        for v in range(1, n):
+            if not seen[v] and not used[path[-1], v]:
+                seen[v] = True
+                path.append(v)
+                yield from tours(path, seen)
+                path.pop()
+                seen[v] = False
+
+    def place(k: int) -> bool:
+        if k == n - 1:
+            return True
+        for cyc in tours([0], [True] + [False] * (n - 1)):
+            a, b = np.array(cyc), np.roll(cyc, -1)
+            used[a, b] = True
+            cycles.append(cyc)
+            if place(k + 1):
+                return True
+            cycles.pop()
+            used[a, b] = False
+        return False
+
+    return cycles if place(0) else None
+
+
+def directed_rings(n: int) -> np.ndarray:
+    """Rings (rows of positions) on a full mesh of ``n``, pairwise sharing no link
+    direction, as many as the mesh allows.
+
+    ``n`` odd: Walecki's cycles (`hamiltonian_cycles`) each both ways, ``n - 1`` rings
+    covering every direction.  ``n`` even: the complete symmetric digraph splits into
+    ``n - 1`` directed Hamiltonian cycles for every ``n`` but 4 and 6 (Tillson, "A
+    Hamiltonian decomposition of K*_2m, 2m >= 8", J. Combin. Theory B 29, 1980), found by
+    `_directed_search` up to `MAX_SEARCHED_MESH`; for 4, 6 and larger meshes, Walecki's
+    cycles both ways (``n - 2`` rings, a perfect matching idle).
+
+    >>> directed_rings(8).shape
+    (7, 8)
+    """
+    if n == 2:
+        return np.arange(2)[None, :]
+    if n % 2 == 0 and n not in (4, 6) and n <= MAX_SEARCHED_MESH:
+        found = _directed_search(n)
+        if found is not None:
+            return np.array(found, dtype=np.int64)
+    cyc = hamiltonian_cycles(n)
+    return np.concatenate([cyc, cyc[:, ::-1]])
+
+
 def plan_mesh_rings(router: Router, ranks: np.ndarray, collective: str) -> Plan:
-    """Ring all-reduce, reduce-scatter or all-gather on a full mesh: every Hamiltonian
-    cycle of `hamiltonian_cycles` run both ways, each ring ``1/R`` of the bytes.
+    """Ring all-reduce, reduce-scatter or all-gather on a full mesh: the `directed_rings`
+    at once, each ring ``1/R`` of the bytes.
 
     Raises `SolverError` where the ranks are not one switchless full mesh.
     """
@@ -139,8 +202,7 @@ def plan_mesh_rings(router: Router, ranks: np.ndarray, collective: str) -> Plan:
         raise SolverError("the mesh rings need the ranks on one full mesh of scale-up links")
     srt = grouped(router.snap, ranks)[0]
     n = len(srt)
-    cyc = hamiltonian_cycles(n)
-    rings = np.concatenate([cyc, cyc[:, ::-1]]) if n > 2 else np.arange(n)[None, :]
+    rings = directed_rings(n)
     r = len(rings)
     fb = FlowBuilder(router)
     flows = fb.new_flows(np.full(r, _RING[collective](n) / r), [f"ring {k}" for k in range(r)])
