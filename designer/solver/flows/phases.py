@@ -125,12 +125,12 @@ class Plan:
     phases: tuple[Phase, ...]
     pipelined: bool = False
     notes: tuple[str, ...] = field(default=())
-
-
-class FlowBuilder:
     step_counts: tuple[int, int] | None = None
     """(intra, inter) latency steps where NCCL's count for the algorithm does not apply
     (a torus's rings per dimension); None: NCCL's."""
+
+
+class FlowBuilder:
     """Accumulates (flow, arc, weight) pairs for one phase.
 
     `transfers` routes a whole batch of rank-to-rank transfers with array code; the pairs
