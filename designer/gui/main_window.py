@@ -26,6 +26,7 @@ from designer.gui.help import install_help
 from designer.gui.inspector import InspectorDock
 from designer.gui.minimap import MinimapDock
 from designer.gui.palette import PaletteDock
+from designer.gui.review.install import install_review
 from designer.gui.studies.install import install_studies
 from designer.gui.window_geometry import place_window, remember_window
 from designer.gui.workload.install import install_workload
@@ -71,6 +72,7 @@ class MainWindow(QMainWindow):
         self.analysis = install_analysis(self)
         self.workload = install_workload(self)
         self.studies = install_studies(self)
+        self.review = install_review(self)
         self.help_menu = install_help(self)  # last on the menu bar
         self.files.start_autosave()
         place_window(self, self.files.settings)
@@ -234,6 +236,7 @@ class MainWindow(QMainWindow):
             remember_window(self, self.files.settings)
             self.analysis.runner.shutdown()
             self.workload.runner.shutdown()
+            self.review.runner.shutdown()
             self.files.discard_recovery()
             event.accept()
         else:

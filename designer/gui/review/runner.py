@@ -1,0 +1,242 @@
+"""`ReviewRunner`: the design's findings, bill of materials and summary, worked out in
+the background after each edit.
+
+The figures are the CLI's: `designer.workload.checks.validate_design` (``validate``),
+`designer.model.bom.bom` (``bom``) and `designer.model.report.info` (``info``).  They
+read a whole `Topology`, and the live one is edited on the GUI thread, so the runner
+copies the design first (`capture`: the frozen link columns, O(1), and a copy of each
+node's fields, a C-speed pass) and the worker rebuilds a private `Topology` from it
+(`rebuild`, the bulk loader).  Edits are debounced; a result is tagged with the design's
+generation and dropped when the design has changed since; one worker at a time, and an
+edit during a run asks for another once it ends.  The three answers come back one by
+one, fastest first, so the Problems and BOM docks do not wait for the bisection.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from superqt.utils import GeneratorWorker, create_worker
+
+from designer.gui.document import Document
+from designer.gui.model_events import ModelSlot
+from designer.model.topology import Topology
+
+__all__ = ["DesignCopy", "ReviewRunner", "capture", "rebuild"]
+
+#: Quiet time after the last edit before the review runs again (ms).
+DEBOUNCE_MS = 400
+
+
+@dataclass(frozen=True)
+class DesignCopy:
+    """What the worker needs to rebuild a design: nothing here is the live design's."""
+
+    generation: int
+    name: str
+    catalog: Any
+    settings: dict
+    overrides: dict
+    groups: list
+    nodes: list
+    columns: Any
+
+
+def capture(topology: Topology) -> DesignCopy:
+    """Copy ``topology`` for another thread (on the thread that edits it)."""
+    nodes = [{"id": k, **v} for k, v in topology.node_data().items()]
+    return DesignCopy(
+        topology.generation,
+        topology.name,
+        topology.catalog,
+        dict(topology.settings),
+        {k: dict(v) for k, v in topology.overrides.items()},
+        list(topology.groups()),
+        nodes,
+        topology.columns(),
+    )
+
+
+def rebuild(copy: DesignCopy) -> Topology:
+    """A private `Topology` equal to the captured design (any thread)."""
+    topo = Topology(copy.catalog, name=copy.name)
+    for key, value in copy.settings.items():
+        if value is not None:
+            topo.set_setting(key, value)
+    topo.overrides.update(copy.overrides)
+    c = copy.columns
+    ids = c.node_ids
+    techs = c.tech_names
+    links = [
+        {
+            "id": c.keys[i],
+            "a": ids[a],
+            "b": ids[b],
+            "tech": techs[t],
+            "count": int(n),
+            "plane": c.planes[i] if c.one_plane is None else c.one_plane,
+            "failed": bool(f),
+        }
+        for i, (a, b, t, n, f) in enumerate(
+            zip(
+                c.a_idx.tolist(),
+                c.b_idx.tolist(),
+                c.tech_of.tolist(),
+                c.counts.tolist(),
+                c.link_failed.tolist(),
+                strict=True,
+            )
+        )
+    ]
+    topo.add_parts(copy.groups, copy.nodes, links)
+    return topo
+
+
+@dataclass
+class _Run:
+    copy: DesignCopy
+    cancel: threading.Event = field(default_factory=threading.Event)
+    entered: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+def _review(run: _Run) -> Generator[tuple[int, str, Any], None, None]:
+    """Yield ``(generation, what, answer)`` for ``problems``, ``bom``, then ``info``;
+    an answer that failed is ``("error", message)``."""
+    from designer.model.bom import bom
+    from designer.model.report import info
+    from designer.workload.checks import validate_design
+
+    run.entered.set()
+    gen = run.copy.generation
+    try:
+        try:
+            topo = rebuild(run.copy)
+        except Exception as exc:  # a design the bulk loader refuses: say so in every dock
+            for what in ("problems", "bom", "info"):
+                yield gen, what, ("error", f"{type(exc).__name__}: {exc}")
+            return
+        for what, func in (("problems", validate_design), ("bom", bom), ("info", info)):
+            if run.cancel.is_set():
+                return
+            try:
+                answer = func(topo)
+            except Exception as exc:  # shown in the dock, not raised into the event loop
+                answer = ("error", f"{type(exc).__name__}: {exc}")
+            yield gen, what, answer
+    finally:
+        run.done.set()
+
+
+class ReviewRunner(QObject):
+    """Keeps the review of one `Document`'s design up to date.
+
+    Signals
+    -------
+    started(int)
+        A review of that generation began.
+    answer(str, object)
+        ``("problems", list of Finding)``, ``("bom", Bom)`` or ``("info", dict)`` of
+        the design as it is now; an answer that failed is ``("error", message)``.
+    """
+
+    started = Signal(int)
+    answer = Signal(str, object)
+
+    def __init__(
+        self, document: Document, parent: QObject | None = None, debounce_ms: int = DEBOUNCE_MS
+    ):
+        super().__init__(parent)
+        self.document = document
+        self.latest: dict[str, Any] = {}
+        self.generation = -1  # of the answers in `latest`
+        self._worker: GeneratorWorker | None = None
+        self._run: _Run | None = None
+        self._wanted = False
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(debounce_ms)
+        self._timer.timeout.connect(self._start)
+        self._follow = ModelSlot(self, self._on_topology_changed)
+        self._follow.watch(document.topology.events.changed)
+        document.topology_replaced.connect(self._on_document_topology_replaced)
+
+    @property
+    def busy(self) -> bool:
+        """A worker is running."""
+        return self._worker is not None
+
+    @property
+    def current(self) -> bool:
+        """Every answer in `latest` is of the design as it is now."""
+        return (
+            self.generation == self.document.topology.generation
+            and len(self.latest) == 3
+            and not self._wanted
+        )
+
+    def schedule(self) -> None:
+        """Review the design once edits pause for the debounce interval."""
+        self._wanted = True
+        if self._run is not None:
+            self._run.cancel.set()
+        self._timer.start()
+
+    def _on_topology_changed(self, _edit) -> None:
+        self.schedule()
+
+    def _on_document_topology_replaced(self, topo: Topology) -> None:
+        self._follow.watch(topo.events.changed)
+        self.latest = {}
+        self.generation = -1
+        self.schedule()
+
+    def _start(self) -> None:
+        if not self._wanted:
+            return
+        if self.busy:
+            return  # `_on_finished` starts the next one
+        self._wanted = False
+        run = _Run(capture(self.document.topology))
+        self._run = run
+        self.started.emit(run.copy.generation)
+        worker = create_worker(
+            _review,
+            run,
+            _start_thread=False,
+            _connect={"yielded": self._on_yielded, "finished": self._on_finished},
+        )
+        self._worker = worker
+        worker.start()
+
+    def _on_yielded(self, item: tuple[int, str, Any]) -> None:
+        generation, what, value = item
+        if generation != self.document.topology.generation or self._wanted:
+            return  # stale: the design changed while it ran
+        if generation != self.generation:
+            self.latest = {}
+            self.generation = generation
+        self.latest[what] = value
+        self.answer.emit(what, value)
+
+    def _on_finished(self) -> None:
+        self._worker = None
+        self._run = None
+        if self._wanted and not self._timer.isActive():
+            self._timer.start()
+
+    def shutdown(self, timeout_s: float = 10.0) -> None:
+        """Stop for good (window close): cancel and wait for the worker to end."""
+        self._timer.stop()
+        self._wanted = False
+        run = self._run
+        if run is not None:
+            run.cancel.set()
+            if run.entered.is_set():
+                run.done.wait(timeout_s)
+        self._worker = None
+        self._run = None

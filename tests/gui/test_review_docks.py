@@ -1,0 +1,134 @@
+"""The design review docks: Problems, Bill of materials and Info show what the CLI's
+``validate``, ``bom`` and ``info`` say, worked out off the GUI thread and refreshed after
+an edit; clicking a problem selects what it is about."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDockWidget
+
+from designer.gui.review.summary import bom_headline, info_headline, problems_headline
+from designer.model.bom import bom
+from designer.model.report import info
+from designer.workload.checks import validate_design
+from tests.gui.conftest import close_window, open_window
+
+
+def reviewed(qtbot, win, timeout=20_000):
+    runner = win.review.runner
+    qtbot.waitUntil(lambda: runner.current and not runner.busy, timeout=timeout)
+    return runner.latest
+
+
+def test_docks_show_the_cli_answers_and_follow_edits(qtbot, monkeypatch):
+    import designer.model.report as report
+
+    threads = []
+
+    def spy(topology, progress=None):
+        threads.append(threading.current_thread())
+        return info(topology, progress)
+
+    monkeypatch.setattr(report, "info", spy)
+    win, error = open_window(qtbot)
+    assert error is None
+    try:
+        rv = win.review
+        topo = win.document.topology
+        reviewed(qtbot, win)
+        assert threads and all(t is not threading.main_thread() for t in threads)
+        assert rv.problems.headline.text() == problems_headline(validate_design(topo))
+        assert rv.bom.headline.text() == bom_headline(bom(topo))
+        assert rv.info.headline.text() == info_headline(info(topo))
+        assert "GB/s per GPU" in rv.info.headline.text()
+        # the BOM says where its figures come from
+        rows = [
+            rv.bom.tree.topLevelItem(0).child(i)
+            for i in range(rv.bom.tree.topLevelItem(0).childCount())
+        ]
+        assert rows and all(r.text(5) in ("assumption", "override") for r in rows)
+        assert "Source:" in rows[0].toolTip(0)
+
+        # An edit: one GPU's NVLink bundle over its ports (19 of 18 lanes).
+        nv = next(
+            lk
+            for lk in topo.links()
+            if lk.tech.startswith("nvlink") and topo.node(lk.a).kind == "gpu"
+        )
+        before = len(rv.runner.latest["problems"])
+        topo.update_link(nv.id, count=nv.count + 1)
+        qtbot.waitUntil(
+            lambda: rv.runner.current and len(rv.runner.latest["problems"]) != before,
+            timeout=20_000,
+        )
+        found = rv.runner.latest["problems"]
+        assert [f.code for f in found if f.severity == "error"] == ["port-budget"]
+        assert rv.problems.headline.text().startswith("1 error")
+
+        # Clicking the finding selects its subject on the canvas.
+        item = rv.problems.tree.topLevelItem(0)
+        assert item.text(2) == "port-budget"
+        rv.problems.show()
+        rv.problems.raise_()
+        rect = rv.problems.tree.visualItemRect(item)
+        qtbot.mouseClick(rv.problems.tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+        assert win.scene.selected_node_ids() == [found[0].subject]
+    finally:
+        close_window(win)
+
+
+def test_docks_share_the_inspector_tabs_and_are_in_the_view_menu(qtbot):
+    win, error = open_window(qtbot)
+    assert error is None
+    try:
+        rv = win.review
+        tabbed = set(win.tabifiedDockWidgets(win.inspector))
+        assert {rv.problems, rv.bom, rv.info} <= tabbed
+        bottom = [
+            d
+            for d in win.findChildren(QDockWidget)
+            if win.dockWidgetArea(d) == Qt.DockWidgetArea.BottomDockWidgetArea
+        ]
+        assert not {rv.problems, rv.bom, rv.info} & set(bottom)
+        titles = [a.text() for a in win.view_menu.actions()]
+        assert {"Problems", "Bill of materials", "Info"} <= set(titles)
+        files = win.file_menu.actions()
+        export = files.index(win.actions_by_name["export"])
+        assert files[export + 1] is win.review.export_action
+    finally:
+        close_window(win)
+
+
+def test_a_job_that_does_not_fit_is_a_problem_that_selects_its_gpus(qtbot):
+    from designer.workload.files import set_design_jobs
+    from designer.workload.job import Job, Parallelism
+    from designer.workload.presets import preset
+
+    win, error = open_window(qtbot)
+    assert error is None
+    try:
+        topo = win.document.topology
+        gpus = tuple(sorted(n.id for n in topo.nodes("gpu"))[:8])
+        job = Job.from_preset(
+            "big",
+            preset("llama3.1-70b"),
+            parallel=Parallelism(tp=8),
+            placement="explicit",
+            gpus=gpus,
+        )
+        set_design_jobs(topo, [job])
+        rv = win.review
+        qtbot.waitUntil(
+            lambda: (
+                rv.runner.current
+                and any(f.code == "job-memory" for f in rv.runner.latest["problems"])
+            ),
+            timeout=20_000,
+        )
+        finding = next(f for f in rv.problems.findings if f.code == "job-memory")
+        rv.problems.activated.emit(finding)
+        assert sorted(win.scene.selected_node_ids()) == sorted(gpus)
+    finally:
+        close_window(win)
