@@ -30,6 +30,7 @@ from designer.gui.analysis.panels.base import (
     format_bytes,
     format_seconds,
 )
+from designer.workload.report import TimelineEvent
 
 __all__ = ["LANE_COLOURS", "LANE_ORDER", "IterationTimelinePanel", "WorkloadBar", "workload_bars"]
 
@@ -115,21 +116,21 @@ def workload_bars(result) -> tuple[list[WorkloadBar], list[tuple[int, str]]]:
     row = 0
     for j in sim.jobs:
         events = by_job.get(j.name, [])
-        lanes: dict[str, list[WorkloadBar]] = {}
+        lanes: dict[str, list] = {}  # lane -> its events, made into bars once rows are known
         for ev in events:
-            lanes.setdefault(ev.lane, []).append(
-                WorkloadBar(0, j.name, ev.lane, ev.label, ev.start_s, ev.end_s, ev.bytes, ev.groups)
-            )
+            lanes.setdefault(ev.lane, []).append(ev)
         compute = lanes.get("compute", [])
         if events:
             idle = _idle_spans(
-                np.array([b.start_s for b in compute]),
-                np.array([b.end_s for b in compute]),
+                np.array([e.start_s for e in compute]),
+                np.array([e.end_s for e in compute]),
                 j.iteration_s,
             )
             if idle:
                 lanes["idle"] = [
-                    WorkloadBar(0, j.name, "idle", "no compute of this job running", s, e, 0.0, 0)
+                    TimelineEvent(
+                        j.name, -1, "idle", "no compute of this job running", s, e, 0.0, 0
+                    )
                     for s, e in idle
                 ]
         for lane in (*LANE_ORDER, *sorted(set(lanes) - set(LANE_ORDER))):
@@ -137,8 +138,8 @@ def workload_bars(result) -> tuple[list[WorkloadBar], list[tuple[int, str]]]:
                 continue
             labels.append((row, f"{j.name} · {LANE_TITLES.get(lane, lane)}"))
             bars += [
-                WorkloadBar(row, b.job, b.lane, b.label, b.start_s, b.end_s, b.bytes, b.groups)
-                for b in lanes[lane]
+                WorkloadBar(row, j.name, e.lane, e.label, e.start_s, e.end_s, e.bytes, e.groups)
+                for e in lanes[lane]
             ]
             row += 1
     return bars, labels
