@@ -185,3 +185,34 @@ def test_choosing_a_policy_for_a_job_placed_by_hand_places_it_by_the_policy(qtbo
     assert wl.dock.editor.error == ""
     placed = simulated(qtbot, win).placements[0]
     assert placed.domains == 4  # spread: one TP group of 2 in each server
+
+
+def test_hovering_a_link_shows_the_jobs_on_it_in_a_tooltip(qtbot, win):
+    from PySide6.QtCore import QEvent
+    from PySide6.QtGui import QHelpEvent
+    from PySide6.QtWidgets import QApplication, QToolTip
+
+    from designer.gui.canvas.items import LinkItem, NodeItem
+
+    wl = win.workload
+    wl.dock.add_job("tiny")
+    result = simulated(qtbot, win)
+    links = result.simulation.links
+    view = win.view
+    for k in np.argsort(-np.asarray(links.bytes)).tolist():
+        item = win.scene.links.get(links.ids[k])
+        if item is None:
+            continue
+        pos = view.mapFromScene(item.line.pointAt(0.5))
+        under = view.items(pos)
+        if any(isinstance(i, NodeItem) for i in under) or item not in under:
+            continue
+        if next(i for i in under if isinstance(i, LinkItem)) is not item:
+            continue
+        event = QHelpEvent(QEvent.Type.ToolTip, pos, view.viewport().mapToGlobal(pos))
+        QApplication.sendEvent(view.viewport(), event)
+        qtbot.waitUntil(lambda: QToolTip.isVisible(), timeout=2_000)
+        assert "jobs: tiny 100%" in QToolTip.text() and links.ids[k] in QToolTip.text()
+        QToolTip.hideText()
+        return
+    pytest.fail("no link of the job could be hovered alone")

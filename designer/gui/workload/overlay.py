@@ -84,6 +84,7 @@ class WorkloadOverlay(QObject):
         self._scenario = None  # the scenario's (utilisation, load, capacity)
         self._tint: JobTint | None = None
         self._halo: PathHalo | None = None
+        self._tips: dict[str, str] = {}  # link tooltips of this result (hovered again)
         runner.result_ready.connect(self._on_runner_result_ready)
         runner.failed.connect(self._on_runner_failed)
         dock.job_selected.connect(self._on_dock_job_selected)
@@ -99,6 +100,7 @@ class WorkloadOverlay(QObject):
     # ------------------------------------------------------------ results
     def _on_runner_result_ready(self, result: WorkloadResult | None) -> None:
         self.result = result
+        self._tips = {}
         self._show_tint()
         self._colour_links()
         self._show_job_links()
@@ -192,7 +194,10 @@ class WorkloadOverlay(QObject):
             items = self.view.items(event.pos())
             item = next((i for i in items if isinstance(i, LinkItem)), None)
             if item is not None and not any(isinstance(i, NodeItem) for i in items):
-                QToolTip.showText(event.globalPos(), self.link_text(item.link_id), self.view)
+                text = self._tips.get(item.link_id)
+                if text is None:
+                    text = self._tips[item.link_id] = self.link_text(item.link_id)
+                QToolTip.showText(event.globalPos(), text, self.view)
                 return True
         return super().eventFilter(watched, event)
 
