@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import logging
 import re
 import time
@@ -72,15 +73,26 @@ def parse_command_line(parser: ArgumentParser, argv: Sequence[str]) -> argparse.
 
 def load_design(path: str):
     """The design in ``path`` (`designer.io.imports.read_design`: native, or imported
-    from draw.io or GraphML), its load logged."""
+    from draw.io or GraphML), its load logged.  For a command's process: the objects
+    the design is made of are frozen out of the cyclic collector (`gc.freeze`)."""
     from designer.cli_progress import TerminalProgress
     from designer.io.imports import is_import, read_design
 
     t0 = time.perf_counter()
-    with TerminalProgress(f"open {path}") as progress:
-        # .drawio and .graphml are imported (no progress); a long native load shows it.
-        native = progress.active and not is_import(path)
-        topo = read_design(Path(path), **({"progress": progress} if native else {}))
+    # The command's process holds the design to its end: no cyclic collection while it
+    # is built (the first one after the loader's own pause would walk every object just
+    # made, ~1 s at 131k GPUs), and the design kept out of later ones (gc.freeze).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with TerminalProgress(f"open {path}") as progress:
+            # .drawio and .graphml are imported (no progress); a long native load shows it.
+            native = progress.active and not is_import(path)
+            topo = read_design(Path(path), **({"progress": progress} if native else {}))
+        gc.freeze()
+    finally:
+        if was_enabled:
+            gc.enable()
     log.info("opened %s: %d nodes in %.0f ms", path, len(topo), (time.perf_counter() - t0) * 1e3)
     return topo
 
