@@ -93,7 +93,7 @@ def test_a_pan_shifts_the_picture_and_draws_only_the_uncovered_strips(qapp):
     picture.image("g", 1, size, 1.0, draw, offset=(0.0, 0.0))
     draw, calls = _pattern((-17.0, 5.0))
     panned = picture.image("g", 1, size, 1.0, draw, offset=(-17.0, 5.0))
-    assert len(calls) == 1 and calls[0] < 0.2 * 400 * 300  # the strips only
+    assert calls and sum(calls) < 0.2 * 400 * 300  # the uncovered strips only
     full = SlicedImage()
     draw, _ = _pattern((-17.0, 5.0))
     expected = full.image("g", 1, size, 1.0, draw, offset=(-17.0, 5.0))

@@ -260,6 +260,20 @@ class GroupItem(QGraphicsItem):
         paint_box_text(painter, box, self.group.name, self.summary, self.theme, lod)
 
 
+_SIZED: dict[tuple[str, int], tuple[QFont, QFontMetricsF]] = {}
+
+
+def _sized(base: QFont, px: int) -> tuple[QFont, QFontMetricsF]:
+    """``base`` at ``px`` pixels and its metrics, made once (a box's text is painted
+    on every frame of a pan; making a font and its metrics costs more than drawing)."""
+    key = (base.key(), px)
+    if key not in _SIZED:
+        font = QFont(base)
+        font.setPixelSize(px)
+        _SIZED[key] = (font, QFontMetricsF(font))
+    return _SIZED[key]
+
+
 def paint_box_text(painter: QPainter, box: QRectF, name: str, summary: str, theme: Theme,
                    lod: float) -> None:
     """A collapsed box's name and member summary, sized to the box, in device pixels:
@@ -281,9 +295,7 @@ def paint_box_text(painter: QPainter, box: QRectF, name: str, summary: str, them
         painter.drawLine(QPointF(c.x() - side * 0.3, c.y()), QPointF(c.x() + side * 0.3, c.y()))
         painter.drawLine(QPointF(c.x(), c.y() - side * 0.3), QPointF(c.x(), c.y() + side * 0.3))
         r.adjust(0, 0, -side - 2, 0)
-    font = QFont(GROUP_FONT)
-    font.setPixelSize(max(1, round(title)))
-    metrics = QFontMetricsF(font)
+    font, metrics = _sized(GROUP_FONT, max(1, round(title)))
     painter.setFont(font)
     painter.setPen(theme.text)
     has_summary = bool(summary) and r.height() > metrics.height() * 2.2
@@ -291,15 +303,12 @@ def paint_box_text(painter: QPainter, box: QRectF, name: str, summary: str, them
     align = Qt.AlignmentFlag.AlignHCenter | (
         Qt.AlignmentFlag.AlignBottom if has_summary else Qt.AlignmentFlag.AlignVCenter)
     while metrics.horizontalAdvance(name) > r.width() and font.pixelSize() > MIN_TITLE_PX:
-        font.setPixelSize(font.pixelSize() - 1)  # the whole name, smaller, not "Po…"
-        metrics = QFontMetricsF(font)
+        font, metrics = _sized(GROUP_FONT, font.pixelSize() - 1)  # whole, smaller: not "Po…"
         painter.setFont(font)
     if metrics.horizontalAdvance(name) <= r.width():
         painter.drawText(head, align, name)
     if has_summary:
-        small = QFont(BOX_FONT)
-        small.setPixelSize(max(1, round(title * 0.75)))
-        sm = QFontMetricsF(small)
+        small, sm = _sized(BOX_FONT, max(1, round(title * 0.75)))
         painter.setFont(small)
         painter.setPen(theme.muted_text)
         painter.drawText(QRectF(r.left(), r.center().y() + 2, r.width(), r.height() / 2),

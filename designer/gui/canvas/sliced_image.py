@@ -162,16 +162,17 @@ class SlicedImage(QObject):
         painter = QPainter(image)
         painter.drawImage(QPointF(dx / ratio, dy / ratio), self._front)
         kept = QRect(max(dx, 0), max(dy, 0), w - abs(dx), h - abs(dy))
-        strips = QRegion(0, 0, w, h).subtracted(QRegion(kept))
-        # (The clip is in logical pixels, like everything `draw` paints.)
-        scaled = QRegion()
-        for r in strips:
-            scaled = scaled.united(QRect(math.floor(r.x() / ratio), math.floor(r.y() / ratio),
-                                         math.ceil(r.width() / ratio) + 1,
-                                         math.ceil(r.height() / ratio) + 1))
-        painter.setClipRegion(scaled)
-        for _ in draw(painter):
-            pass
+        # Each uncovered strip drawn on its own, clipped to it (in logical pixels, like
+        # everything `draw` paints), so `draw` can skip what lies outside
+        # (``painter.clipBoundingRect()``).
+        for r in QRegion(0, 0, w, h).subtracted(QRegion(kept)):
+            painter.save()
+            painter.setClipRect(QRect(math.floor(r.x() / ratio), math.floor(r.y() / ratio),
+                                      math.ceil(r.width() / ratio) + 1,
+                                      math.ceil(r.height() / ratio) + 1))
+            for _ in draw(painter):
+                pass
+            painter.restore()
         painter.end()
         self._front, self._front_offset = image, offset
         return image

@@ -258,7 +258,11 @@ class FabricView(QGraphicsView):
         painter.setRenderHints(QPainter.RenderHint.Antialiasing
                                | QPainter.RenderHint.TextAntialiasing)
         painter.setWorldTransform(self.viewportTransform())
-        exposed = self.mapToScene(self.viewport().rect().adjusted(-2, -2, 2, 2)).boundingRect()
+        if painter.hasClipping():  # a strip a pan uncovered (`SlicedImage`): just that
+            exposed = painter.clipBoundingRect().adjusted(-2, -2, 2, 2)
+        else:
+            exposed = self.mapToScene(self.viewport().rect().adjusted(-2, -2, 2, 2)
+                                      ).boundingRect()
         self.fabric.drawBackground(painter, exposed)
         yield from self.fabric.schematic.paint_steps(painter, exposed)
 
