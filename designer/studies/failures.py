@@ -50,6 +50,9 @@ class ElementResult:
     connected: bool
     solved: bool  # solved itself, not stood for by its class's representative
     error: str = ""
+    #: The element whose solve stands for this one (not solved itself), else "".  Its
+    #: ``error`` is that element's: it names what *that* failure cut off.
+    representative: str = ""
 
 
 @dataclass
@@ -269,11 +272,12 @@ def failure_study(
             results = []
             for c, ms in enumerate(members):
                 rep = solved[(c, picks[c][0])]
+                rep_id = ms[picks[c][0]][1]
                 for i, m in enumerate(ms):
                     n = solved.get((c, i))
-                    results.append(
-                        _result((m,), c, outcomes[rep if n is None else n], intact, n is not None)
-                    )
+                    out = outcomes[rep if n is None else n]
+                    stood = "" if n is not None else rep_id
+                    results.append(_result((m,), c, out, intact, n is not None, stood))
     timing["solve"] = (time.perf_counter() - t0) * 1e3
     timing["total"] = (time.perf_counter() - t_start) * 1e3
     results = _numbered(results)
@@ -325,11 +329,15 @@ def _pairs(n: int, samples: int, rng: random.Random) -> list[tuple[int, int]]:
     return sorted(chosen)
 
 
-def _result(failure: tuple, cls: int, out: Outcome, intact: Outcome, solved: bool) -> ElementResult:
+def _result(
+    failure: tuple, cls: int, out: Outcome, intact: Outcome, solved: bool, representative: str = ""
+) -> ElementResult:
     ident = "+".join(i for _k, i in failure)
     kind = "+".join(k for k, _i in failure)
     slowdown = out.time_s / intact.time_s if out.time_s is not None and intact.time_s else None
-    return ElementResult(ident, kind, cls, out.time_s, slowdown, out.connected, solved, out.error)
+    return ElementResult(
+        ident, kind, cls, out.time_s, slowdown, out.connected, solved, out.error, representative
+    )
 
 
 def _numbered(results: list[ElementResult]) -> list[ElementResult]:
@@ -350,6 +358,7 @@ def _numbered(results: list[ElementResult]) -> list[ElementResult]:
             e.connected,
             e.solved,
             e.error,
+            e.representative,
         )
         for e in results
     ]

@@ -228,7 +228,7 @@ class ResiliencePanel(QDockWidget):
             ident = _cell(e.id)
             ident.setData(_ID_ROLE, e.id)
             if e.error:
-                ident.setToolTip(e.error)
+                ident.setToolTip(_error_tip(e))
             table.setItem(r, 0, ident)
             table.setItem(r, 1, _cell(kind))
             table.setItem(r, 2, _cell(str(size), size))
@@ -312,6 +312,20 @@ class ResiliencePanel(QDockWidget):
             self.message.emit(f"Cannot fail {ident}: {exc}")
             return
         self.message.emit(f"What-if: {ident} failed (Undo restores it)")
+
+
+def _error_tip(e) -> str:
+    """An element's error tooltip.  A class member the study did not solve itself
+    carries its representative's error, which names what failing *that* element cut
+    off (its GPU, say): the tooltip says whose it is rather than pass it off as this
+    element's own."""
+    if not e.representative:
+        return e.error
+    return (
+        f"Not solved itself: {e.representative}, of the same class, stands for it.\n"
+        f"With {e.representative} failed: {e.error}\n"
+        "This element's failure cuts off its own counterpart in the same way."
+    )
 
 
 def _node_kind(topo, node_id: str) -> str:
