@@ -87,8 +87,10 @@ def load_design(path: str):
     try:
         with TerminalProgress(f"open {path}") as progress:
             # .drawio and .graphml are imported (no progress); a long native load shows it.
-            native = progress.active and not is_import(path)
-            topo = read_design(Path(path), **({"progress": progress} if native else {}))
+            options: dict = {} if is_import(path) else {"lazy_edges": True}
+            if progress.active and options:
+                options["progress"] = progress
+            topo = read_design(Path(path), **options)
         gc.freeze()
     finally:
         if was_enabled:

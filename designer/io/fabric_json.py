@@ -316,10 +316,15 @@ def _report(progress: Progress | None, stage: str, done: int, total: int) -> Non
 
 
 def _build(
-    data: Any, catalog: Catalog | None, progress: Progress | None = None, owned: bool = False
+    data: Any,
+    catalog: Catalog | None,
+    progress: Progress | None = None,
+    owned: bool = False,
+    lazy_edges: bool = False,
 ) -> Topology:
     """The design ``data`` describes (``owned``: nobody else holds ``data``, whose item
-    dicts may become the graph's, see `Topology.add_parts`)."""
+    dicts may become the graph's; ``lazy_edges``: see `load`; both `Topology.add_parts`
+    options)."""
     check_header(data)
     total = sum(len(data.get(k, ())) for k in ("groups", "nodes", "links")
                 if isinstance(data.get(k), list))
@@ -357,7 +362,7 @@ def _build(
             [g for _, g in groups], nodes, links,
             progress=None if progress is None else building, every=PROGRESS_EVERY,
             adopt=owned, columns=(known_nodes, columns.get("links", {})),
-            lazy_edges=True,  # nobody holds the new design's graph yet
+            lazy_edges=lazy_edges,
         )
     except PartError as err:
         # The model refuses duplicate ids and fractional counts too, but the file's
@@ -406,11 +411,16 @@ def from_dict(data: Any, *, source: str = "<memory>", catalog: Catalog | None = 
 
 
 def _from_dict(
-    data: Any, source: str, catalog: Catalog | None, progress: Progress | None, owned=False
+    data: Any,
+    source: str,
+    catalog: Catalog | None,
+    progress: Progress | None,
+    owned: bool = False,
+    lazy_edges: bool = False,
 ) -> Topology:
     try:
         with collector_paused():
-            return _build(data, catalog, progress, owned)
+            return _build(data, catalog, progress, owned, lazy_edges)
     except Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     except RecursionError:
@@ -440,7 +450,11 @@ Fabric Designer (format version 9); this version reads up to 2
 
 
 def _loads(
-    box: list[str | bytes], source: str, catalog: Catalog | None, progress: Progress | None
+    box: list[str | bytes],
+    source: str,
+    catalog: Catalog | None,
+    progress: Progress | None,
+    lazy_edges: bool = False,
 ) -> Topology:
     """`loads` of the one text in ``box``, which it takes out: nothing holds the text of
     a big file (up to 256 MiB) once it is parsed, while the design is built."""
@@ -452,7 +466,7 @@ def _loads(
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     try:
         # The parsed value is ours alone: its item dicts become the graph's.
-        return _from_dict(data, source, catalog, progress, owned=True)
+        return _from_dict(data, source, catalog, progress, owned=True, lazy_edges=lazy_edges)
     except (FileFormatError, LoadCancelled):
         raise
     except Exception as err:
@@ -464,8 +478,13 @@ def _loads(
 
 
 def load(path: str | os.PathLike[str], *, catalog: Catalog | None = None,
-         progress: Progress | None = None) -> Topology:
+         progress: Progress | None = None, lazy_edges: bool = False) -> Topology:
     """Read the design file ``path`` (``progress``: see `from_dict`).
+
+    ``lazy_edges``: leave the writing of the design's networkx edges to the first
+    reader of its graph (`Topology.add_parts`), for a caller that may read only its
+    columns and nodes (``fabric-designer info``); a caller that loads on a worker
+    thread and draws on another leaves it False, so that the work stays on the worker.
 
     Raises
     ------
@@ -491,4 +510,4 @@ def load(path: str | os.PathLike[str], *, catalog: Catalog | None = None,
     except Invalid as err:
         raise FileFormatError(f"{source}: {err.where}: {err.what}") from None
     del data  # the text alone from here: a 256 MiB file is not held twice
-    return _loads(box, source, catalog, progress)
+    return _loads(box, source, catalog, progress, lazy_edges)

@@ -25,3 +25,9 @@ def test_old_file_saves_to_the_same_bytes(tmp_path):
 def test_old_file_summarises_to_the_same_figures():
     expected = json.loads((DATA / "example-v1-writer.info.json").read_text(encoding="utf-8"))
     assert json.loads(json.dumps(info(load(OLD)))) == expected
+
+
+def test_lazy_edges_load_the_same_design():
+    lazy = load(OLD, lazy_edges=True)
+    assert info(lazy) == info(load(OLD))
+    assert lazy.state() == load(OLD).state()
