@@ -11,7 +11,8 @@ with the other background work).  A small picture finishes within the first slic
 shows at once.  When the geometry changes (a pan, a zoom, a resize) the old image is useless:
 the picture is drawn at once, as without a cache; except for a pan, when the caller
 passes the translation apart (``offset``): the old picture is shifted and only the strips
-the pan uncovers are drawn (clipped), a few milliseconds however big the design.
+the pan uncovers are drawn (clipped), a few milliseconds however big the design; a
+newer content being drawn in slices then starts again at the new offset.
 
 The drawing is a generator over a painter that yields between chunks of work
 (`Schematic.paint_steps`), so a slice can stop between any two chunks.
@@ -116,14 +117,20 @@ class SlicedImage(QObject):
         caller keeps it out of ``geometry``: a picture that only moved by whole pixels
         (a pan) is the old one shifted, with only the uncovered strips drawn (``draw``
         then paints into a clipped painter).  A content change with a new offset is
-        drawn at once.
+        drawn in slices after the shift, like any content change.
         """
         key = (geometry, version)
         moved = offset is not None and self._front_offset != offset
-        if moved and self._front is not None and self._job is None and self._front_key == key:
-            shifted = self._shifted(offset, size, ratio, draw)
-            if shifted is not None:
-                return shifted
+        if moved and self._front is not None and self._front_key[0] == geometry:
+            # A pan: the picture on screen shifted, its uncovered strips drawn now; new
+            # content (a drawing in slices, dropped here: it was for the old offset)
+            # is drawn again in slices at this offset.
+            if self._job is not None:
+                IdleWork.instance().cancel(self)
+                self._job.cancel()
+                self._job = None
+            if self._shifted(offset, size, ratio, draw) is not None:
+                moved = False
         if self._front_key == key and self._front is not None and not moved:
             return self._front
         if self._front is None or self._front_key[0] != geometry or moved:
