@@ -5,6 +5,11 @@ the model or the undo stack.  Applying it hides the members of collapsed groups 
 groups included), shows each outermost collapsed group as a box, and replaces the links
 that leave a box by one aggregated `BundleItem` per pair of visible ends (the grouping
 itself is `designer.gui.canvas.collapse`, which needs no Qt).
+
+Items are made lazily: a big design opens collapsed (`collapse.initial_collapse`) and
+the members of a box that was never opened have no node or link items at all; opening
+it makes them.  Colours by value (`set_link_values`: utilisation after a solve) reach
+the bundles too, each showing its busiest link, so a collapsed pod keeps its colours.
 """
 
 from __future__ import annotations
