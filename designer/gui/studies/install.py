@@ -14,6 +14,8 @@ from PySide6.QtWidgets import QApplication, QMainWindow
 
 from designer.gui.studies.panel import ResiliencePanel
 from designer.gui.studies.runner import StudyRunner
+from designer.gui.studies.sweep_panel import SweepPanel
+from designer.gui.studies.sweep_runner import SweepRunner
 
 __all__ = ["Studies", "install_studies"]
 
@@ -25,6 +27,9 @@ class Studies:
     runner: StudyRunner
     panel: ResiliencePanel
     run_action: QAction
+    sweep_runner: SweepRunner
+    sweep: SweepPanel
+    sweep_action: QAction
 
 
 def install_studies(window: QMainWindow) -> Studies:
@@ -48,10 +53,27 @@ def install_studies(window: QMainWindow) -> Studies:
     run = menu.addAction("Run &failure study…")
     run.setStatusTip("Fail each link, switch or NIC in turn and list what it costs")
     run.triggered.connect(panel.ask_and_run)
+    sweeper = SweepRunner(window)
+    sweep = SweepPanel(sweeper, window)
+    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, sweep)
+    window.tabifyDockWidget(panel, sweep)
+    sweep.hide()
+    if hasattr(window, "show_message"):
+        sweep.message.connect(window.show_message)
+    files = getattr(window, "files", None)
+    if files is not None:
+        sweep.open_variant.connect(files.new_design)
+    else:
+        sweep.open_variant.connect(doc.replace)
+    sweep_action = menu.addAction("Design &sweep…")
+    sweep_action.setStatusTip("Build, cost and solve every combination of a template's values")
+    sweep_action.triggered.connect(lambda: (sweep.show(), sweep.raise_(), sweep.grid.setFocus()))
     if hasattr(window, "view_menu"):
         window.view_menu.addAction(panel.toggleViewAction())
+        window.view_menu.addAction(sweep.toggleViewAction())
     app = QApplication.instance()
     if app is not None:
         app.aboutToQuit.connect(runner.shutdown)
-    window.destroyed.connect(lambda *_: runner.shutdown())
-    return Studies(runner, panel, run)
+        app.aboutToQuit.connect(sweeper.shutdown)
+    window.destroyed.connect(lambda *_: (runner.shutdown(), sweeper.shutdown()))
+    return Studies(runner, panel, run, sweeper, sweep, sweep_action)
