@@ -95,7 +95,7 @@ class _Fabric:
         is_nvs = kind == "nvswitch"
         self.server_link = (family == "pcie") | ((family == "nvlink") & (is_nvs[a] | is_nvs[b]))
         self.server_of = self._servers()
-        self.is_tier = np.isin(kind, list(TIERS))
+        self.is_tier = design.is_kind(*TIERS)
         self.switch_rank = self._switch_ranks()
 
     def _servers(self) -> np.ndarray:

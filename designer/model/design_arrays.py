@@ -70,15 +70,11 @@ class DesignArrays:
         self.topology = topology
         self.link_row: dict[str, int] = cols.link_pos
         self.ids: tuple[str, ...] = cols.node_ids
-        self.kind = (
-            np.asarray(cols.kind_names, dtype=object)[cols.kind_of].astype(str)
-            if len(cols.kind_of)
-            else np.zeros(0, dtype=str)
-        )
+        self.kind_names: tuple[str, ...] = cols.kind_names
+        self.kind_of = np.asarray(cols.kind_of, dtype=np.int64)
+        self.kind = _by_code(cols.kind_names, self.kind_of)
         self.node_failed = np.asarray(cols.node_failed, dtype=bool)
-        self.node_plane = np.array(
-            list(map(itemgetter("plane"), map(nodes.__getitem__, self.ids))), dtype=str
-        )
+        self.node_plane = _strings(list(map(itemgetter("plane"), map(nodes.__getitem__, self.ids))))
         self.node_mgmt = self.node_plane == "management"
         self.a = np.asarray(cols.a_idx, dtype=np.int64)
         self.b = np.asarray(cols.b_idx, dtype=np.int64)
@@ -90,14 +86,24 @@ class DesignArrays:
         self.gbps = self.count * rate[tech_of] / 8.0 if len(names) else np.zeros(0)
         self.family = fam[tech_of] if len(names) else np.zeros(0, dtype=str)
         if cols.one_plane is not None:
-            self.plane = np.full(len(self.a), cols.one_plane, dtype=object).astype(str)
+            self.plane = np.full(len(self.a), cols.one_plane)
         else:
-            self.plane = np.array(cols.planes, dtype=str)
+            self.plane = _strings(cols.planes)
         self.link_failed = np.asarray(cols.link_failed, dtype=bool)
         self.gpus_in_order = cols.gpus_in_order
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def is_kind(self, *kinds: str) -> np.ndarray:
+        """Mask of the nodes of any of ``kinds``."""
+        codes = [i for i, name in enumerate(self.kind_names) if name in kinds]
+        return np.isin(self.kind_of, codes)
+
+    def kind_counts(self) -> dict[str, int]:
+        """Nodes per kind present."""
+        per = np.bincount(self.kind_of, minlength=len(self.kind_names)).tolist()
+        return {name: n for name, n in zip(self.kind_names, per, strict=True) if n}
 
     def live(self, plane: str | None = None) -> np.ndarray:
         """Mask of the working links between working nodes; with ``plane``, only the
@@ -107,6 +113,21 @@ class DesignArrays:
         if plane is not None:
             ok &= (self.plane == plane) & ~self.node_mgmt[a] & ~self.node_mgmt[b]
         return ok
+
+
+def _by_code(names: tuple[str, ...], codes: np.ndarray) -> np.ndarray:
+    """The string array of ``names[codes]`` (numpy strings: compared at C speed)."""
+    if not len(names):
+        return np.zeros(len(codes), dtype=str)
+    return np.asarray(names, dtype=str)[codes]
+
+
+def _strings(values: list[str]) -> np.ndarray:
+    """``values`` as a numpy string array, through their few distinct values (a
+    million-row string conversion costs seconds; a code per row does not)."""
+    names = tuple(dict.fromkeys(values))
+    code = {name: i for i, name in enumerate(names)}
+    return _by_code(names, np.fromiter(map(code.__getitem__, values), np.int64, len(values)))
 
 
 def components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:

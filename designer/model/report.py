@@ -90,8 +90,7 @@ def info(
     design = DesignArrays(topology)
     step(1)
     counts: dict[str, int] = dict.fromkeys(NODE_KINDS, 0)
-    kinds, per_kind = np.unique(design.kind, return_counts=True)
-    for kind, n in zip(kinds.tolist(), per_kind.tolist(), strict=True):
+    for kind, n in design.kind_counts().items():
         counts[kind] += n
     counts["links"] = len(design.a)
     counts["cables"] = int(design.count.sum())
@@ -138,7 +137,7 @@ def nvlink_domains(topology: Topology) -> list[int]:
 
 def _nvlink_domains(design: DesignArrays) -> list[int]:
     a, b = design.a, design.b
-    in_domain = np.isin(design.kind, list(NVLINK_KINDS))
+    in_domain = design.is_kind(*NVLINK_KINDS)
     use = design.live() & (design.family == "nvlink") & in_domain[a] & in_domain[b]
     labels = components(len(design), a[use], b[use])
     gpus = (design.kind == "gpu") & ~design.node_failed
