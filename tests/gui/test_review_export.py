@@ -5,6 +5,7 @@ clear message when it cannot be."""
 from __future__ import annotations
 
 import html
+import re
 
 from designer.gui.review.summary import bom_headline, info_headline, problems_headline
 from designer.model.bom import bom
@@ -30,7 +31,12 @@ def test_html_report_holds_every_section_of_the_design(qtbot, tmp_path):
     assert error is None
     try:
         topo = win.document.topology
+        # A job added just before the export: the report waits for its simulation.
+        win.workload.dock.add_job("tiny")
         text = exported(qtbot, win, tmp_path / "review.html").read_text(encoding="utf-8")
+        jobs = text[text.index('id="workloads"') : text.index('id="panels"')]
+        rows = re.findall(r"<tr><td>[^<]*</td><td>([^<]*)</td>", jobs)
+        assert rows and all(rows), "every job has its iteration time"
         assert text.startswith("<!DOCTYPE html>")
         assert "<svg" in text  # the diagram, inline, labels as text
         assert "Legend" in text or "legend" in text

@@ -6,7 +6,7 @@ assumptions)."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QWidget
+from PySide6.QtWidgets import QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem, QWidget
 
 from designer.gui.review.base import ReviewDock
 from designer.gui.review.runner import ReviewRunner
@@ -45,6 +45,12 @@ class BomDock(ReviewDock):
         self.tree.setUniformRowHeights(True)
         for col in range(1, 5):
             self.tree.headerItem().setTextAlignment(col, Qt.AlignmentFlag.AlignRight)
+        # The figures keep their width; the item names take what is left (elided).
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for col in range(1, len(COLUMNS)):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         self.layout_.addWidget(self.tree, 1)
         self.note = QLabel(ASSUMPTION_NOTE, self.widget())
         self.note.setObjectName("bom_note")
@@ -94,7 +100,6 @@ class BomDock(ReviewDock):
         self.tree.addTopLevelItems([devices, cables])
         devices.setExpanded(True)
         cables.setExpanded(True)
-        self.tree.resizeColumnToContents(0)
 
     def _row(
         self,

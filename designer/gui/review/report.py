@@ -123,23 +123,28 @@ def problems_section(findings: Sequence[Finding]) -> str:
 
 
 def bom_section(b: Bom, catalog) -> str:
-    def basis(key: str, overridden: bool, tech: bool) -> tuple[str, str]:
+    """The BOM table; where each figure comes from is a numbered note under it (the
+    catalog's assumption label and source, or the design's override)."""
+    notes: dict[str, int] = {}
+
+    def basis(key: str, overridden: bool, tech: bool, category: str = "") -> str:
         if overridden:
-            return "override", "set in this design"
-        try:
-            entry = catalog.tech(key) if tech else catalog.device(key)
-        except Exception:
-            return "assumption", ""
-        return "assumption", f"{entry.assumption_note} Source: {entry.source}".strip()
+            text, label = "Price or power set in this design (override).", "override"
+        elif category == "system":
+            text, label = SYSTEM_NOTE, "assumption"
+        else:
+            try:
+                entry = catalog.tech(key) if tech else catalog.device(key)
+                text = f"{key}: {entry.assumption_note} Source: {entry.source}"
+            except Exception:
+                text = f"{key}: {ASSUMPTION_NOTE}"
+            label = "assumption"
+        number = notes.setdefault(text, len(notes) + 1)
+        return f"{label} [{number}]"
 
     rows = []
     for r in b.devices:
         label = f"{r.model} per GPU" if r.category == "system" else r.model
-        short, source = (
-            ("assumption", SYSTEM_NOTE)
-            if r.category == "system"
-            else basis(r.model, r.overridden, False)
-        )
         rows.append(
             (
                 label,
@@ -148,12 +153,10 @@ def bom_section(b: Bom, catalog) -> str:
                 usd(r.unit_price_usd),
                 usd(r.total_price_usd),
                 watts(r.total_power_w),
-                short,
-                source,
+                basis(r.model, r.overridden, False, r.category),
             )
         )
     for r in b.cables:
-        short, source = basis(r.tech, r.overridden, True)
         rows.append(
             (
                 f"{r.tech} ({r.bundles:,} bundles)",
@@ -162,18 +165,19 @@ def bom_section(b: Bom, catalog) -> str:
                 usd(r.unit_price_usd),
                 usd(r.total_price_usd),
                 watts(r.total_power_w),
-                short,
-                source,
+                basis(r.tech, r.overridden, True),
             )
         )
+    sources = "".join(f"<li>{_e(text)}</li>" for text in notes)
     return (
         f'<p class="headline">{_e(bom_headline(b))}</p><p>{_e(bom_network_line(b))}</p>'
         + _table(
-            ["Item", "Category", "Count", "Unit", "Total", "Power", "Basis", "Source"],
+            ["Item", "Category", "Count", "Unit", "Total", "Power", "Basis"],
             rows,
             numeric=(2, 3, 4, 5),
         )
         + f'<p class="note">{_e(ASSUMPTION_NOTE)}</p>'
+        + f'<p>Sources and assumptions:</p><ol class="note">{sources}</ol>'
     )
 
 

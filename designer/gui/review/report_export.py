@@ -119,7 +119,7 @@ class ReviewExporter(QObject):
             dialog.setAutoReset(False)
             dialog.canceled.connect(self._on_dialog_canceled)
             self._dialog = dialog
-        self._step(2, "Waiting for the review of the design", self._wait_for_review)
+        self._step(2, "Waiting for the review and the results of the design", self._wait_for_review)
 
     # ------------------------------------------------------------ steps
     def _step(self, percent: int, text: str, then) -> None:
@@ -141,8 +141,8 @@ class ReviewExporter(QObject):
 
     def _wait_for_review(self) -> None:
         runner = self.runner
-        if not runner.current:
-            if not (runner.busy or runner._timer.isActive()):
+        if not runner.current or _solving(self.window):
+            if not runner.current and not (runner.busy or runner.pending):
                 runner.schedule()
             self._waited += 100
             if self._waited > REVIEW_WAIT_MS:
@@ -260,6 +260,16 @@ class ReviewExporter(QObject):
         if show and self.interactive:
             QMessageBox.warning(self.window, "Export Design Review", message)
         self.failed.emit(message)
+
+
+def _solving(window) -> bool:
+    """The scenario's solve or the jobs' simulation is still running or asked for, so
+    the report would show a result of an older design (or none)."""
+    for part in ("analysis", "workload"):
+        runner = getattr(getattr(window, part, None), "runner", None)
+        if runner is not None and (runner.busy or runner.pending):
+            return True
+    return False
 
 
 def _panels(window) -> list[QWidget]:

@@ -171,6 +171,11 @@ class ReviewRunner(QObject):
         return self._worker is not None
 
     @property
+    def pending(self) -> bool:
+        """A review is asked for and not started yet."""
+        return self._wanted
+
+    @property
     def current(self) -> bool:
         """Every answer in `latest` is of the design as it is now."""
         return (
