@@ -42,13 +42,16 @@ class DesignCopy:
     settings: dict
     overrides: dict
     groups: list
-    nodes: list
+    nodes: tuple[list, list]  # node ids, and each node's fields (copies)
     columns: Any
 
 
 def capture(topology: Topology) -> DesignCopy:
     """Copy ``topology`` for another thread (on the thread that edits it)."""
-    nodes = [{"id": k, **v} for k, v in topology.node_data().items()]
+    data = topology.node_data()
+    # Each node's fields are copied at C speed (edits change them in place); the ids
+    # join them on the worker (`rebuild`).
+    nodes = (list(data), list(map(dict.copy, data.values())))
     return DesignCopy(
         topology.generation,
         topology.name,
@@ -92,7 +95,10 @@ def rebuild(copy: DesignCopy) -> Topology:
             )
         )
     ]
-    topo.add_parts(copy.groups, copy.nodes, links)
+    ids, fields = copy.nodes
+    for node_id, d in zip(ids, fields, strict=True):
+        d["id"] = node_id
+    topo.add_parts(copy.groups, fields, links)
     return topo
 
 

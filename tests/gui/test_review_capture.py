@@ -1,0 +1,27 @@
+"""The review worker's copy of the design: equal to the design when taken, and not
+changed by edits made after it (the worker never reads the live design)."""
+
+from __future__ import annotations
+
+from designer.gui.review.runner import capture, rebuild
+from designer.io.fabric_json import dumps
+from designer.model.templates import build_template
+from designer.workload.files import set_design_jobs
+from designer.workload.job import Job
+from designer.workload.presets import preset
+
+
+def test_copy_equals_the_design_and_ignores_later_edits():
+    topo = build_template("example")
+    set_design_jobs(topo, [Job.from_preset("a", preset("tiny"))])
+    topo.overrides["H100"] = {"price_usd": 1.0}
+    copy = capture(topo)
+    text = dumps(topo)
+    gpu = next(topo.nodes("gpu")).id
+    link = next(iter(topo.links()))
+    topo.update_node(gpu, name="renamed", failed=True)
+    topo.update_link(link.id, count=link.count + 1)
+    topo.overrides["H100"]["price_usd"] = 2.0
+    again = rebuild(copy)
+    assert dumps(again) == text
+    assert again.node(gpu).name != "renamed"
