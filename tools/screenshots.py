@@ -40,6 +40,16 @@ Shots (``--only`` takes these names):
 ``routing``
     ``guide-ab-routing.png``: the busbw panel with the example's all-to-all under
     adaptive, ECMP and static routing.
+``workloads``
+    ``guide-workloads.png``: the example with two training jobs added from presets in
+    the Workloads dock (Llama 3.1 8B and Mixtral 8x7B), simulated, their GPUs tinted and
+    outlined, the Iteration timeline panel below; ``panel-iteration.png`` and
+    ``panel-linkstats.png``: the Iteration timeline and Link statistics panels on their own.
+``review``
+    ``guide-review-problems.png``: the example with a job that does not fit in its GPUs'
+    memory (Llama 3.1 70B on TP 8 alone): the Problems dock lists it and a click on it
+    selected its GPUs; ``guide-review-bom.png`` and ``guide-review-info.png``: the Bill
+    of materials and Info docks of the example.
 ``export``
     ``export-example.png``: the example exported exactly as ``fabric-designer export
     example.fabric.json -o export-example.png --scale 1`` writes it.
@@ -111,7 +121,7 @@ def _wait_for_analysis(app, win, timeout_s: float = 120.0):
         app.processEvents()
         latest = runner.latest
         if (latest is not None and latest.generation == win.document.topology.generation
-                and not runner.busy and not runner._timer.isActive()):
+                and not runner.busy and not runner.pending):
             settle(app)  # the recolouring runs in event-loop slices
             return latest
         time.sleep(0.01)
@@ -415,9 +425,116 @@ def export(app, out: Path) -> list[Path]:
     return [path]
 
 
+def _wait_for_jobs(app, win, timeout_s: float = 180.0):
+    """Process events until the jobs of the design as it is now are simulated."""
+    runner = win.workload.runner
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        app.processEvents()
+        latest = runner.latest
+        if (latest is not None and latest.generation == win.document.topology.generation
+                and not runner.busy and not runner.pending):
+            settle(app)
+            return latest
+        time.sleep(0.01)
+    raise RuntimeError("the workload simulation did not finish in time")
+
+
+def _wait_for_review(app, win, timeout_s: float = 120.0) -> None:
+    """Process events until the review docks show the design as it is now."""
+    runner = win.review.runner
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        app.processEvents()
+        if runner.current and not runner.busy:
+            settle(app)
+            return
+        time.sleep(0.01)
+    raise RuntimeError("the design review did not finish in time")
+
+
+def workloads(app, out: Path) -> list[Path]:
+    """Two jobs from presets (Add job), simulated, tinted and outlined on the canvas."""
+    win = _example_window(app)
+    wl = win.workload
+    wl.dock.show()
+    wl.dock.raise_()
+    for name in ("llama3.1-8b", "mixtral-8x7b"):
+        wl.dock.add_job(name)
+    if len(wl.dock.jobs) != 2:
+        raise RuntimeError("Add job did not add the two jobs")
+    result = _wait_for_jobs(app, win)
+    if result is None or len(result.simulation.jobs) != 2:
+        raise RuntimeError("the two jobs were not simulated")
+    if wl.controls is not None:
+        wl.controls.outlines.setChecked(True)
+    wl.timeline.show()
+    wl.timeline.raise_()
+    win.view.fit()
+    win.view.settle()
+    settle(app)
+    path = out / "guide-workloads.png"
+    win.grab().save(str(path))
+    paths = [path, _grab_panel(app, wl.timeline, out / "panel-iteration.png"),
+             _grab_panel(app, wl.linkstats, out / "panel-linkstats.png")]
+    wl.runner.shutdown()
+    win.review.runner.shutdown()
+    _close(win)
+    return paths
+
+
+def review(app, out: Path) -> list[Path]:
+    """A job too big for its GPUs: the Problems dock lists it, a click selects its GPUs;
+    the Bill of materials and Info docks of the example."""
+    from designer.workload.files import set_design_jobs
+    from designer.workload.job import Job, Parallelism
+    from designer.workload.presets import preset
+
+    win = _example_window(app)
+    rv = win.review
+    _wait_for_review(app, win)
+    paths = []
+    for dock, name in ((rv.bom, "guide-review-bom.png"), (rv.info, "guide-review-info.png")):
+        dock.show()
+        dock.raise_()
+        settle(app)
+        paths.append(out / name)
+        dock.grab().save(str(paths[-1]))
+    topo = win.document.topology
+    gpus = tuple(sorted(n.id for n in topo.nodes("gpu"))[8:16])
+    job = Job.from_preset("llama-70b", preset("llama3.1-70b"), parallel=Parallelism(tp=8),
+                          placement="explicit", gpus=gpus)
+    set_design_jobs(topo, [job])
+    _wait_for_review(app, win)
+    rv.problems.show()
+    rv.problems.raise_()
+    settle(app)
+    tree = rv.problems.tree
+    item = next((tree.topLevelItem(i) for i in range(tree.topLevelItemCount())
+                 if tree.topLevelItem(i).text(2) == "job-memory"), None)
+    if item is None:
+        raise RuntimeError("the Problems dock does not list the job that does not fit")
+    tree.setCurrentItem(item)
+    tree.itemClicked.emit(item, 1)  # as a click on the row does
+    settle(app)
+    if sorted(win.scene.selected_node_ids()) != sorted(gpus):
+        raise RuntimeError("clicking the problem did not select the job's GPUs")
+    _wait_for_jobs(app, win)
+    win.analysis.busbw.raise_()
+    win.view.fit()
+    win.view.settle()
+    settle(app)
+    paths.append(out / "guide-review-problems.png")
+    win.grab().save(str(paths[-1]))
+    win.workload.runner.shutdown()
+    rv.runner.shutdown()
+    _close(win)
+    return paths
+
+
 SHOTS = {"example": example, "superpod": superpod, "analysis": analysis, "draw": draw,
          "groups": groups, "tooltip": tooltip, "whatif": whatif, "routing": routing,
-         "export": export}
+         "workloads": workloads, "review": review, "export": export}
 
 
 def main(argv: list[str]) -> int:
