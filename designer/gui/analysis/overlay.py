@@ -148,6 +148,9 @@ class AnalysisOverlay(QObject):
         self.load: Mapping[str, float] = {}
         self.capacity: Mapping[str, float] = {}
         self.result: AnalysisResult | None = None  # the focus result on the canvas
+        # Another colouring that holds the links for now (a failure study's slowdowns):
+        # `apply` calls it instead of painting utilisation; None gives them back.
+        self.colour_override: Callable[[], None] | None = None
         self.path_gpus: list[str] = []             # GPUs whose flows are outlined
         self.path_links: set[str] = set()          # ... on these links
         self._index: FlowIndex | None = None
@@ -207,6 +210,11 @@ class AnalysisOverlay(QObject):
         loop, so a 100,000-link fabric never freezes the window while it updates; a
         newer result restarts the pass.
         """
+        if self.colour_override is not None:
+            self._pass += 1  # a utilisation pass under way stops
+            self.legend.setVisible(False)
+            self.colour_override()
+            return
         colour = self.by_utilisation and bool(self.utilisation)
         util = self.utilisation
         self.legend.setVisible(colour)

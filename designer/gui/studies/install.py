@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QMainWindow
 
+from designer.gui.studies.colours import SlowdownColours
 from designer.gui.studies.panel import ResiliencePanel
 from designer.gui.studies.runner import StudyRunner
 from designer.gui.studies.sweep_panel import SweepPanel
@@ -30,6 +31,7 @@ class Studies:
     sweep_runner: SweepRunner
     sweep: SweepPanel
     sweep_action: QAction
+    colours: SlowdownColours | None
 
 
 def install_studies(window: QMainWindow) -> Studies:
@@ -37,16 +39,25 @@ def install_studies(window: QMainWindow) -> Studies:
     before `install_help` so Tools comes before Help on the menu bar)."""
     doc = window.document
     runner = StudyRunner(doc, window)
+    scene = getattr(window, "scene", None)
+    analysis = getattr(window, "analysis", None)
+    colours = None
+    if scene is not None:
+        # Before the panel: another design opened takes the colouring (and its legend)
+        # off the canvas before anything else reacts.
+        overlay = analysis.overlay if analysis is not None else None
+        colours = SlowdownColours(scene, window.view, overlay, window)
+        doc.topology_replaced.connect(lambda _topo: colours.clear())
     panel = ResiliencePanel(doc, runner, window)
     window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, panel)
-    analysis = getattr(window, "analysis", None)
     if analysis is not None:
         window.tabifyDockWidget(analysis.busbw, panel)
         analysis.busbw.raise_()
     panel.hide()  # shown by the menu command or View > Resilience
-    scene = getattr(window, "scene", None)
     if scene is not None:
         panel.select.connect(lambda nodes, links: scene.select_ids(nodes, links))
+        runner.result_ready.connect(colours.show_report)
+        panel.colour_box.toggled.connect(colours.set_on)
     if hasattr(window, "show_message"):
         panel.message.connect(window.show_message)
     menu = window.menuBar().addMenu("&Tools")
@@ -76,4 +87,4 @@ def install_studies(window: QMainWindow) -> Studies:
         app.aboutToQuit.connect(runner.shutdown)
         app.aboutToQuit.connect(sweeper.shutdown)
     window.destroyed.connect(lambda *_: (runner.shutdown(), sweeper.shutdown()))
-    return Studies(runner, panel, run, sweeper, sweep, sweep_action)
+    return Studies(runner, panel, run, sweeper, sweep, sweep_action, colours)

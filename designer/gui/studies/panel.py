@@ -16,6 +16,7 @@ from collections import Counter
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QDockWidget,
     QHBoxLayout,
@@ -112,6 +113,13 @@ class ResiliencePanel(QDockWidget):
         row.addWidget(self.run_button)
         row.addWidget(self.cancel_button)
         row.addStretch(1)
+        self.colour_box = QCheckBox("Colour canvas by slowdown", body)
+        self.colour_box.setToolTip(
+            "Colour each studied element by the slowdown its failure causes; "
+            "off: the links' utilisation colours again"
+        )
+        self.colour_box.setEnabled(False)
+        row.addWidget(self.colour_box)
         row.addWidget(self.apply_button)
         lay.addLayout(row)
         row = QHBoxLayout()
@@ -255,6 +263,10 @@ class ResiliencePanel(QDockWidget):
             )
         self._at = (topo, self.document.undo_stack.index())
         self._summary = summary
+        self.colour_box.setEnabled(True)
+        self.colour_box.blockSignals(True)  # (the canvas turns the colouring on itself)
+        self.colour_box.setChecked(True)
+        self.colour_box.blockSignals(False)
         self.status.setText(summary)
         self.apply_button.setEnabled(False)
 
@@ -263,6 +275,10 @@ class ResiliencePanel(QDockWidget):
         self._at, self._summary, self._kinds = None, "", {}
         self.table.setRowCount(0)
         self.apply_button.setEnabled(False)
+        self.colour_box.blockSignals(True)
+        self.colour_box.setChecked(False)
+        self.colour_box.blockSignals(False)
+        self.colour_box.setEnabled(False)
         self.bar.setValue(0)
         if not self.runner.busy:
             self.status.setText("No study of this design yet.")
