@@ -132,3 +132,24 @@ def test_a_job_that_does_not_fit_is_a_problem_that_selects_its_gpus(qtbot):
         assert sorted(win.scene.selected_node_ids()) == sorted(gpus)
     finally:
         close_window(win)
+
+
+def test_thousands_of_findings_are_counted_and_listed_up_to_the_cap(qtbot):
+    from designer.gui.review.problems_dock import MAX_ROWS
+    from designer.model.rules import Finding
+
+    win, error = open_window(qtbot)
+    assert error is None
+    try:
+        dock = win.review.problems
+        many = [
+            Finding("warning", "nvlink-lanes", f"g{i}", f"GPU g{i} is short of lanes")
+            for i in range(MAX_ROWS + 5)
+        ]
+        dock.show_answer(many)
+        assert dock.headline.text() == f"{MAX_ROWS + 5:,} warnings"
+        assert dock.tree.topLevelItemCount() == MAX_ROWS + 1
+        assert "5 more" in dock.tree.topLevelItem(MAX_ROWS).text(1)
+        dock.tree.itemClicked.emit(dock.tree.topLevelItem(MAX_ROWS), 1)  # no finding: no-op
+    finally:
+        close_window(win)

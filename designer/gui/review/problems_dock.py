@@ -14,6 +14,10 @@ from designer.gui.review.runner import ReviewRunner
 from designer.gui.review.summary import problems_headline
 from designer.model.rules import Finding
 
+#: Findings listed at most (a 16k-GPU design with a systematic mistake has thousands;
+#: the headline counts them all).
+MAX_ROWS = 1000
+
 #: Colour of each severity's word (readable on light and dark themes).
 SEVERITY_COLOURS = {"error": "#d62728", "warning": "#b8860b"}
 
@@ -62,12 +66,19 @@ class ProblemsDock(ReviewDock):
         self.headline.setStyleSheet(f"color: {colour};")
         self.tree.clear()
         items = []
-        for f in self.findings:
+        for f in self.findings[:MAX_ROWS]:
             item = QTreeWidgetItem([f.severity, f.message, f.code])
             item.setForeground(0, QBrush(QColor(SEVERITY_COLOURS[f.severity])))
             item.setToolTip(1, f.message)
             item.setData(0, Qt.ItemDataRole.UserRole, f)
             items.append(item)
+        more = len(self.findings) - MAX_ROWS
+        if more > 0:
+            items.append(
+                QTreeWidgetItem(
+                    ["", f"… and {more:,} more (fabric-designer validate lists them all)", ""]
+                )
+            )
         self.tree.addTopLevelItems(items)
 
     def show_error(self) -> None:

@@ -27,9 +27,9 @@ def problems_headline(findings: Sequence[Finding]) -> str:
         return "No problems found"
     parts = []
     if errors:
-        parts.append(f"{errors} error{'s' if errors != 1 else ''}")
+        parts.append(f"{errors:,} error{'s' if errors != 1 else ''}")
     if warnings:
-        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+        parts.append(f"{warnings:,} warning{'s' if warnings != 1 else ''}")
     return ", ".join(parts)
 
 
