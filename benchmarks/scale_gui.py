@@ -12,6 +12,9 @@ painting, not a GPU.
   40-pixel pan step (what a hand drag does) at the fitted view, from the scroll to the
   viewport painted (the step's events processed, then a synchronous repaint); when it
   is over 33 ms the design is not interactive and the row shows no time.
+- ``gui-open-16k-nosolve``: the same with the live analysis switched off, so that the
+  solve of the new design (which starts on a worker as it opens and holds the GIL for
+  most of each switch interval) does not slow the canvas: what the canvas itself costs.
 - ``gui-edit-16k``: a leaf-spine link of the open 16k design fails (an edit pushed on the
   undo stack, as the inspector does) until the canvas shows the new utilisation colours:
   the focus result (the one links are coloured by) applied, the whole recolour pass
@@ -75,9 +78,10 @@ def _pan_ms(app, view) -> float:
     return statistics.median(times) * 1e3
 
 
-def _open(workdir: Path, key: str) -> Measure:
+def _open(workdir: Path, key: str, solve: bool = True) -> Measure:
     path = design(workdir, key)
     app, window = _window()
+    window.analysis.runner.enabled = solve
     replaced: list[float] = []  # when the loaded design reaches the window
     window.document.about_to_replace.connect(lambda _t: replaced.append(time.perf_counter()))
     t0 = time.perf_counter()
@@ -109,6 +113,10 @@ def _open_16k(workdir: Path) -> Measure:
 
 def _open_131k(workdir: Path) -> Measure:
     return _open(workdir, "superpod-131k")
+
+
+def _open_16k_canvas(workdir: Path) -> Measure:
+    return _open(workdir, "superpod-16k", solve=False)
 
 
 def _recoloured(app, window, results: list, timeout: float = 300.0) -> None:
@@ -184,6 +192,13 @@ CASES = [
         15.0,
         None,
         _open_131k,
+    ),
+    Case(
+        "gui-open-16k-nosolve",
+        "the same with the live solve off (the canvas's own share)",
+        3.0,
+        None,
+        _open_16k_canvas,
     ),
     Case("gui-edit-16k", "edit -> recoloured links, 16,376 GPUs (GUI)", 0.4, None, _edit_16k),
 ]

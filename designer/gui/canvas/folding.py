@@ -112,8 +112,8 @@ class FoldingMixin:
         box_ids = sorted(self.collapsed)
         code = {gid: i for i, gid in enumerate(box_ids)}
         group_box = {gid: code[box] for gid, box in top.items() if box is not None}
-        group_of = dict(topo.graph.nodes(data="group"))  # (one pass, not a view lookup each)
-        node_box = np.fromiter((group_box.get(group_of[nid], -1) for nid in cols.node_ids),
+        data = topo.node_data()  # (not the graph: its edges may not be written yet)
+        node_box = np.fromiter((group_box.get(data[nid]["group"], -1) for nid in cols.node_ids),
                                np.int64, len(cols.node_ids))
         keys = self._key_array(cols)
         tech_gbps = np.array([topo.catalog.tech(t).gbps for t in cols.tech_names] or [0.0])

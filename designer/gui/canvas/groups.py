@@ -323,7 +323,7 @@ def fit_frames(groups: dict[str, GroupItem], nodes) -> QRectF:
     the area of the whole design (nodes with labels, and frames).
 
     ``nodes`` yields ``(id, attributes)`` with ``x``, ``y`` and ``group``, as
-    ``Topology.graph.nodes(data=True)`` does: plain numbers, no Qt calls per node.
+    ``Topology.node_data().items()`` does: plain numbers, no Qt calls per node.
     """
     b = NODE_BOUNDS
     x0 = y0 = float("inf")

@@ -381,7 +381,7 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
     def _refresh_groups(self) -> None:
         """Fit every group's frame around its members and its sub-groups' frames."""
         self._dirty_groups = False
-        self._design_rect = fit_frames(self.groups, self.document.topology.graph.nodes(data=True))
+        self._design_rect = fit_frames(self.groups, self.document.topology.node_data().items())
         self._update_scene_rect()
         self.schematic.invalidate()
 
