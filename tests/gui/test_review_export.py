@@ -38,8 +38,10 @@ def test_html_report_holds_every_section_of_the_design(qtbot, tmp_path):
         rows = re.findall(r"<tr><td>[^<]*</td><td>([^<]*)</td>", jobs)
         assert rows and all(rows), "every job has its iteration time"
         assert text.startswith("<!DOCTYPE html>")
-        assert "<svg" in text  # the diagram, inline, labels as text
-        assert "Legend" in text or "legend" in text
+        svg = text[text.index("<svg") : text.index("</svg>")]  # the diagram, inline
+        # its legend (the links are coloured by utilisation: the scale) and title block
+        assert "link utilisation (busiest direction)" in svg
+        assert html.escape(topo.name) in svg and "scenario: allreduce" in svg
         for answer in (
             problems_headline(validate_design(topo)),
             bom_headline(bom(topo)),

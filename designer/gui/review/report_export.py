@@ -168,10 +168,19 @@ class ReviewExporter(QObject):
 
     def _draw_diagram(self) -> None:
         from designer.gui.export import export_rect, png_bytes, svg_bytes
+        from designer.gui.export_dialog import canvas_link_results, headline
         from designer.gui.export_sheet import Sheet
 
         scene = self.window.scene
-        sheet = Sheet(legend=True, title_block=True, headline="Design review")
+        doc = self.window.document
+        # As File > Export draws it: the legend gives the utilisation scale when the
+        # links are coloured by a result, and the title block the scenario's answer.
+        sheet = Sheet(
+            legend=True,
+            title_block=True,
+            utilisation=canvas_link_results(self.window, doc) is not None,
+            headline=headline(self.window, doc),
+        )
         if export_rect(scene).isEmpty():
             self._parts.missing["diagram"] = "The design is empty."
         elif self._pdf:
