@@ -25,3 +25,22 @@ def test_copy_equals_the_design_and_ignores_later_edits():
     again = rebuild(copy)
     assert dumps(again) == text
     assert again.node(gpu).name != "renamed"
+
+
+def test_an_event_without_a_change_does_not_review_again(qtbot):
+    from tests.gui.conftest import close_window, open_window
+
+    win, error = open_window(qtbot)
+    assert error is None
+    try:
+        runner = win.review.runner
+        qtbot.waitUntil(lambda: runner.current and not runner.busy, timeout=20_000)
+        starts = []
+        runner.started.connect(starts.append)
+        headline = win.review.info.headline.text()
+        runner.schedule()  # as a model event that changed nothing the review reads
+        qtbot.wait(800)
+        assert starts == [] and runner.current
+        assert win.review.info.headline.text() == headline  # not "(updating…)"
+    finally:
+        close_window(win)

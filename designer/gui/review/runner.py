@@ -212,7 +212,10 @@ class ReviewRunner(QObject):
         if self.busy:
             return  # `_on_finished` starts the next one
         self._wanted = False
-        run = _Run(capture(self.document.topology))
+        topo = self.document.topology
+        if self.generation == topo.generation and len(self.latest) == 3:
+            return  # an event that changed nothing the answers read: they stand
+        run = _Run(capture(topo))
         self._run = run
         self.started.emit(run.copy.generation)
         worker = create_worker(
