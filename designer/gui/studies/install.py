@@ -69,6 +69,9 @@ def install_studies(window: QMainWindow) -> Studies:
     window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, sweep)
     window.tabifyDockWidget(panel, sweep)
     sweep.hide()
+    if scene is not None:
+        sweep.apply_theme(scene.theme)
+        scene.theme_changed.connect(sweep.apply_theme)
     if hasattr(window, "show_message"):
         sweep.message.connect(window.show_message)
     files = getattr(window, "files", None)

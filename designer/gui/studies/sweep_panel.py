@@ -48,7 +48,7 @@ Y_AXES = (
     ("Cost", "cost_usd", "$"),
     ("Power", "power_w", "W"),
 )
-ENGINES = (("This process (serial)", 0), ("Local Dask cluster (starts in seconds)", None))
+ENGINES = (("This process (serial)", 0), ("Local Dask cluster", None))
 FRONT_PEN = pg.mkPen("#D55E00", width=2)
 POINT_BRUSH = pg.mkBrush(0, 114, 178, 170)
 FRONT_BRUSH = pg.mkBrush("#D55E00")
@@ -142,19 +142,14 @@ class SweepPanel(QDockWidget):
         self.cancel_button.setEnabled(False)
         for w in (QLabel("Template:", body), self.template, QLabel("Sweep:", body)):
             row.addWidget(w)
-        row.addWidget(self.grid, 2)
+        row.addWidget(self.grid, 3)
         row.addWidget(QLabel("Set:", body))
-        row.addWidget(self.sets, 1)
-        for w in (QLabel("Run on:", body), self.engine, self.run_button, self.cancel_button):
-            row.addWidget(w)
+        row.addWidget(self.sets, 2)
         lay.addLayout(row)
-        row = QHBoxLayout()
         self.bar = QProgressBar(body)
         self.bar.setRange(0, 100)
         self.bar.setValue(0)
         self.bar.setFormat("%p %")
-        self.status = QLabel("No sweep run yet: name the values to sweep and press Run.", body)
-        self.status.setWordWrap(True)
         self.y_axis = QComboBox(body)
         for text, attr, _unit in Y_AXES:
             self.y_axis.addItem(text, attr)
@@ -163,18 +158,21 @@ class SweepPanel(QDockWidget):
         self.open_button.setEnabled(False)
         self.export_button = QPushButton("Export CSV…", body)
         self.export_button.setEnabled(False)
+        row = QHBoxLayout()
+        for w in (QLabel("Run on:", body), self.engine, self.run_button, self.cancel_button):
+            row.addWidget(w)
         row.addWidget(self.bar, 1)
-        row.addWidget(self.status, 3)
-        row.addWidget(QLabel("Plot:", body))
-        row.addWidget(self.y_axis)
-        row.addWidget(self.open_button)
-        row.addWidget(self.export_button)
+        for w in (QLabel("Plot:", body), self.y_axis, self.open_button, self.export_button):
+            row.addWidget(w)
         lay.addLayout(row)
+        self.status = QLabel("No sweep run yet: name the values to sweep and press Run.", body)
+        self.status.setWordWrap(True)
+        lay.addWidget(self.status)
         self.plot = pg.PlotWidget(body)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
         self.plot.setLabel("bottom", "time (step, else collective)", units="s")
         self.scatter = pg.ScatterPlotItem(
-            size=9, hoverable=True, tip=self._tip, hoverPen=pg.mkPen("k", width=2)
+            size=9, hoverable=True, tip=self._tip, hoverPen=pg.mkPen("#808080", width=2)
         )
         self.front = pg.PlotDataItem(pen=FRONT_PEN)
         self.pick = pg.ScatterPlotItem(size=16, pen=PICK_PEN, brush=None)
@@ -197,6 +195,14 @@ class SweepPanel(QDockWidget):
         runner.failed.connect(self._on_failed)
         runner.cancelled.connect(self._on_cancelled)
         self.toggleViewAction().triggered.connect(lambda on: on and self.raise_())
+
+    def apply_theme(self, theme) -> None:
+        """The plot in the canvas's light or dark theme (``Theme``)."""
+        self.plot.setBackground(theme.background)
+        for name in ("left", "bottom"):
+            axis = self.plot.getAxis(name)
+            axis.setPen(theme.text)
+            axis.setTextPen(theme.text)
 
     # ------------------------------------------------------------ running
     def _on_template_changed(self, _index: int = 0) -> None:
@@ -319,7 +325,9 @@ class SweepPanel(QDockWidget):
         self._show_pick()
         if index is not None:
             v = self.report.variants[index]
-            self.message.emit("Sweep variant: " + _variant_text(v).replace("\n", " · "))
+            self.message.emit(
+                "Sweep variant: " + ", ".join(f"{k}={x}" for k, x in v.params.items())
+            )
 
     def _show_pick(self) -> None:
         v = (
