@@ -113,7 +113,7 @@ class ResiliencePanel(QDockWidget):
         row.addWidget(self.run_button)
         row.addWidget(self.cancel_button)
         row.addStretch(1)
-        self.colour_box = QCheckBox("Colour canvas by slowdown", body)
+        self.colour_box = QCheckBox("Slowdown colours", body)
         self.colour_box.setToolTip(
             "Colour each studied element by the slowdown its failure causes; "
             "off: the links' utilisation colours again"
