@@ -69,6 +69,8 @@ def install_studies(window: QMainWindow) -> Studies:
     window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, sweep)
     window.tabifyDockWidget(panel, sweep)
     sweep.hide()
+    if analysis is not None:  # hiding the new tab made its neighbour the current one
+        analysis.busbw.raise_()
     if scene is not None:
         sweep.apply_theme(scene.theme)
         scene.theme_changed.connect(sweep.apply_theme)
