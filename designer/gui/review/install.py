@@ -55,7 +55,15 @@ def install_review(window: QMainWindow) -> Review:
             anchor = dock
     if getattr(window, "inspector", None) is not None:
         window.inspector.raise_()
+        # Six tabs would set the column's width by their titles (~490 px), taking it
+        # from the canvas: the Inspector's own width, the tabs whole and scrolled.
+        width = max(window.inspector.minimumSizeHint().width(), window.width() // 4)
+        window.resizeDocks([window.inspector], [width], Qt.Orientation.Horizontal)
     _hide_stale_tab_bars(window)
+    for bar in window.findChildren(QTabBar):
+        if bar.parent() is window:
+            bar.setElideMode(Qt.TextElideMode.ElideNone)
+            bar.setUsesScrollButtons(True)
     problems.activated.connect(lambda f: _show_finding(window, f))
     exporter = ReviewExporter(window, runner)
     action = QAction("Export Design &Review…", window)
