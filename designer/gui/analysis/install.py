@@ -165,6 +165,8 @@ class BusyIndicator(QWidget):
         window.statusBar().addPermanentWidget(self)
         self.hide()
         runner.started.connect(self._on_runner_started)
+        # The bar's own slots: dropped with the bar, should it go before this widget.
+        runner.started.connect(self.bar.reset)
         runner.percent.connect(self.bar.setValue)
         runner.result_ready.connect(self._on_runner_done)
         runner.failed.connect(self._on_runner_done)
@@ -172,7 +174,6 @@ class BusyIndicator(QWidget):
         self.button.clicked.connect(runner.cancel)
 
     def _on_runner_started(self, _generation: int) -> None:
-        self.bar.setValue(0)
         self.show()
 
     def _on_runner_done(self, *_args) -> None:

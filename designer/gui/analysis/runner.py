@@ -268,8 +268,11 @@ class SolveRunner(QObject):
             self.failed.emit(topo.generation, str(exc))
             return
         generation = capture.generation
+        # The focus result is tagged with the solve's number: a superseded solve's (the
+        # same generation, cancelled or replaced) neither moves the bar back nor recolours.
         job = _SolveJob(generation, capture, spec, tuple(self.selection), scenario,
-                        training, self._memo, partial(self._focus.emit, generation))
+                        training, self._memo,
+                        partial(self._focus.emit, self.solves_started + 1))
         self._job = job
         self.solves_started += 1
         self.started.emit(generation)
@@ -299,8 +302,10 @@ class SolveRunner(QObject):
         message, category, filename, lineno = args[:4]
         log.warning("%s", warnings.formatwarning(message, category, filename, lineno).strip())
 
-    def _on_worker_focus(self, generation: int, result) -> None:
-        if generation == self.document.topology.generation:
+    def _on_worker_focus(self, solve: int, result) -> None:
+        job = self._job
+        if (solve == self.solves_started and job is not None and not job.cancel.is_set()
+                and result.generation == self.document.topology.generation):
             self.percent.emit(FOCUS_PERCENT)
             self.focus_ready.emit(result)
 
