@@ -75,9 +75,11 @@ def _edit(window) -> None:
 
 
 def _no_solves(window, qtbot) -> None:
-    """Stop the live analysis and let its worker end, so that the pool's active workers
-    are the test's own."""
+    """Stop the live analysis and the design review (whose debounced worker would start
+    meanwhile) and let their workers end, so that the pool's active workers are the
+    test's own."""
     window.analysis.runner.shutdown()
+    window.review.runner.shutdown()
     qtbot.waitUntil(lambda: _pool_active() == 0, timeout=TIMEOUT_MS)
 
 
