@@ -146,10 +146,25 @@ class SlowdownColours(QObject):
         self.report = report
         self.set_on(True)
 
+    def on_topology_replaced(self, _topology) -> None:
+        """Another design opened: its canvas shows no study (`clear`)."""
+        self.clear()
+
     def clear(self) -> None:
-        """No study any more (another design opened): back to utilisation."""
+        """No study any more (another design opened): back to utilisation.
+
+        Nothing is repainted here: the old design's items are about to go, and a
+        repaint pass started over them now would hold them until it ran out; the new
+        design's solve colours the new items."""
+        was_on = self.on
         self.report = None
-        self.set_on(False)
+        self.on = False
+        if self.overlay is not None:
+            self.overlay.colour_override = None
+        if was_on:
+            self.legend.hide()
+            if self._marks is not None and shiboken6.isValid(self._marks):
+                self._marks.set_marks([])
 
     def set_on(self, on: bool) -> None:
         """Slowdown colours (True) or the analysis overlay's again (False)."""

@@ -47,7 +47,7 @@ def install_studies(window: QMainWindow) -> Studies:
         # off the canvas before anything else reacts.
         overlay = analysis.overlay if analysis is not None else None
         colours = SlowdownColours(scene, window.view, overlay, window)
-        doc.topology_replaced.connect(lambda _topo: colours.clear())
+        doc.topology_replaced.connect(colours.on_topology_replaced)  # bound: no cycle
     panel = ResiliencePanel(doc, runner, window)
     window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, panel)
     if analysis is not None:
