@@ -59,12 +59,24 @@ def util_color(u: float) -> QColor:
 
 class Legend(QWidget):
     """A small colour bar in the corner of the canvas, in the application palette's
-    colours (so it follows the light and dark themes)."""
+    colours (so it follows the light and dark themes).  Subclasses show another scale
+    by overriding `colour_at`, `END_COLOUR` and `labels`."""
+
+    END_COLOUR = SATURATED
+    WIDTH = 230
 
     def __init__(self, parent: QWidget):
         super().__init__(parent)
-        self.setFixedSize(230, 46)
+        self.setFixedSize(self.WIDTH, 46)
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+
+    def colour_at(self, t: float) -> QColor:
+        """The bar's colour at ``t`` in [0, 1]."""
+        return CMAP.map(t * 0.99, mode="qcolor")
+
+    def labels(self) -> tuple[str, str, str, str]:
+        """(bar's low end, high end, the swatch after it, the caption)."""
+        return "0 %", "99 %", "saturated", "link utilisation (busiest direction)"
 
     def paintEvent(self, _event) -> None:
         p = QPainter(self)
@@ -78,18 +90,19 @@ class Legend(QWidget):
         bar = QRectF(10, 8, 150, 12)
         grad = QLinearGradient(bar.topLeft(), bar.topRight())
         for i in range(11):
-            grad.setColorAt(i / 10, CMAP.map(i / 10 * 0.99, mode="qcolor"))
+            grad.setColorAt(i / 10, self.colour_at(i / 10))
         p.fillRect(bar, grad)
-        p.fillRect(QRectF(bar.right() + 6, bar.top(), 14, 12), SATURATED)
+        p.fillRect(QRectF(bar.right() + 6, bar.top(), 14, 12), self.END_COLOUR)
         p.setPen(palette.color(QPalette.ColorRole.Text))
         font = p.font()
         font.setPointSize(7)
         p.setFont(font)
-        p.drawText(QRectF(bar.left(), 22, 40, 14), "0 %", Qt.AlignmentFlag.AlignLeft)
-        p.drawText(QRectF(bar.right() - 40, 22, 40, 14), "99 %", Qt.AlignmentFlag.AlignRight)
-        p.drawText(QRectF(bar.right() + 2, 22, 60, 14), "saturated", Qt.AlignmentFlag.AlignLeft)
-        p.drawText(QRectF(bar.left(), 32, 200, 12), "link utilisation (busiest direction)",
-                   Qt.AlignmentFlag.AlignLeft)
+        low, high, end, caption = self.labels()
+        left, right = Qt.AlignmentFlag.AlignLeft, Qt.AlignmentFlag.AlignRight
+        p.drawText(QRectF(bar.left(), 22, 50, 14), low, left)
+        p.drawText(QRectF(bar.right() - 50, 22, 50, 14), high, right)
+        p.drawText(QRectF(bar.right() + 2, 22, 80, 14), end, left)
+        p.drawText(QRectF(bar.left(), 32, self.width() - 20, 12), caption, left)
 
 
 class PerLink(Mapping):

@@ -20,7 +20,7 @@ from superqt.utils import GeneratorWorker, create_worker
 
 from designer.solver import Cancelled
 
-__all__ = ["BackgroundRunner", "RunEvents", "relay"]
+__all__ = ["BackgroundRunner", "RunEvents", "RunProgressView", "relay"]
 
 Step = tuple[int, int, str]  # (done, total, stage)
 
@@ -158,3 +158,17 @@ class BackgroundRunner(QObject):
             run.done.wait(timeout)  # (a worker that never started has nothing to stop)
         self._worker = None
         self._run = None
+
+
+class RunProgressView:
+    """The progress part of a panel that shows a `BackgroundRunner`'s run: a mixin for
+    a widget with ``bar`` (QProgressBar), ``status`` (QLabel) and ``_busy(bool)``."""
+
+    def _on_started(self, where: str) -> None:
+        self._busy(True)
+        self.bar.setValue(0)
+        self.status.setText(f"Running on {where}…")
+
+    def _on_progress(self, percent: int, stage: str) -> None:
+        self.bar.setValue(percent)
+        self.status.setText(stage if stage.endswith("…") else f"{stage}: {percent} %")

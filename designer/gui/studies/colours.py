@@ -21,9 +21,10 @@ import math
 import pyqtgraph as pg
 import shiboken6
 from PySide6.QtCore import QObject, QRectF, Qt
-from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPalette, QPen
+from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
+from designer.gui.analysis.overlay import Legend
 from designer.gui.canvas.geometry import ICON_RECT
 
 __all__ = ["DISCONNECTS", "NOT_STUDIED", "SlowdownColours", "SlowdownMarks", "slowdown_color"]
@@ -45,44 +46,26 @@ def slowdown_color(slowdown: float | None, worst: float) -> QColor:
     return _LUT[int(t * 255)]
 
 
-class SlowdownLegend(QWidget):
-    """The scale in the canvas's corner (palette colours: light and dark themes)."""
+class SlowdownLegend(Legend):
+    """The slowdown scale in the canvas's corner (the utilisation legend's look)."""
+
+    END_COLOUR = DISCONNECTS
+    WIDTH = 250
 
     def __init__(self, parent: QWidget):
         super().__init__(parent)
-        self.setFixedSize(250, 46)
-        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
         self.worst = 1.0
         self.figure = "collective"
 
-    def paintEvent(self, _event) -> None:
-        p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        palette = self.palette()
-        fill = QColor(palette.color(QPalette.ColorRole.Base))
-        fill.setAlpha(225)
-        p.setBrush(fill)
-        p.setPen(palette.color(QPalette.ColorRole.Mid))
-        p.drawRoundedRect(QRectF(0.5, 0.5, self.width() - 1, self.height() - 1), 5, 5)
-        bar = QRectF(10, 8, 150, 12)
-        grad = QLinearGradient(bar.topLeft(), bar.topRight())
-        for i in range(11):
-            grad.setColorAt(i / 10, _LUT[round(i * 25.5)])
-        p.fillRect(bar, grad)
-        p.fillRect(QRectF(bar.right() + 6, bar.top(), 14, 12), DISCONNECTS)
-        p.setPen(palette.color(QPalette.ColorRole.Text))
-        font = p.font()
-        font.setPointSize(7)
-        p.setFont(font)
-        p.drawText(QRectF(bar.left(), 22, 50, 14), "1.00×", Qt.AlignmentFlag.AlignLeft)
-        p.drawText(
-            QRectF(bar.right() - 50, 22, 50, 14), f"{self.worst:.2f}×", Qt.AlignmentFlag.AlignRight
-        )
-        p.drawText(QRectF(bar.right() + 2, 22, 80, 14), "disconnects", Qt.AlignmentFlag.AlignLeft)
-        p.drawText(
-            QRectF(bar.left(), 32, 230, 12),
+    def colour_at(self, t: float) -> QColor:
+        return _LUT[round(t * 255)]
+
+    def labels(self) -> tuple[str, str, str, str]:
+        return (
+            "1.00×",
+            f"{self.worst:.2f}×",
+            "disconnects",
             f"{self.figure} slowdown when it fails",
-            Qt.AlignmentFlag.AlignLeft,
         )
 
 

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from designer.gui.document import Document
+from designer.gui.studies.background import RunProgressView
 from designer.gui.studies.runner import StudyRunner
 from designer.model.commands import SetLinkProps, SetNodeProps
 from designer.model.errors import DesignError
@@ -71,7 +72,7 @@ def _seconds(t: float | None) -> str:
     return f"{t * 1e3:.3f} ms" if t < 1 else f"{t:.3f} s"
 
 
-class ResiliencePanel(QDockWidget):
+class ResiliencePanel(RunProgressView, QDockWidget):
     """Failure study results of the open design (see the module docstring).
 
     Signals
@@ -188,15 +189,6 @@ class ResiliencePanel(QDockWidget):
         self.cancel_button.setEnabled(busy)
         self.elements.setEnabled(not busy)
         self.engine.setEnabled(not busy)
-
-    def _on_started(self, where: str) -> None:
-        self._busy(True)
-        self.bar.setValue(0)
-        self.status.setText(f"Running on {where}…")
-
-    def _on_progress(self, percent: int, stage: str) -> None:
-        self.bar.setValue(percent)
-        self.status.setText(stage if stage.endswith("…") else f"{stage}: {percent} %")
 
     def _on_failed(self, error: str) -> None:
         self._busy(False)

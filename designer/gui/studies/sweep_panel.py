@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from designer.gui.studies.background import RunProgressView
 from designer.gui.studies.sweep_runner import SweepRunner
 from designer.model.errors import DesignError
 
@@ -101,7 +102,7 @@ def _variant_text(v) -> str:
     return "\n".join(lines)
 
 
-class SweepPanel(QDockWidget):
+class SweepPanel(RunProgressView, QDockWidget):
     """A design sweep and its variants (see the module docstring).
 
     Signals
@@ -243,15 +244,6 @@ class SweepPanel(QDockWidget):
         for w in (self.run_button, self.template, self.grid, self.sets, self.engine):
             w.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
-
-    def _on_started(self, where: str) -> None:
-        self._busy(True)
-        self.bar.setValue(0)
-        self.status.setText(f"Running on {where}…")
-
-    def _on_progress(self, percent: int, stage: str) -> None:
-        self.bar.setValue(percent)
-        self.status.setText(stage if stage.endswith("…") else f"{stage}: {percent} %")
 
     def _on_failed(self, error: str) -> None:
         self._busy(False)
