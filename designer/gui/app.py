@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QApplication
 from designer import __version__
 from designer.gui.crash import install_crash_handler
 from designer.gui.document import Document
+from designer.gui.main_thread_gc import collect_on_gui_thread
 from designer.gui.main_window import MainWindow
 from designer.logs import FILE_ONLY, setup_logging
 from designer.memory import tune_process
@@ -49,6 +50,7 @@ def application(argv: list[str] | None = None) -> QApplication:
     app = QApplication.instance()
     if app is None:
         app = QApplication(argv if argv is not None else sys.argv[:1])
+    collect_on_gui_thread(app)  # Qt objects in reference cycles die on this thread
     app.setApplicationName("Fabric Designer")
     app.setOrganizationName("Fabric Designer")
     app.setApplicationVersion(__version__)

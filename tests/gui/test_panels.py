@@ -257,12 +257,14 @@ def test_labelled_lines_are_freed_with_each_redraw_not_left_to_the_collector(
         assert texts == [f"ceiling {result.focus.ceiling_busbw_GBps:.0f} GB/s"]
     lines = [weakref.ref(i) for i in panel.plot.items if isinstance(i, pg.InfiniteLine)]
     assert lines
+    enabled = gc.isenabled()
     gc.disable()
     try:
         panel.set_result(result)   # a redraw: the plot is cleared and drawn again
         assert [r() for r in lines] == [None] * len(lines)
     finally:
-        gc.enable()
+        if enabled:
+            gc.enable()
 
 
 def test_jitter_without_training_shows_a_message(qtbot, ecmp_result):
