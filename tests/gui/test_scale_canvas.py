@@ -9,11 +9,12 @@ quick.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QApplication
 
 from designer.gui.analysis.overlay import util_color
+from designer.gui.canvas.view import MAX_SCALE
 from designer.model.templates import build_template
 from tests.gui.test_live import solved
 
@@ -145,12 +146,15 @@ def test_zooming_in_on_a_box_opens_it_but_not_one_the_user_closed(window):
     view.fit()
     assert view.open_zoomed_boxes() == []  # at full view every box is small
     box = scene.groups[first].box_rect()
-    # Zoom onto the box's middle so it covers the whole viewport, whatever shape the
-    # viewport has on the machine running the test.
-    middle = QRectF(0, 0, box.width() / 4, box.height() / 4)
-    middle.moveCenter(box.center())
-    view.fitInView(middle)
-    view.zoom(1.01)
+    # Centre on the box at the scale where it just covers the viewport, whatever size
+    # and shape the viewport has on the machine running the test, then a wheel step in.
+    vp = view.viewport().rect()
+    cover = 1.05 * max(vp.width() / box.width(), vp.height() / box.height())
+    assert cover * 1.1 < MAX_SCALE
+    view.resetTransform()
+    view.scale(cover, cover)
+    view.centerOn(box.center())
+    view.zoom(1.1)
     view._on_settle_timeout()  # (what SETTLE_MS after the last wheel step does)
     assert first not in scene.collapsed
     assert scene.nodes[scene.document.topology.members(first)[0]].isVisible()
