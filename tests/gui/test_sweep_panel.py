@@ -170,3 +170,16 @@ def test_csv_export_has_every_variant(sweep, qtbot, tmp_path):
         assert float(r["cost_per_gpu_usd"]) == pytest.approx(v.cost_per_gpu_usd)
         assert float(r["time_s"]) == pytest.approx(v.time_s)
         assert r["pareto"] == str(v.pareto)
+
+
+def test_variants_close_in_time_are_drawn_readably(sweep, qtbot):
+    """Variants whose times differ by a few per cent fill the plot instead of sitting on
+    an axis stretched around zero."""
+    _window, panel = sweep
+    report = _run(qtbot, panel, "gpu=H100,B200; oversubscription=1,2", template="rail-cluster")
+    xs = [v.figure_s for v in report.variants if v.figure_s is not None]
+    ys = [v.cost_per_gpu_usd for v in report.variants if v.figure_s is not None]
+    (x0, x1), (y0, y1) = panel.plot.getViewBox().viewRange()
+    for lo, hi, values in ((x0, x1, xs), (y0, y1, ys)):
+        assert lo < min(values) and max(values) < hi
+        assert hi - lo <= max(values) - min(values) + 0.2 * max(abs(v) for v in values)

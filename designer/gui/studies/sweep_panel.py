@@ -79,6 +79,15 @@ def sweep_rows(report) -> list[dict]:
     return [{**{f"param_{k}": v for k, v in row.pop("params").items()}, **row} for row in rows]
 
 
+def _padded(values: list[float]) -> tuple[float, float]:
+    """An axis range around ``values`` with a margin of a tenth of their spread, at least
+    5 % of their size: variants that differ little (or not at all) on one axis stay
+    readable instead of sitting on an axis stretched around zero."""
+    lo, hi = min(values), max(values)
+    margin = max(0.1 * (hi - lo), 0.05 * max(abs(lo), abs(hi)), 1e-12)
+    return lo - margin, hi + margin
+
+
 def _items(text: str) -> list[str]:
     return [part.strip() for part in text.replace("\n", ";").split(";") if part.strip()]
 
@@ -301,6 +310,10 @@ class SweepPanel(RunProgressView, QDockWidget):
         )
         order = pareto_front(xs, ys)
         self.front.setData([xs[i] for i in order], [ys[i] for i in order])
+        if xs:
+            view = self.plot.getViewBox()
+            view.setXRange(*_padded(xs), padding=0)
+            view.setYRange(*_padded(ys), padding=0)
         self._show_pick()
 
     def _tip(self, x: float, y: float, data) -> str:
