@@ -181,6 +181,21 @@ def test_find_selects_and_centres_the_node(window):
     assert "GPU 5" in message and "1 of 4" in message  # one per server
 
 
+def test_keyboard_zoom_after_find_keeps_the_found_node_in_view(window, mouse):
+    """The pointer rests on the canvas while Find scrolls elsewhere: Ctrl++ then zooms
+    about the view's centre, not back to where the pointer last moved."""
+    view = window.view
+    _hover(view, mouse, QPoint(20, 20))
+    view.centerOn(QPointF(-2000, 2000))
+    found = window.edit.find("GPU 5")
+    centre = window.scene.nodes[found].sceneBoundingRect().center()
+    for _ in range(3):
+        window.view.zoom_in()
+        assert _centre_error(view, centre) <= 2
+    window.view.zoom_out()
+    assert _centre_error(view, centre) <= 2
+
+
 def test_find_by_id_and_by_part_of_a_name(window):
     topo = window.document.topology
     assert window.edit.find("leaf-r3-0") == "leaf-r3-0"

@@ -104,22 +104,24 @@ class FabricView(QGraphicsView):
 
     def zoom(self, factor: float, anchor: QPointF | None = None) -> None:
         """Zoom by ``factor`` (clamped to the scale limits), keeping the scene point under
-        ``anchor`` (viewport coordinates) in place; without one, under the mouse."""
+        ``anchor`` (viewport coordinates) in place; without one (the keyboard, the
+        toolbar, the overview's wheel), the centre of the view.
+
+        Always anchored here: Qt's own under-the-mouse anchor uses the scene point of the
+        last mouse move, so after a scroll the mouse did not make (Find, a fit) it would
+        jump the view back to where the pointer last moved."""
         target = min(MAX_SCALE, max(MIN_SCALE, self.scale_factor * factor))
         factor = target / self.scale_factor
         if factor == 1.0:
             return
-        if anchor is None:
-            self.scale(factor, factor)
-        else:
-            at = anchor.toPoint()
-            fixed = self.mapToScene(at)
-            self.scale(factor, factor)
-            # Scroll so the anchored scene point is back under ``at``.
-            drift = self.mapFromScene(fixed) - at
-            h, v = self.horizontalScrollBar(), self.verticalScrollBar()
-            h.setValue(h.value() + drift.x())
-            v.setValue(v.value() + drift.y())
+        at = (self.viewport().rect().center() if anchor is None else anchor.toPoint())
+        fixed = self.mapToScene(at)
+        self.scale(factor, factor)
+        # Scroll so the anchored scene point is back under ``at``.
+        drift = self.mapFromScene(fixed) - at
+        h, v = self.horizontalScrollBar(), self.verticalScrollBar()
+        h.setValue(h.value() + drift.x())
+        v.setValue(v.value() + drift.y())
         self.note_motion()
         self._zoomed_in |= factor > 1.0
         self._zoomed()
