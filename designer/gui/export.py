@@ -45,7 +45,7 @@ import contextlib
 import dataclasses
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 from PySide6.QtCore import (
@@ -82,6 +82,7 @@ __all__ = [
     "PRINT_THEME",
     "ExportError",
     "default_png_scale",
+    "drain",
     "export_rect",
     "export_scene",
     "export_topology",
@@ -89,6 +90,7 @@ __all__ = [
     "pdf_bytes",
     "png_bytes",
     "png_size",
+    "png_steps",
     "render_pdf",
     "render_png",
     "render_svg",
@@ -101,6 +103,10 @@ MAX_PNG_SIDE = 32767  # raster painting and most image viewers stop here
 MAX_PNG_PIXELS = 1 << 27  # 512 MiB of ARGB32, about 134 megapixels
 DEFAULT_PNG_SCALE = 2.0  # pixels per scene unit: sharp on high-DPI screens
 DIAGRAM_SUFFIXES = (".svg", ".png", ".pdf")
+STRIP_PX = 512  # rows of a PNG painted per step (tens of milliseconds on a big design)
+
+#: An export in steps: yields the fraction done, returns the file's bytes.
+Steps = Generator[float, None, bytes]
 
 #: The light theme on pure white: what every export is drawn in.
 PRINT_THEME: Theme = dataclasses.replace(LIGHT, background=QColor("#FFFFFF"))
@@ -313,6 +319,23 @@ def png_bytes(scene: FabricScene, *, scale: float | None = None,
         ``scale`` is not positive, or the image would exceed `MAX_PNG_SIDE` pixels a side
         or `MAX_PNG_PIXELS` in all (the message gives the largest scale that fits).
     """
+    return drain(png_steps(scene, scale=scale, sheet=sheet))
+
+
+def drain(steps: Steps) -> bytes:
+    """Run an export's ``*_steps`` generator to its end; the file's bytes."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            return stop.value
+
+
+def png_steps(scene: FabricScene, *, scale: float | None = None,
+              sheet: Sheet | None = None) -> Steps:
+    """`png_bytes` in steps: yields the fraction painted (0 to 1) after each band of
+    `STRIP_PX` rows, so a caller can keep its window live and stop early (closing the
+    generator restores the scene); returns the PNG data."""
     if scale is not None and not (math.isfinite(scale) and scale > 0):
         raise ExportError(f"PNG scale must be a positive number, got {scale}")
     with _export_state(scene):
@@ -333,6 +356,7 @@ def png_bytes(scene: FabricScene, *, scale: float | None = None,
                 f"{scale:g} is too large: a PNG export holds at most "
                 f"{_megapixels(MAX_PNG_PIXELS)} and {MAX_PNG_SIDE} px a side; {advice}"
             )
+        yield 0.0
         image = QImage(width, height, QImage.Format.Format_ARGB32_Premultiplied)
         # Paint at screen resolution so point-sized fonts keep their proportions ...
         dots_per_meter = round(SCREEN_DPI / 0.0254)
@@ -343,27 +367,35 @@ def png_bytes(scene: FabricScene, *, scale: float | None = None,
         try:
             # The source grows by the sub-pixel rounding so nothing is stretched.
             grown = QRectF(source.x(), source.y(), width / scale, height / scale)
+            diagram_h = (source.height() - band) * scale if band else height
+            # Bands of rows, each clipped to itself: every pixel is painted once, by the
+            # same geometry as in one pass, and the window stays live in between.
+            for top in range(0, math.ceil(diagram_h), STRIP_PX):
+                rows = min(STRIP_PX, diagram_h - top)
+                painter.setClipRect(QRectF(0, top, width, rows))
+                _render(scene, painter, QRectF(0, top, width, rows),
+                        QRectF(grown.x(), grown.y() + top / scale, grown.width(),
+                               rows / scale))
+                yield (top + rows) / diagram_h * 0.8
+            painter.setClipping(False)
             if band:
-                diagram_h = (source.height() - band) * scale
-                _render(scene, painter, QRectF(0, 0, width, diagram_h),
-                        grown.adjusted(0, 0, 0, -band))
                 painter.scale(scale, scale)
                 paint_band(painter, QRectF(0, source.height() - band, source.width(), band),
                            scene.document.topology, sheet)
-            else:
-                _render(scene, painter, QRectF(0, 0, width, height), grown)
         finally:
             painter.end()
     # ... then record the scaled resolution, so every scale prints at the same size.
     dots_per_meter = round(SCREEN_DPI * scale / 0.0254)
     image.setDotsPerMeterX(dots_per_meter)
     image.setDotsPerMeterY(dots_per_meter)
+    yield 0.8
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     if not image.save(buffer, "PNG"):
         raise ExportError("the PNG encoder failed")  # pragma: no cover - Qt always has PNG
     buffer.close()
+    yield 1.0
     return bytes(data)
 
 

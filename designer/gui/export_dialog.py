@@ -30,9 +30,9 @@ from designer.gui.export import (
     MAX_PNG_PIXELS,
     MAX_PNG_SIDE,
     ExportError,
-    export_scene,
     max_png_scale,
 )
+from designer.gui.export_progress import ExportProgress, run_export
 from designer.gui.export_sheet import Sheet, ask_sheet
 from designer.io.exports import FORMATS, format_for
 from designer.io.file_names import portable_file_name
@@ -189,6 +189,20 @@ def ask_export_target(
     return chosen, dialog.selectedNameFilter()
 
 
+def _export_in_worker(window: QWidget, path: Path, document: Document, results) -> bool:
+    """A model-only export (`designer.io.graph_export`) of a big design behind
+    `ExportProgress`; False if the user cancelled."""
+    from designer.io.graph_export import export as export_graph
+
+    dialog = ExportProgress(window, path)
+    try:
+        return dialog.export_file(
+            lambda hidden: export_graph(document.topology, hidden, results=results), path)
+    finally:
+        dialog.hide()  # (close() would be Cancel: see `reject`)
+        dialog.deleteLater()
+
+
 def export_dialog(window: QWidget, scene: FabricScene, document: Document) -> Path | None:
     """File > Export: ask for a file (and a scale for PNG), write it; the written path,
     or None when cancelled or failed.
@@ -220,11 +234,17 @@ def export_dialog(window: QWidget, scene: FabricScene, document: Document) -> Pa
                 scale = _ask_png_scale(window, scene, sheet)
                 if scale is None:
                     return None
-            export_scene(scene, path, scale=scale, sheet=sheet)
+            if not run_export(window, scene, path, scale=scale, sheet=sheet):
+                return None
         else:
             fmt = format_for(path)
             results = canvas_link_results(window, document) if fmt and fmt.results else None
-            export_graph(document.topology, path, results=results)
+            # Folders are written all or nothing by their writer; what Qt draws must be
+            # drawn on this thread: both stay here.
+            if fmt is None or fmt.folder or fmt.needs_qt or not ExportProgress.wanted(scene):
+                export_graph(document.topology, path, results=results)
+            elif not _export_in_worker(window, path, document, results):
+                return None
     except (DesignError, OSError) as exc:
         _report(window, str(exc), error=True)
         return None

@@ -58,11 +58,15 @@ class OpenProgress(QDialog):
     drawn (`drawing`, a slot for the canvas's ``build_progress``)."""
 
     _progressed = Signal(str, int, int)   # from the worker thread: queued to this one
+    #: Stages on the bar, their labels and those that report no progress (subclasses
+    #: such as `designer.gui.export_progress.ExportProgress` name their own).
+    STAGES, LABELS, BUSY = _STAGES, _LABELS, _BUSY
+    TITLE = "Opening design"
 
     def __init__(self, parent: QWidget | None, name: str):
         super().__init__(parent)
         self.setObjectName("open_progress")
-        self.setWindowTitle("Opening design")
+        self.setWindowTitle(self.TITLE)
         self.setWindowModality(Qt.WindowModality.ApplicationModal)
         self._name = name
         self._label = QLabel(f"Opening {name}…")
@@ -162,12 +166,12 @@ class OpenProgress(QDialog):
         if not force and stage == self.stage and now - self._last < MIN_INTERVAL_S:
             return False
         self._last, self.stage = now, stage
-        if stage in _BUSY:
+        if stage in self.BUSY:
             self._bar.setRange(0, 0)
         else:
-            lo, hi = _STAGES.get(stage, (0, 1000))
+            lo, hi = self.STAGES.get(stage, (0, 1000))
             self._bar.setRange(0, 1000)
             self._bar.setValue(lo + round((hi - lo) * min(done / total, 1.0)) if total else lo)
         if not self._stop.is_set():
-            self._label.setText(_LABELS.get(stage, "{name}").format(name=self._name))
+            self._label.setText(self.LABELS.get(stage, "{name}").format(name=self._name))
         return True

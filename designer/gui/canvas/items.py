@@ -330,8 +330,11 @@ class _LineItem(QGraphicsItem):
                 for t in _BADGE_TS:
                     c = self.line.pointAt(min(0.9, max(0.1, t + shift)))
                     box = QRectF(c.x() - w / 2, c.y() - 7, w, 14)
-                    if not any(isinstance(i, NodeItem) and i.isVisible()
-                               for i in scene.items(box)):
+                    # Bounding rects, not shapes: a node's shape is its box anyway,
+                    # and intersecting the stroked shapes of every long line passing
+                    # near costs milliseconds per badge (seconds for an export).
+                    hits = scene.items(box, Qt.ItemSelectionMode.IntersectsItemBoundingRect)
+                    if not any(isinstance(i, NodeItem) and i.isVisible() for i in hits):
                         self._badge_at = c
                         break
         return self._badge_at
