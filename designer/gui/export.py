@@ -45,6 +45,8 @@ import contextlib
 import dataclasses
 import math
 import os
+import threading
+import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -64,7 +66,7 @@ from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QGraphicsItem
 
 from designer import __version__
-from designer.gui.canvas.items import BundleItem, GroupItem, LinkItem, NodeItem
+from designer.gui.canvas.items import BundleItem, GroupItem, LinkItem, NodeItem, node_boxes
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.canvas.style import LIGHT, Theme
 from designer.gui.document import Document
@@ -103,7 +105,9 @@ MAX_PNG_SIDE = 32767  # raster painting and most image viewers stop here
 MAX_PNG_PIXELS = 1 << 27  # 512 MiB of ARGB32, about 134 megapixels
 DEFAULT_PNG_SCALE = 2.0  # pixels per scene unit: sharp on high-DPI screens
 DIAGRAM_SUFFIXES = (".svg", ".png", ".pdf")
-STRIP_PX = 512  # rows of a PNG painted per step (tens of milliseconds on a big design)
+STRIP_PX = 256  # rows of a PNG painted in the first step (then sized to take STEP_S)
+STEP_S = 0.03  # seconds a step of an export aims to take (the window stays live)
+ENCODE_PIXELS_PER_S = 10e6  # about what the PNG encoder does here (for the progress)
 
 #: An export in steps: yields the fraction done, returns the file's bytes.
 Steps = Generator[float, None, bytes]
@@ -163,8 +167,11 @@ def _export_state(scene: FabricScene) -> Iterator[None]:
             item.setVisible(False)
         for item, _ in cached:
             item.setCacheMode(QGraphicsItem.CacheMode.NoCache)
+        # Every badge is placed at once: against the nodes' boxes, not the scene's index.
+        scene.badge_obstacles = node_boxes(scene)
         yield
     finally:
+        scene.badge_obstacles = None
         for item, mode in cached:
             item.setCacheMode(mode)
         for item in temporary:
@@ -369,14 +376,20 @@ def png_steps(scene: FabricScene, *, scale: float | None = None,
             grown = QRectF(source.x(), source.y(), width / scale, height / scale)
             diagram_h = (source.height() - band) * scale if band else height
             # Bands of rows, each clipped to itself: every pixel is painted once, by the
-            # same geometry as in one pass, and the window stays live in between.
-            for top in range(0, math.ceil(diagram_h), STRIP_PX):
-                rows = min(STRIP_PX, diagram_h - top)
+            # same geometry as in one pass, and the window stays live in between.  The
+            # bands are sized to take about `STEP_S` each.
+            top, rows = 0, STRIP_PX
+            while top < diagram_h:
+                rows = max(1, min(rows, math.ceil(diagram_h - top)))
+                started = time.perf_counter()
                 painter.setClipRect(QRectF(0, top, width, rows))
                 _render(scene, painter, QRectF(0, top, width, rows),
                         QRectF(grown.x(), grown.y() + top / scale, grown.width(),
                                rows / scale))
-                yield (top + rows) / diagram_h * 0.8
+                top += rows
+                yield min(top / diagram_h, 1.0) * 0.5
+                took = time.perf_counter() - started
+                rows = max(16, min(8 * rows, round(rows * STEP_S / max(took, 1e-4))))
             painter.setClipping(False)
             if band:
                 painter.scale(scale, scale)
@@ -388,15 +401,31 @@ def png_steps(scene: FabricScene, *, scale: float | None = None,
     dots_per_meter = round(SCREEN_DPI * scale / 0.0254)
     image.setDotsPerMeterX(dots_per_meter)
     image.setDotsPerMeterY(dots_per_meter)
-    yield 0.8
-    data = QByteArray()
-    buffer = QBuffer(data)
-    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    if not image.save(buffer, "PNG"):
+    yield 0.5
+    # Encoding takes longer than painting (15 s for 130 megapixels): it runs on a thread
+    # of its own (a QImage may be read from any thread) while this generator keeps
+    # yielding, estimating the fraction done from the pixels encoded per second.
+    encoded: list[bytes | None] = [None]
+
+    def encode() -> None:
+        data = QByteArray()
+        buffer = QBuffer(data)
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        if image.save(buffer, "PNG"):
+            encoded[0] = bytes(data)
+        buffer.close()
+
+    encoder = threading.Thread(target=encode, name="png-encoder", daemon=True)
+    started = time.perf_counter()
+    encoder.start()
+    expected = max(width * height / ENCODE_PIXELS_PER_S, 1e-3)
+    while encoder.is_alive():
+        encoder.join(STEP_S)
+        yield 0.5 + 0.5 * min((time.perf_counter() - started) / expected, 0.99)
+    if encoded[0] is None:
         raise ExportError("the PNG encoder failed")  # pragma: no cover - Qt always has PNG
-    buffer.close()
     yield 1.0
-    return bytes(data)
+    return encoded[0]
 
 
 def pdf_bytes(scene: FabricScene, *, title: str | None = None,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import (
     QColor,
@@ -327,14 +328,11 @@ class _LineItem(QGraphicsItem):
             if scene is not None:
                 w = self._badge_width()
                 shift = 0.08 * (self.offset / 7.0)  # parallel bundles stagger their badges
+                obstacles = getattr(scene, "badge_obstacles", None)
                 for t in _BADGE_TS:
                     c = self.line.pointAt(min(0.9, max(0.1, t + shift)))
                     box = QRectF(c.x() - w / 2, c.y() - 7, w, 14)
-                    # Bounding rects, not shapes: a node's shape is its box anyway,
-                    # and intersecting the stroked shapes of every long line passing
-                    # near costs milliseconds per badge (seconds for an export).
-                    hits = scene.items(box, Qt.ItemSelectionMode.IntersectsItemBoundingRect)
-                    if not any(isinstance(i, NodeItem) and i.isVisible() for i in hits):
+                    if not _covers_node(scene, obstacles, box):
                         self._badge_at = c
                         break
         return self._badge_at
@@ -377,6 +375,27 @@ class _LineItem(QGraphicsItem):
         painter.setFont(BADGE_FONT)
         painter.setPen(self.theme.text)
         painter.drawStaticText(origin, st)
+
+
+def node_boxes(scene) -> np.ndarray:
+    """The scene rectangles of ``scene``'s visible nodes, one ``(x0, y0, x1, y1)`` row
+    each: what a badge must not cover.  A caller painting every badge at once (an
+    export) sets it as the scene's ``badge_obstacles`` while the nodes stay put."""
+    rects = [item.sceneBoundingRect() for item in scene.nodes.values() if item.isVisible()]
+    return np.array([(r.left(), r.top(), r.right(), r.bottom()) for r in rects],
+                    dtype=float).reshape(-1, 4)
+
+
+def _covers_node(scene, obstacles: np.ndarray | None, box: QRectF) -> bool:
+    """Whether ``box`` overlaps a visible node: by ``obstacles`` (`node_boxes`) when
+    given, else by the scene's index (bounding rects, not shapes: a node's shape is its
+    box anyway, and intersecting the stroked shapes of every long line passing near
+    costs milliseconds per badge)."""
+    if obstacles is not None:
+        return bool(np.any((obstacles[:, 0] < box.right()) & (obstacles[:, 2] > box.left())
+                           & (obstacles[:, 1] < box.bottom()) & (obstacles[:, 3] > box.top())))
+    hits = scene.items(box, Qt.ItemSelectionMode.IntersectsItemBoundingRect)
+    return any(isinstance(i, NodeItem) and i.isVisible() for i in hits)
 
 
 class LinkItem(_LineItem):
