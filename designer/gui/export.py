@@ -31,7 +31,10 @@ points) keep their on-screen proportion to the icons in every format:
 Each format can carry a legend and a title block, and a PDF can be laid on pages of a
 standard size (`designer.gui.export_sheet.Sheet`).  Every file is rendered in memory and
 then written atomically: a failed export never
-leaves a partial file.  File > Export (`export_dialog`) is in `designer.gui.export_dialog`.
+leaves a partial file.  File > Export (`export_dialog`) is in `designer.gui.export_dialog`;
+for a big design it runs behind a progress dialog (`designer.gui.export_progress`), which
+drives a PNG through `png_steps` (bands of rows, then the encoder on its own thread) so
+the window stays live and Cancel works.
 
 Example
 -------
