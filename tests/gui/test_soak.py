@@ -32,7 +32,13 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QApplication
 
 from designer.gui.canvas.scene import GRID
-from tests.gui.soak_checks import resources, scene_problems, settle, state_diff
+from tests.gui.soak_checks import (
+    resources,
+    scene_problems,
+    set_aside_earlier_items,
+    settle,
+    state_diff,
+)
 from tests.gui.soak_ops import GROWTH, SHRINK, WEIGHTS, Soak
 
 CTRL = Qt.KeyboardModifier.ControlModifier
@@ -87,6 +93,7 @@ def run_soak(window, qtbot, tmp_path, capsys, record_property, seed: int, ops: i
     soak.wait_solved()
     initial = window.document.topology.state()
     window.files.autosaver.wait()
+    set_aside_earlier_items()
     start = resources(window)
     warmup_at = max(1, int(ops * WARMUP_FRACTION))
     warm = None
