@@ -56,12 +56,34 @@ def rss_mb() -> float | None:
     return resident * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def native_threads() -> int | None:
-    """Kernel threads of this process (Qt's included), or None where unknown."""
+#: The name Qt gives its thread pools' threads (the application's and Qt's own): reused,
+#: ended after 30 s idle, so how many are alive at a moment depends on timing, not leaks.
+POOLED = "Thread (pooled)"
+
+
+def _thread_names() -> list[str] | None:
+    """The kernel threads' names of this process, or None where unknown."""
     try:
-        return len(os.listdir("/proc/self/task"))
+        names = []
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                names.append(f.read().strip())
+        return names
     except OSError:
         return None
+
+
+def native_threads() -> int | None:
+    """Kernel threads of this process (Qt's included) but Qt's pooled ones, or None
+    where unknown."""
+    names = _thread_names()
+    return None if names is None else sum(1 for n in names if n != POOLED)
+
+
+def pooled_threads() -> int | None:
+    """Qt thread-pool threads alive now, or None where unknown."""
+    names = _thread_names()
+    return None if names is None else names.count(POOLED)
 
 
 _KINDS = (NodeItem, LinkItem, GroupItem, BundleItem)
@@ -107,6 +129,7 @@ def resources(window) -> dict[str, float | int | None]:
     return {
         "python_threads": threading.active_count(),
         "native_threads": native_threads(),
+        "pooled_threads": pooled_threads(),
         "rss_mb": rss_mb(),
         "item_wrappers": sum(items.values()),
         "scene_items": len(window.scene.items()),
