@@ -16,7 +16,10 @@ shown), with two differences a test needs:
   (`tests.gui.soak_checks.scene_problems`), whether the live analysis is idle, any
   dialog or menu open, the memory in use (glibc's heap and Python's objects: the
   resident size, read from outside, does not fall when memory is freed), and where
-  nodes, links, groups and scenario fields are on screen.
+  nodes, links, groups and scenario fields are on screen.  A request ``N collect``
+  collects Python's garbage first, so the memory figure counts what the application
+  keeps, not garbage the GUI-thread collector (`designer.gui.main_thread_gc`) has not
+  reached yet.
 
 The probe lives in the test tree, not in the application: nothing in ``designer``
 changes for the soak.  The file, the log and ``/proc/PID`` are read by the test itself.
@@ -24,6 +27,7 @@ changes for the soak.  The file, the log and ``/proc/PID`` are read by the test 
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -106,11 +110,13 @@ class Probe:
 
     def _on_timer_timeout(self) -> None:
         try:
-            seq = self.request.read_text().strip()
+            seq, _, what = self.request.read_text().strip().partition(" ")
         except OSError:
             return
         if not seq or seq == self.answered:
             return
+        if what == "collect":
+            gc.collect()
         handle = self.window.windowHandle()
         if handle is not None and handle is not self._watched:  # (the main window's only)
             handle.installEventFilter(self.last_move)
