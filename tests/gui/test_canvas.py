@@ -6,6 +6,7 @@ from the items under test.
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 
 import pytest
@@ -328,6 +329,32 @@ def test_aggregate_sums_counts_and_bandwidth_per_pair_of_visible_ends():
     bundles, hidden = collapse.aggregate(links, node_group, top, lambda lk: 10.0 * lk.count)
     assert {k: b.count for k, b in bundles.items()} == {("g:rack", "n:leaf"): 9}
     assert bundles[("g:rack", "n:leaf")].techs == Counter({"u": 4, "t": 5})
+
+
+def test_values_colour_bundles_of_links_removed_before_the_deferred_refresh(window):
+    """A solve's colours can arrive after links were removed but before the scene
+    re-bundled: each bundle still takes the largest value among its own links."""
+    scene, topo = window.scene, window.document.topology
+    scene.collapse("n01")
+    members = set(topo.members("n01"))
+    colour = lambda v: QColor(int(v) % 256, int(v) // 256 % 256, 7)  # noqa: E731
+
+    def paint():
+        ids = sorted(lk.id for lk in topo.links())
+        values = [float(zlib.crc32(lid.encode()) % 50_000 + 1) for lid in ids]
+        scene.set_link_values(ids, values, colour)
+        value = dict(zip(ids, values, strict=True))
+        for b in scene.bundles.values():
+            assert b.color == colour(max(value[lid] for lid in b.link_ids)), b.link_ids
+
+    paint()
+    # Remove most links outside the box: the bundles' rows in the design's columns move.
+    away = [lk.id for lk in topo.links() if lk.a not in members and lk.b not in members]
+    window.document.push(RemoveLinks(away[: len(away) * 3 // 4]))
+    assert scene.refresh_pending and scene.bundles
+    paint()  # before the refresh
+    scene.refresh()
+    paint()
 
 
 # ------------------------------------------------------------------ recolouring

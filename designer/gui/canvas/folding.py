@@ -125,6 +125,9 @@ class FoldingMixin:
         self._materialise(topo, cols, node_box, hidden)
         if report:
             self.build_progress.emit(3, 4)
+        # The bundles' rows index these columns' links until the next re-bundling (a
+        # solve's colours may arrive after an edit and before the deferred refresh).
+        self._bundle_keys = keys
         kinds = [cols.kind_names[k] for k in cols.kind_of[node_box >= 0].tolist()]
         boxes_of = node_box[node_box >= 0].tolist()
         members: dict[int, list[str]] = defaultdict(list)
@@ -250,7 +253,7 @@ class FoldingMixin:
         if self._bundle_index is None or self._bundle_index[0] is not index:
             # Rows of the bundles' links in the values, concatenated (-1: no value).
             rows = np.concatenate([b.rows for b in bundles])
-            keys = self._key_array(self.document.topology.columns())
+            keys = self._bundle_keys
             at = np.fromiter((index.get(k, -1) for k in keys[rows].tolist()), np.int64,
                              len(rows))
             starts = np.cumsum([0] + [len(b.rows) for b in bundles[:-1]])

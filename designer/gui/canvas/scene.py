@@ -105,6 +105,7 @@ class FabricScene(FoldingMixin, PointerMixin, QGraphicsScene):
         self.auto_collapsed: set[str] = set()
         self._link_values = None  # (ids, values, colour_of, positions): set_link_values
         self._bundle_index = None
+        self._bundle_keys = None  # link ids of the rows the bundles were made from
         self.overlays: set = set()  # temporary items far-out views must still draw
         self.schematic = Schematic(self)
         self._design_rect = QRectF()
