@@ -14,6 +14,7 @@ import csv
 from designer.gui.analysis.panels.base import format_seconds
 from designer.gui.workload.dock import COL
 from designer.gui.workload.runner import DEBOUNCE_MS
+from designer.gui.workload.timeline import BARS, workload_bars
 from designer.model.commands import MoveNodes, SetLinkProps, SetSetting
 from tests.gui.conftest import close_window, open_window
 
@@ -65,6 +66,9 @@ def test_a_job_is_simulated_and_shown_in_the_dock_and_the_timeline(qtbot, tmp_pa
         assert wl.dock.table.item(0, COL["Slowdown"]).text() == "1.000×"
         assert "tiny" in wl.dock.answer.text()
 
+        # The timeline's bars were laid out on the worker thread, as the panel would.
+        bars, labels = result.prepared[BARS]
+        assert labels == workload_bars(result)[1] and list(bars) == list(workload_bars(result)[0])
         panel = wl.timeline
         panel.show()
         panel.raise_()

@@ -43,6 +43,9 @@ class WorkloadResult:
         tints.
     snapshot : Snapshot or None
         The design simulated (link ids and positions of ``simulation.links``).
+    prepared : dict
+        What the panels draw, computed from the result on the worker thread so that
+        the GUI thread only draws it (by name; a panel computes what is missing).
     """
 
     generation: int
@@ -51,6 +54,7 @@ class WorkloadResult:
     seconds: float
     placements: tuple = ()
     snapshot: object = None
+    prepared: dict = dataclasses.field(default_factory=dict, compare=False)
 
 
 class TrafficCache:

@@ -16,6 +16,7 @@ group).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,9 +31,15 @@ from designer.gui.analysis.panels.base import (
     format_bytes,
     format_seconds,
 )
-from designer.workload.report import TimelineEvent
 
-__all__ = ["LANE_COLOURS", "LANE_ORDER", "IterationTimelinePanel", "WorkloadBar", "workload_bars"]
+__all__ = [
+    "LANE_COLOURS",
+    "LANE_ORDER",
+    "IterationTimelinePanel",
+    "WorkloadBar",
+    "WorkloadBars",
+    "workload_bars",
+]
 
 BAR_HEIGHT = 0.7
 #: Lanes in the order drawn inside a job's band.
@@ -92,70 +99,126 @@ class WorkloadBar:
         return "\n".join(lines)
 
 
-def _idle_spans(starts: np.ndarray, ends: np.ndarray, end: float) -> list[tuple[float, float]]:
-    """Spans of ``[0, end]`` covered by no ``[starts, ends]`` interval."""
-    spans, t = [], 0.0
-    for s, e in sorted(zip(starts.tolist(), ends.tolist(), strict=True)):
-        if s > t + 1e-12:
-            spans.append((t, s))
-        t = max(t, e)
-    if end > t + 1e-12:
-        spans.append((t, end))
-    return spans
+#: The key of `workload_bars`' answer in a `WorkloadResult`'s ``prepared`` (the runner
+#: lays the bars out on its worker thread).
+BARS = "timeline bars"
+IDLE_LABEL = "no compute of this job running"
 
 
-def workload_bars(result) -> tuple[list[WorkloadBar], list[tuple[int, str]]]:
+def _idle_spans(starts: np.ndarray, ends: np.ndarray, end: float) -> tuple[np.ndarray, np.ndarray]:
+    """Spans of ``[0, end]`` covered by no ``[starts, ends]`` interval (their starts and
+    ends, in time order)."""
+    order = np.lexsort((ends, starts))
+    s, e = starts[order], ends[order]
+    # How far the intervals before each one reach (0 before the first).
+    reach = np.maximum.accumulate(np.concatenate(([0.0], np.maximum(e, 0.0))))
+    gap = s > reach[:-1] + 1e-12
+    lo, hi = list(reach[:-1][gap]), list(s[gap])
+    if end > reach[-1] + 1e-12:
+        lo.append(float(reach[-1]))
+        hi.append(end)
+    return np.array(lo, dtype=float), np.array(hi, dtype=float)
+
+
+class WorkloadBars(Sequence):
+    """The chart's bars as columns (a `WorkloadBar` is made only for the one asked for).
+
+    Four jobs of big models run ~80,000 tasks: an object per bar costs the GUI thread
+    most of a second, and one bar item per lane draws with a single brush.
+
+    Attributes
+    ----------
+    row, start, end : ndarray
+        Per bar, its row and span (s).
+    lane : ndarray of int
+        Per bar, its lane as an index into ``lanes``.
+    job : ndarray of int
+        Per bar, its job as an index into ``jobs``.
+    source : ndarray of int
+        Per bar, the index of its event in ``events``; -1 for an idle span.
+    """
+
+    def __init__(self, events, jobs: tuple[str, ...], lanes: tuple[str, ...], columns: dict):
+        self.events, self.jobs, self.lanes = events, jobs, lanes
+        self.row = columns["row"]
+        self.start = columns["start"]
+        self.end = columns["end"]
+        self.lane = columns["lane"]
+        self.job = columns["job"]
+        self.source = columns["source"]
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        i = range(len(self))[i]
+        src = int(self.source[i])
+        ev = self.events[src] if src >= 0 else None
+        return WorkloadBar(
+            int(self.row[i]),
+            self.jobs[self.job[i]],
+            self.lanes[self.lane[i]],
+            ev.label if ev is not None else IDLE_LABEL,
+            float(self.start[i]),
+            float(self.end[i]),
+            ev.bytes if ev is not None else 0.0,
+            ev.groups if ev is not None else 0,
+        )
+
+
+def workload_bars(result) -> tuple[WorkloadBars, list[tuple[int, str]]]:
     """The bars of a `WorkloadResult` and the row labels (row, text), jobs in the
-    result's order and lanes in `LANE_ORDER` within each, only lanes the job used."""
+    result's order and lanes in `LANE_ORDER` within each (then any other lane by name),
+    only lanes the job used; within a lane, bars in the timeline's order.  A job's idle
+    lane holds the spans of its iteration in which none of its compute runs."""
     sim = result.simulation
-    by_job: dict[str, list] = {j.name: [] for j in sim.jobs}
-    for ev in sim.timeline:
-        by_job.setdefault(ev.job, []).append(ev)
-    bars: list[WorkloadBar] = []
-    labels: list[tuple[int, str]] = []
-    row = 0
-    for j in sim.jobs:
-        events = by_job.get(j.name, [])
-        lanes: dict[str, list] = {}  # lane -> its events, made into bars once rows are known
-        for ev in events:
-            lanes.setdefault(ev.lane, []).append(ev)
-        compute = lanes.get("compute", [])
-        if events:
-            idle = _idle_spans(
-                np.array([e.start_s for e in compute]),
-                np.array([e.end_s for e in compute]),
-                j.iteration_s,
-            )
-            if idle:
-                lanes["idle"] = [
-                    TimelineEvent(
-                        j.name, -1, "idle", "no compute of this job running", s, e, 0.0, 0
-                    )
-                    for s, e in idle
-                ]
-        for lane in (*LANE_ORDER, *sorted(set(lanes) - set(LANE_ORDER))):
-            if lane not in lanes:
-                continue
-            labels.append((row, f"{j.name} · {LANE_TITLES.get(lane, lane)}"))
-            bars += [
-                WorkloadBar(row, j.name, e.lane, e.label, e.start_s, e.end_s, e.bytes, e.groups)
-                for e in lanes[lane]
-            ]
-            row += 1
-    return bars, labels
-
-
-def _lane_brushes(bars: list[WorkloadBar]) -> list:
-    """One brush per lane, shared by its bars (a brush per bar costs seconds for the
-    80,000 tasks of four big jobs)."""
-    made: dict[str, object] = {}
-    out = []
-    for b in bars:
-        brush = made.get(b.lane)
-        if brush is None:
-            brush = made[b.lane] = pg.mkBrush(LANE_COLOURS.get(b.lane, "#BBBBBB"))
-        out.append(brush)
-    return out
+    events = sim.timeline
+    jobs = tuple(j.name for j in sim.jobs)
+    job_index = {name: k for k, name in enumerate(jobs)}
+    n = len(events)
+    job = np.fromiter((job_index.get(e.job, -1) for e in events), dtype=np.int64, count=n)
+    names = [e.lane for e in events]
+    lanes = (*LANE_ORDER, *sorted(set(names) - set(LANE_ORDER)))
+    lane_index = {name: k for k, name in enumerate(lanes)}
+    lane = np.fromiter((lane_index[x] for x in names), dtype=np.int64, count=n)
+    start = np.fromiter((e.start_s for e in events), dtype=float, count=n)
+    end = np.fromiter((e.end_s for e in events), dtype=float, count=n)
+    source = np.arange(n, dtype=np.int64)
+    idle = lane_index["idle"]
+    keep = job >= 0  # events of a job the result does not list are not drawn
+    parts = []
+    for k, j in enumerate(sim.jobs):
+        mine = job == k
+        compute = mine & (lane == lane_index["compute"])
+        if not mine.any():
+            continue
+        lo, hi = _idle_spans(start[compute], end[compute], j.iteration_s)
+        if len(lo):
+            keep &= ~(mine & (lane == idle))  # the computed idle spans stand for them
+            parts.append((np.full(len(lo), k), np.full(len(lo), idle), lo, hi))
+    cols = [job[keep], lane[keep], start[keep], end[keep], source[keep]]
+    for pj, pl, lo, hi in parts:
+        cols[0] = np.concatenate((cols[0], pj))
+        cols[1] = np.concatenate((cols[1], pl))
+        cols[2] = np.concatenate((cols[2], lo))
+        cols[3] = np.concatenate((cols[3], hi))
+        cols[4] = np.concatenate((cols[4], np.full(len(lo), -1, dtype=np.int64)))
+    job, lane, start, end, source = cols
+    # Job, then lane, then the timeline's order (idle spans, after every event, in time).
+    seq = np.where(source >= 0, source, n + np.arange(len(source)))
+    order = np.lexsort((seq, lane, job))
+    job, lane, start, end, source = job[order], lane[order], start[order], end[order], source[order]
+    new_row = np.ones(len(job), dtype=bool)
+    new_row[1:] = (job[1:] != job[:-1]) | (lane[1:] != lane[:-1])
+    row = np.cumsum(new_row) - 1
+    labels = [
+        (int(r), f"{jobs[job[i]]} · {LANE_TITLES.get(lanes[lane[i]], lanes[lane[i]])}")
+        for r, i in enumerate(np.flatnonzero(new_row))
+    ]
+    columns = {"row": row, "start": start, "end": end, "lane": lane, "job": job, "source": source}
+    return WorkloadBars(events, jobs, lanes, columns), labels
 
 
 class IterationTimelinePanel(PanelDock):
@@ -165,10 +228,10 @@ class IterationTimelinePanel(PanelDock):
     empty_text = "No workload simulated yet: add a job in the Workloads dock."
 
     def __init__(self, parent: QWidget | None = None):
-        self.bars: list[WorkloadBar] = []
+        self.bars: WorkloadBars | list = []
         self.row_labels: list[tuple[int, str]] = []
-        self.bar_item: pg.BarGraphItem | None = None
-        self._extent: np.ndarray | None = None  # start, end, row of each bar (hover)
+        #: One bar item per lane (a single brush each draws in one call).
+        self.bar_items: dict[str, pg.BarGraphItem] = {}
         #: Per job, where its iteration ends alone (the dashed marks; two jobs or more).
         self.alone_marks: dict[str, float] = {}
         super().__init__("Iteration timeline", "iteration-timeline-panel", parent)
@@ -194,27 +257,33 @@ class IterationTimelinePanel(PanelDock):
         self.hover.setColor(text)
 
     def _draw(self, result) -> None:
-        self.bars, self.row_labels = workload_bars(result)
-        self._extent = None
+        prepared = getattr(result, "prepared", {}).get(BARS)
+        self.bars, self.row_labels = prepared if prepared is not None else workload_bars(result)
+        self.bar_items = {}
         self.hover.hide()
         self.plot.addItem(self.hover, ignoreBounds=True)
-        if not self.bars:
-            self.bar_item = None
+        bars = self.bars
+        if not len(bars):
             return
         self._draw_bands(result)
         outline = QColor(self.theme.text)
         outline.setAlpha(120)
-        self.bar_item = pg.BarGraphItem(
-            x0=np.array([b.start_s for b in self.bars]),
-            width=np.array([max(b.duration_s, 0.0) for b in self.bars]),
-            y=np.array([b.row for b in self.bars], dtype=float),
-            height=BAR_HEIGHT,
-            brushes=_lane_brushes(self.bars),
-            pen=pg.mkPen(outline, width=0),
-        )
-        self.plot.addItem(self.bar_item)
+        pen = pg.mkPen(outline, width=0)
+        for k in np.unique(bars.lane):
+            mine = bars.lane == k
+            lane = bars.lanes[k]
+            item = pg.BarGraphItem(
+                x0=bars.start[mine],
+                width=np.maximum(bars.end[mine] - bars.start[mine], 0.0),
+                y=bars.row[mine].astype(float),
+                height=BAR_HEIGHT,
+                brush=pg.mkBrush(LANE_COLOURS.get(lane, "#BBBBBB")),
+                pen=pen,
+            )
+            self.bar_items[lane] = item
+            self.plot.addItem(item)
         self.plot.getAxis("left").setTicks([self.row_labels, []])
-        end = max(b.end_s for b in self.bars) or 1e-9
+        end = float(bars.end.max()) or 1e-9
         self.plot.setYRange(-0.5, len(self.row_labels) - 0.5, padding=0.02)
         self.plot.setXRange(0.0, end, padding=0.02)
         self.plot.vb.setLimits(
@@ -231,14 +300,16 @@ class IterationTimelinePanel(PanelDock):
     def _draw_bands(self, result) -> None:
         """A tinted band in each job's colour behind its lanes, so jobs read apart."""
         colours = {job.name: job.colour for job in result.jobs}
-        rows: dict[str, list[int]] = {}
-        for b in self.bars:
-            rows.setdefault(b.job, []).append(b.row)
-        for job, rs in rows.items():
+        bars = self.bars
+        rows: dict[str, tuple[int, int]] = {}
+        for k in np.unique(bars.job):
+            mine = bars.row[bars.job == k]
+            rows[bars.jobs[k]] = (int(mine.min()), int(mine.max()))
+        for job, (first, last) in rows.items():
             colour = QColor(colours.get(job, "#999999"))
             colour.setAlpha(40)
             band = pg.LinearRegionItem(
-                (min(rs) - 0.5, max(rs) + 0.5),
+                (first - 0.5, last + 0.5),
                 orientation="horizontal",
                 movable=False,
                 brush=pg.mkBrush(colour),
@@ -248,7 +319,7 @@ class IterationTimelinePanel(PanelDock):
             self.plot.addItem(band, ignoreBounds=True)
         self._draw_alone_marks(result, rows)
 
-    def _draw_alone_marks(self, result, rows: dict[str, list[int]]) -> None:
+    def _draw_alone_marks(self, result, rows: dict[str, tuple[int, int]]) -> None:
         """Shared vs alone: across each job's band, a dashed line where its iteration
         would end alone on the idle fabric (when other jobs share it), so the gap to the
         band's last bar is what sharing cost."""
@@ -259,9 +330,9 @@ class IterationTimelinePanel(PanelDock):
         pen = pg.mkPen(self.theme.text, width=2, style=Qt.PenStyle.DashLine)
         for j in jobs:
             rs = rows.get(j.name)
-            if j.alone_s is None or not rs:
+            if j.alone_s is None or rs is None:
                 continue
-            lo, hi = min(rs) - 0.5, max(rs) + 0.5
+            lo, hi = rs[0] - 0.5, rs[1] + 0.5
             line = pg.PlotDataItem([j.alone_s, j.alone_s], [lo, hi], pen=pen)
             line.setZValue(50)
             self.plot.addItem(line)
@@ -270,20 +341,17 @@ class IterationTimelinePanel(PanelDock):
     def _draw_overlays(self) -> None:
         if self.result is None:
             self.bars, self.row_labels = [], []
-            self._extent = None
             self.alone_marks = {}
-            self.bar_item = None
+            self.bar_items = {}
             self.plot.getAxis("left").setTicks([[], []])
 
     # ------------------------------------------------------------------ hover
     def bar_at(self, x: float, y: float) -> WorkloadBar | None:
         """The bar under the data point (x seconds, y row), if any (the shortest where
         bars overlap: a short transfer inside a long one stays reachable)."""
-        if self._extent is None or len(self._extent) != len(self.bars):
-            self._extent = np.array(
-                [(b.start_s, b.end_s, b.row) for b in self.bars], dtype=float
-            ).reshape(-1, 3)
-        start, end, row = self._extent.T
+        if not len(self.bars):
+            return None
+        start, end, row = self.bars.start, self.bars.end, self.bars.row
         hit = np.flatnonzero((start <= x) & (x <= end) & (np.abs(y - row) <= BAR_HEIGHT / 2))
         if not hit.size:
             return None
@@ -294,7 +362,7 @@ class IterationTimelinePanel(PanelDock):
         self.hover.hide()  # the pointer left the panel: no stale tooltip stays
 
     def _on_scene_mouse_moved(self, pos: QPointF) -> None:
-        if not self.bars or not self.plot.vb.sceneBoundingRect().contains(pos):
+        if not len(self.bars) or not self.plot.vb.sceneBoundingRect().contains(pos):
             self.hover.hide()
             return
         p = self.plot.vb.mapSceneToView(pos)

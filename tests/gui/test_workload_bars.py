@@ -1,0 +1,81 @@
+"""The iteration timeline's bars (`designer.gui.workload.timeline.workload_bars`): rows,
+order and idle spans of a small hand-written timeline, checked against values worked out
+by hand."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from designer.gui.workload.timeline import WorkloadBar, workload_bars
+from designer.workload.report import TimelineEvent
+
+
+def _result(events, jobs):
+    return SimpleNamespace(simulation=SimpleNamespace(
+        jobs=tuple(SimpleNamespace(name=n, iteration_s=t) for n, t in jobs),
+        timeline=tuple(events)))
+
+
+def _ev(job, task, lane, start, end, nbytes=0.0, groups=0):
+    return TimelineEvent(job, task, lane, f"{lane} {task}", start, end, nbytes, groups)
+
+
+EVENTS = [  # in timeline order: by start time
+    _ev("a", 0, "compute", 0.0, 2.0),
+    _ev("b", 0, "dp", 0.0, 1.0, 1e6, 4),
+    _ev("a", 1, "tp", 0.5, 1.0, 2e6, 2),
+    _ev("a", 2, "compute", 1.0, 1.5),  # inside the first: no gap
+    _ev("b", 1, "compute", 1.0, 3.0),
+    _ev("a", 3, "zz-custom", 2.0, 2.5),
+    _ev("a", 4, "compute", 3.0, 4.0),
+    _ev("ghost", 0, "compute", 0.0, 9.0),  # a job the result does not list
+    _ev("a", 5, "tp", 4.0, 4.5, 2e6, 2),
+]
+
+
+def test_bars_by_job_then_lane_with_idle_spans_between_compute():
+    bars, labels = workload_bars(_result(EVENTS, [("b", 3.0), ("a", 5.0)]))
+    assert labels == [(0, "b · compute"), (1, "b · DP"), (2, "b · idle (bubble)"),
+                      (3, "a · compute"), (4, "a · TP"), (5, "a · idle (bubble)"),
+                      (6, "a · zz-custom")]
+    got = [(b.row, b.job, b.lane, b.label, b.start_s, b.end_s) for b in bars]
+    idle = "no compute of this job running"
+    assert got == [
+        (0, "b", "compute", "compute 1", 1.0, 3.0),
+        (1, "b", "dp", "dp 0", 0.0, 1.0),
+        (2, "b", "idle", idle, 0.0, 1.0),  # b computes from 1 s to its end at 3 s
+        (3, "a", "compute", "compute 0", 0.0, 2.0),
+        (3, "a", "compute", "compute 2", 1.0, 1.5),
+        (3, "a", "compute", "compute 4", 3.0, 4.0),
+        (4, "a", "tp", "tp 1", 0.5, 1.0),
+        (4, "a", "tp", "tp 5", 4.0, 4.5),
+        (5, "a", "idle", idle, 2.0, 3.0),
+        (5, "a", "idle", idle, 4.0, 5.0),  # after its last compute, to the iteration's end
+        (6, "a", "zz-custom", "zz-custom 3", 2.0, 2.5),
+    ]
+    assert bars[6] == WorkloadBar(4, "a", "tp", "tp 1", 0.5, 1.0, 2e6, 2)
+    assert bars[-1].label == "zz-custom 3" and len(bars[2:4]) == 2
+    assert "2 group(s)" in bars[6].describe()
+
+
+def test_bars_do_not_depend_on_the_order_jobs_are_listed_in_beyond_their_rows():
+    ab, _ = workload_bars(_result(EVENTS, [("a", 5.0), ("b", 3.0)]))
+    ba, _ = workload_bars(_result(EVENTS, [("b", 3.0), ("a", 5.0)]))
+    strip = lambda bars: sorted((b.job, b.lane, b.label, b.start_s, b.end_s) for b in bars)  # noqa: E731
+    assert strip(ab) == strip(ba)
+
+
+@pytest.mark.parametrize("compute, end, idle", [
+    ([], 2.0, [(0.0, 2.0)]),  # no compute at all: the whole iteration is idle
+    ([(0.0, 2.0)], 2.0, []),  # compute throughout: no idle lane
+    ([(1.0, 2.0), (0.0, 1.0)], 2.0, []),  # back to back, listed out of order
+    ([(0.5, 1.0), (0.2, 0.6)], 1.0, [(0.0, 0.2)]),  # overlapping, ending at the end
+    ([(0.2, 0.3), (0.5, 0.6)], 1.0, [(0.0, 0.2), (0.3, 0.5), (0.6, 1.0)]),
+])
+def test_idle_spans(compute, end, idle):
+    events = [_ev("j", k, "compute", s, e) for k, (s, e) in enumerate(compute)]
+    events.append(_ev("j", 99, "pp", 0.0, end))
+    bars, _ = workload_bars(_result(events, [("j", end)]))
+    assert [(b.start_s, b.end_s) for b in bars if b.lane == "idle"] == idle
