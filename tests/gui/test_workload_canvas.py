@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QRectF
+from PySide6.QtCore import QPointF, QRectF
 
 from designer.gui.export import svg_bytes
 from tests.gui.conftest import Mouse, close_window, open_window
@@ -216,3 +216,40 @@ def test_hovering_a_link_shows_the_jobs_on_it_in_a_tooltip(qtbot, win):
         QToolTip.hideText()
         return
     pytest.fail("no link of the job could be hovered alone")
+
+
+def test_tints_follow_a_gpu_moved_by_an_edit_and_while_it_is_dragged(qtbot, win):
+    from designer.model.commands import MoveNodes
+
+    wl = win.workload
+    wl.dock.add_job("tiny")
+    result = simulated(qtbot, win)
+    tint = wl.overlay.tint_item()
+    gid = result.placements[0].gpus[0]
+    item = win.scene.nodes[gid]
+
+    def spot_centre():
+        (_colour, rects), = tint._spots
+        near = min(rects, key=lambda r: (r.center() - item.pos()).manhattanLength())
+        return near.center()
+
+    node = win.document.topology.node(gid)
+    win.document.push(MoveNodes({gid: (node.x + 400.0, node.y + 200.0)}))
+    qtbot.waitUntil(lambda: spot_centre() == item.pos() + tint_offset(), timeout=3_000)
+    # A drag moves the item before the model: the tint follows the item.
+    mouse = Mouse(win.view)
+    start = item.pos()
+    mouse.press(start)
+    for dx in (20.0, 40.0, 60.0):
+        mouse.move(start + QPointF(dx, 0.0))
+    assert win.scene.dragging
+    qtbot.waitUntil(lambda: spot_centre() == item.pos() + tint_offset(), timeout=3_000)
+    assert item.pos().x() != win.document.topology.node(gid).x
+    mouse.release(start + QPointF(60.0, 0.0))
+    assert not win.scene.dragging
+
+
+def tint_offset():
+    from designer.gui.canvas.geometry import ICON_RECT
+
+    return ICON_RECT.center()

@@ -227,7 +227,7 @@ class Probe:
             "selected": len(scene.selectedItems()),
             # For a failure's message: a node drag the canvas still carries (its release
             # went elsewhere), the item holding the mouse, the buttons Qt thinks are down.
-            "drag_in_progress": getattr(scene, "_drag", None) is not None,
+            "drag_in_progress": scene.dragging,
             "mouse_grabber": type(scene.mouseGrabberItem()).__name__
             if scene.mouseGrabberItem() is not None else None,
             "mouse_buttons": int(app.mouseButtons().value),

@@ -146,6 +146,12 @@ class PointerMixin:
         if selected and isinstance(grabbed, NodeItem):
             self._drag = NodeDrag(selected, anchor=grabbed)
 
+    @property
+    def dragging(self) -> bool:
+        """Whether nodes are being dragged: their items are away from the model's
+        positions until the release moves the model."""
+        return self._drag is not None
+
     def _cancel_drag(self) -> None:
         """End the drag in progress without a move: its nodes go back to where the
         model has them now (not where the drag started: a drag whose release went to a

@@ -76,33 +76,49 @@ class JobTint(QGraphicsItem):
         item = self.fabric.nodes.get(gid)
         return item is not None and not item.hidden
 
+    def _positions(self) -> tuple:
+        """Where the shown GPUs are: the model's positions (no call into Qt, each of
+        which waits for the interpreter lock while a simulation runs on a worker
+        thread), the items' own during a drag (the model moves on release)."""
+        nodes = self.fabric.nodes
+        out = []
+        if getattr(self.fabric, "dragging", False):
+            for _, _, gpus in self.jobs:
+                for gid in gpus:
+                    item = nodes.get(gid)
+                    if item is not None and not item.hidden:
+                        p = item.pos()
+                        out.append((gid, p.x(), p.y()))
+        else:
+            for _, _, gpus in self.jobs:
+                for gid in gpus:
+                    item = nodes.get(gid)
+                    if item is not None and not item.hidden:
+                        node = item.node
+                        out.append((gid, node.x, node.y))
+        return tuple(out)
+
     def sync(self) -> None:
         """Follow the devices after they moved or a group opened (cheap when nothing
         did)."""
         nodes = self.fabric.nodes
-        key = (
-            id(self.jobs),
-            self.outlines,
-            tuple(
-                (gid, nodes[gid].pos().x(), nodes[gid].pos().y())
-                for _, _, gpus in self.jobs
-                for gid in gpus
-                if self._shown(gid)
-            ),
-        )
+        positions = self._positions()
+        key = (id(self.jobs), self.outlines, positions)
         if key == self._key:
             return
         self._key = key
+        at = {gid: (x, y) for gid, x, y in positions}
         spots, frames = [], []
         bounds = QRectF()
         for name, colour, gpus in self.jobs:
             rects = []
             racks: dict[str, QRectF] = {}
             for gid in gpus:
-                if not self._shown(gid):
+                if gid not in at:
                     continue
                 item = nodes[gid]
-                r = ICON_RECT.translated(item.pos()).adjusted(-_PAD, -_PAD, _PAD, _PAD)
+                x, y = at[gid]
+                r = ICON_RECT.translated(x, y).adjusted(-_PAD, -_PAD, _PAD, _PAD)
                 rects.append(r)
                 rack = item.node.group or ""
                 racks[rack] = racks.get(rack, QRectF()).united(r)
