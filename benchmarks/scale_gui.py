@@ -23,6 +23,7 @@ painting, not a GPU.
 
 from __future__ import annotations
 
+import atexit
 import os
 import statistics
 import tempfile
@@ -36,9 +37,12 @@ PAN_FRAMES = 12
 
 
 def _environment() -> None:
+    """Offscreen, with settings, logs and autosaves in a folder removed at exit."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    scratch = tempfile.TemporaryDirectory(prefix="fabric-scale-")
+    atexit.register(scratch.cleanup)
     for var in ("FABRIC_DESIGNER_DATA_DIR", "FABRIC_DESIGNER_LOG_DIR", "XDG_CONFIG_HOME"):
-        os.environ.setdefault(var, tempfile.mkdtemp(prefix="fabric-scale-"))
+        os.environ.setdefault(var, os.path.join(scratch.name, var.lower()))
 
 
 def _window():
