@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from PySide6.QtCore import QElapsedTimer, QTimer
 from PySide6.QtWidgets import QApplication
 
+from designer.gui.app import application
 from designer.gui.document import Document
 from designer.gui.main_window import MainWindow
 from designer.memory import tune_process
@@ -297,7 +298,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="1,024 GPUs for the stall test")
     ap.add_argument("--workload", action="store_true", help="the workload row only")
     args = ap.parse_args()
-    app = QApplication.instance() or QApplication([])
+    app = application()  # as the app runs: garbage collected on the GUI thread
     print(f"machine: {_cpu()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     if args.workload:
         _print(workload_rows(app))
