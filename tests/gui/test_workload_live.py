@@ -60,6 +60,11 @@ def test_a_job_is_simulated_and_shown_in_the_dock_and_the_timeline(qtbot, tmp_pa
         assert not wl.dock.answer.isEnabled()  # greyed while the simulation runs
         result = simulated(qtbot, window)
         (job,) = result.simulation.jobs
+        # The runner's progress line leaves the status bar when its simulation ends.
+        wl.runner.progress.emit("Simulating 1 job(s)…")
+        assert window.statusBar().currentMessage() == "Simulating 1 job(s)…"
+        wl.runner.result_ready.emit(result)
+        assert window.statusBar().currentMessage() == ""
         assert wl.dock.answer.isEnabled()
         assert job.name == "tiny" and job.iteration_s > 0 and job.slowdown == 1.0
         assert wl.dock.table.item(0, COL["Iteration"]).text() == format_seconds(job.iteration_s)

@@ -80,6 +80,7 @@ def install_workload(window: QMainWindow) -> Workload:
         stats.link_activated.connect(lambda lid: _select_link(scene, view, lid))
     dock.message.connect(window.show_message)
     runner.progress.connect(window.show_message)
+    _clear_progress_when_done(window, runner)
     if hasattr(window, "view_menu"):
         window.view_menu.addSeparator()
         window.view_menu.addAction(dock.toggleViewAction())
@@ -91,6 +92,25 @@ def install_workload(window: QMainWindow) -> Workload:
     window.destroyed.connect(lambda *_: runner.shutdown())
     runner.schedule()
     return Workload(runner, dock, panel, stats, overlay, controls)
+
+
+def _clear_progress_when_done(window, runner) -> None:
+    """Take the runner's last progress line ("Simulating 2 job(s)…") off the status bar
+    when its simulation ends, rather than leave it claiming work that is done."""
+    shown: list[str] = []
+
+    def on_progress(text: str) -> None:
+        shown[:] = [text]
+
+    def on_done(*_args) -> None:
+        bar = window.statusBar() if hasattr(window, "statusBar") else None
+        if bar is not None and shown and bar.currentMessage() == shown[0]:
+            bar.clearMessage()
+        shown.clear()
+
+    runner.progress.connect(on_progress)
+    for signal in (runner.result_ready, runner.failed, runner.cancelled):
+        signal.connect(on_done)
 
 
 def _select_link(scene, view, link_id: str) -> None:
