@@ -35,7 +35,9 @@ Marked ``soak`` (deselected by default).  CI runs ``pytest -m soak tests/gui/tes
 --x11-gestures 1000`` (10-11 minutes on 2 cores); ``FABRIC_X11_SOAK_SEED`` runs another
 seed, ``FABRIC_X11_SOAK_SHOTS=<folder>`` keeps a screenshot per batch.  Every batch's
 xdotool command is written to ``gestures.txt`` in the test's folder, its memory
-figures to ``memory.txt``, and the screen at the end to ``last-screen.png``.  Figures
+figures to ``memory.txt``, the screen at the end to ``last-screen.png``, and when the
+canvas and the model disagree, the application's whole answer (the undo stack's last
+commands among it) to ``scene-problems.json``.  Figures
 are printed as ``[x11-soak]`` lines.
 
 The same seed sends the same gestures from the same reported state, but the
@@ -370,10 +372,14 @@ def test_x11_soak(xserver, tmp_path, capsys, request):
                 subprocess.run(["import", "-window", "root", "-display", xserver,
                                 f"{shots}/batch-{batches:04d}.png"], check=False)
             # ---- model == canvas == saved file, nothing logged
+            if state["scene_problems"]:  # in full (the assertion's text is cut short)
+                (tmp_path / "scene-problems.json").write_text(
+                    json.dumps({"where": where, **state}, indent=1, default=str),
+                    encoding="utf-8")
             assert not state["scene_problems"], (
                 where, state["scene_problems"],
                 {k: state[k] for k in ("drag_in_progress", "mouse_grabber", "mouse_buttons",
-                                       "selected", "undo_index", "undo_count")})
+                                       "selected", "undo_index", "undo_count", "undo_texts")})
             assert not state["modified"], (where, "Ctrl+S left the design unsaved")
             assert _saved_digest(state["path"]) == state["model_digest"], \
                 (where, "the saved file differs from the model")

@@ -197,6 +197,9 @@ class Probe:
             "path": str(window.document.path) if window.document.path else None,
             "modified": window.isWindowModified(),
             "undo_index": stack.index(), "undo_count": stack.count(),
+            # The commands on the stack (the last 12): what a mismatch came after.
+            "undo_texts": [stack.text(i) for i in range(max(0, stack.count() - 12),
+                                                         stack.count())],
             "model_digest": state_digest(topo.state()),
             "model": {"nodes": len(topo), "links": topo.graph.number_of_edges(),
                       "groups": sum(1 for _ in topo.groups()),
