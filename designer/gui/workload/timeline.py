@@ -188,24 +188,19 @@ def workload_bars(result) -> tuple[WorkloadBars, list[tuple[int, str]]]:
     source = np.arange(n, dtype=np.int64)
     idle = lane_index["idle"]
     keep = job >= 0  # events of a job the result does not list are not drawn
-    parts = []
+    idle_parts = []
     for k, j in enumerate(sim.jobs):
         mine = job == k
-        compute = mine & (lane == lane_index["compute"])
         if not mine.any():
             continue
+        compute = mine & (lane == lane_index["compute"])
         lo, hi = _idle_spans(start[compute], end[compute], j.iteration_s)
         if len(lo):
             keep &= ~(mine & (lane == idle))  # the computed idle spans stand for them
-            parts.append((np.full(len(lo), k), np.full(len(lo), idle), lo, hi))
-    cols = [job[keep], lane[keep], start[keep], end[keep], source[keep]]
-    for pj, pl, lo, hi in parts:
-        cols[0] = np.concatenate((cols[0], pj))
-        cols[1] = np.concatenate((cols[1], pl))
-        cols[2] = np.concatenate((cols[2], lo))
-        cols[3] = np.concatenate((cols[3], hi))
-        cols[4] = np.concatenate((cols[4], np.full(len(lo), -1, dtype=np.int64)))
-    job, lane, start, end, source = cols
+            none = np.full(len(lo), -1, dtype=np.int64)
+            idle_parts.append((np.full(len(lo), k), np.full(len(lo), idle), lo, hi, none))
+    pieces = [(job[keep], lane[keep], start[keep], end[keep], source[keep]), *idle_parts]
+    job, lane, start, end, source = (np.concatenate(c) for c in zip(*pieces, strict=True))
     # Job, then lane, then the timeline's order (idle spans, after every event, in time).
     seq = np.where(source >= 0, source, n + np.arange(len(source)))
     order = np.lexsort((seq, lane, job))
@@ -219,6 +214,12 @@ def workload_bars(result) -> tuple[WorkloadBars, list[tuple[int, str]]]:
     ]
     columns = {"row": row, "start": start, "end": end, "lane": lane, "job": job, "source": source}
     return WorkloadBars(events, jobs, lanes, columns), labels
+
+
+def _bars_of(result) -> tuple[WorkloadBars, list[tuple[int, str]]]:
+    """`workload_bars` of ``result``: as the runner prepared them, else laid out now."""
+    prepared = getattr(result, "prepared", {}).get(BARS)
+    return prepared if prepared is not None else workload_bars(result)
 
 
 class IterationTimelinePanel(PanelDock):
@@ -257,8 +258,7 @@ class IterationTimelinePanel(PanelDock):
         self.hover.setColor(text)
 
     def _draw(self, result) -> None:
-        prepared = getattr(result, "prepared", {}).get(BARS)
-        self.bars, self.row_labels = prepared if prepared is not None else workload_bars(result)
+        self.bars, self.row_labels = _bars_of(result)
         self.bar_items = {}
         self.hover.hide()
         self.plot.addItem(self.hover, ignoreBounds=True)
@@ -390,7 +390,7 @@ class IterationTimelinePanel(PanelDock):
             "bytes_per_group",
             "groups",
         ]
-        bars = workload_bars(self.result)[0] if self.result is not None else []
+        bars = _bars_of(self.result)[0] if self.result is not None else []
         rows = [
             (
                 b.job,

@@ -81,21 +81,18 @@ class JobTint(QGraphicsItem):
         which waits for the interpreter lock while a simulation runs on a worker
         thread), the items' own during a drag (the model moves on release)."""
         nodes = self.fabric.nodes
+        dragging = getattr(self.fabric, "dragging", False)
         out = []
-        if getattr(self.fabric, "dragging", False):
-            for _, _, gpus in self.jobs:
-                for gid in gpus:
-                    item = nodes.get(gid)
-                    if item is not None and not item.hidden:
-                        p = item.pos()
-                        out.append((gid, p.x(), p.y()))
-        else:
-            for _, _, gpus in self.jobs:
-                for gid in gpus:
-                    item = nodes.get(gid)
-                    if item is not None and not item.hidden:
-                        node = item.node
-                        out.append((gid, node.x, node.y))
+        for _, _, gpus in self.jobs:
+            for gid in gpus:
+                item = nodes.get(gid)
+                if item is None or item.hidden:
+                    continue
+                if dragging:
+                    p = item.pos()
+                    out.append((gid, p.x(), p.y()))
+                else:
+                    out.append((gid, item.node.x, item.node.y))
         return tuple(out)
 
     def sync(self) -> None:
