@@ -47,9 +47,10 @@ Example
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 
 import numpy as np
 
@@ -73,6 +74,38 @@ class _Entry:
     snap: Snapshot
     outcomes: dict
     plans: list
+    nbytes: int
+
+
+def held_nbytes(obj) -> int:
+    """Bytes of the numpy arrays ``obj`` holds through dataclass fields, containers
+    and instance attributes (each buffer counted once; a view counts its base), not
+    looking into the snapshot or router the plans were made from (shared by all)."""
+    seen: set[int] = set()
+    buffers: set[int] = set()
+    total = 0
+    todo = [obj]
+    while todo:
+        o = todo.pop()
+        if o is None or id(o) in seen or isinstance(o, (Snapshot, Router, str, bytes, int,
+                                                         float, type)):
+            continue
+        seen.add(id(o))
+        if isinstance(o, np.ndarray):
+            while isinstance(o.base, np.ndarray):
+                o = o.base
+            if id(o) not in buffers:
+                buffers.add(id(o))
+                total += o.nbytes
+        elif isinstance(o, (list, tuple, set, frozenset)):
+            todo.extend(o)
+        elif isinstance(o, dict):
+            todo.extend(o.values())
+        elif is_dataclass(o):
+            todo.extend(getattr(o, f.name) for f in fields(o))
+        elif hasattr(o, "__dict__") and not callable(o):
+            todo.extend(vars(o).values())
+    return total
 
 
 class RouteMemo:
@@ -90,6 +123,11 @@ class RouteMemo:
         Seed of the ECMP hash (as `Router`).
     max_plans : int
         (collective, algorithm, ranks) plan sets kept, least recently used dropped.
+    max_bytes : int
+        Bytes of arrays the kept plan sets may hold together (`nbytes`); the least
+        recently used go first, the newest is always kept.  An all-to-all's plans on
+        1,024 GPUs hold ~90 MB, so the count alone would let a few scenarios hold
+        hundreds of megabytes.
 
     Attributes
     ----------
@@ -100,15 +138,23 @@ class RouteMemo:
         restored) or "new" (from scratch).
     """
 
-    def __init__(self, seed: int = 0, max_plans: int = 8):
+    def __init__(self, seed: int = 0, max_plans: int = 8, max_bytes: int = 256 << 20):
         self.seed = seed
         self.max_plans = max_plans
+        self.max_bytes = max_bytes
         self._lock = threading.RLock()
         self._snap: Snapshot | None = None
         self._router: Router | None = None
         self._prev: tuple[Snapshot, Router, SnapshotChange] | None = None
         self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
         self.last: dict = {}
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays the kept plans hold (arrays shared by two plan sets
+        counted in each)."""
+        with self._lock:
+            return sum(e.nbytes for e in self._entries.values())
 
     def clear(self) -> None:
         """Forget everything (the next snapshot is routed from scratch)."""
@@ -170,7 +216,9 @@ class RouteMemo:
                 try:
                     plan = PLANNERS[name](router, ranks, collective)
                 except SolverError as exc:
-                    outcomes[name] = exc
+                    # Kept without its traceback: the frames would hold the planner's
+                    # arrays and this memo itself in a cycle for as long as the entry.
+                    outcomes[name] = copy.copy(exc).with_traceback(None)
                     stats["failed"] += 1
                     raise
                 outcomes[name] = plan
@@ -182,9 +230,11 @@ class RouteMemo:
             finally:
                 stats["rows"] = 0 if patcher is None else patcher.rows
                 self.last = stats
-            self._entries[key] = _Entry(snap, outcomes, plans)
+            self._entries[key] = _Entry(snap, outcomes, plans,
+                                        held_nbytes(outcomes) if self.max_plans else 0)
             self._entries.move_to_end(key)
-            while len(self._entries) > self.max_plans:
+            while len(self._entries) > self.max_plans or (
+                    len(self._entries) > 1 and self.nbytes > self.max_bytes):
                 self._entries.popitem(last=False)
             if self._prev is not None and not any(
                     e.snap is self._prev[0] for e in self._entries.values()):

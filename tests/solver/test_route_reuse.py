@@ -436,3 +436,48 @@ def test_a_memo_lets_go_of_old_routers_without_the_cycle_collector(routing):
     finally:
         if enabled:
             gc.enable()
+
+
+def test_the_errors_a_memo_records_keep_no_older_plans_alive():
+    # A planner that does not apply (NVLS without NVSwitch SHARP, collnet without
+    # SHARP) fails on every solve; the memo records its error.  Kept with its traceback,
+    # the error's frames held the entry it was patching from, whose error held the one
+    # before: every snapshot and router since the design was opened stayed alive (the
+    # GUI's memory grew ~10 MB with each scenario edit of a 1,024-GPU design).
+    import gc
+    import weakref
+
+    topo = build_template("leaf-spine")
+    memo = RouteMemo()
+    lid = _leaf_spine_link(take_snapshot(topo))
+    olds = []
+    for step in range(5):
+        snap = take_snapshot(topo)
+        solve_collective(snap, sizes=[1 << 30], algorithm="auto", memo=memo)
+        assert memo.last["failed"] > 0
+        olds.append(weakref.ref(memo.router(snap)))
+        del snap
+        topo.update_link(lid, failed=step % 2 == 0)
+    gc.collect()
+    # The memo keeps the last router and the one before it (to patch plans from).
+    assert [r() is None for r in olds[:-2]] == [True, True, True]
+
+
+def test_a_memo_keeps_plans_within_its_byte_budget():
+    snap = take_snapshot(build_template("leaf-spine"))
+    ranks = np.arange(snap.n_gpus)
+    memo = RouteMemo()
+    memo.plans(snap, ranks, "alltoall")
+    one = memo.nbytes
+    assert one > 0
+    memo.plans(snap, ranks, "allreduce", "ring")
+    assert memo.nbytes > one  # both kept within the default budget
+    # A budget of one all-to-all: adding a plan set drops the least recently used, and
+    # the newest is kept even when it alone is over the budget.
+    tight = RouteMemo(max_bytes=one)
+    tight.plans(snap, ranks, "allreduce", "ring")
+    tight.plans(snap, ranks, "alltoall")
+    assert tight.nbytes == one
+    tight.plans(snap, ranks, "allreduce", "ring")
+    assert 0 < tight.nbytes < one
+    assert RouteMemo(max_bytes=0).plans(snap, ranks, "alltoall")  # still answers
