@@ -376,3 +376,22 @@ def test_bundles_are_not_design_links(window):
     window.scene.collapse("n01")
     assert all(isinstance(b, BundleItem) for b in window.scene.bundles.values())
     assert sum(isinstance(i, GroupItem) for i in window.scene.items()) == len(window.scene.groups)
+
+
+def test_link_badges_sit_clear_of_the_nodes_on_an_hgx_board(window):
+    # On an HGX H100 board each GPU has a bundle of 4-5 NVLinks to each NVSwitch, and
+    # the NICs' row sits halfway between the switches and the GPUs: badges at the
+    # middle of a line, or at the few spots tried before, landed on the NICs.
+    from designer.gui.canvas.items import LinkItem
+    from designer.model.templates import build_template
+
+    window.document.replace(build_template("hgx", gpu="H100"))
+    scene = window.scene
+    boxes = [i.sceneBoundingRect() for i in scene.nodes.values()]
+    bundles = [i for i in scene.items() if isinstance(i, LinkItem) and i.count > 1]
+    assert len(bundles) == 32
+    for line in bundles:
+        c = line._badge_center()
+        w = line._badge_width()
+        box = QRectF(c.x() - w / 2, c.y() - 7, w, 14)
+        assert not any(box.intersects(b) for b in boxes), line.link_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from designer.model.templates import build_template
@@ -201,3 +202,17 @@ def test_small_designs_stay_in_one_row():
         t = build_template(name)
         pos = layered_layout(t)
         assert len({pos[n.id][1] for n in t.nodes("gpu")}) == 1, name
+
+
+@pytest.mark.parametrize("gpu, switches", [("A100", 6), ("H100", 4), ("B200", 2)])
+def test_a_board_s_nvswitches_spread_over_its_gpus(gpu, switches):
+    # A row shorter than the block's widest spreads out, a node in the middle of each
+    # of equal slots: 4 NVSwitches stood 70 apart over 8 GPUs, their labels ("NVSwitch
+    # 0", ~80 units) running into each other.
+    pos = layered_layout(build_template("hgx", gpu=gpu))
+    nvs = sorted(pos[f"n01-nvs{k}"][0] for k in range(switches))
+    gpus = sorted(pos[f"n01-gpu{i}"][0] for i in range(8))
+    slot = (gpus[-1] - gpus[0] + H_GAP) / switches
+    assert list(np.diff(nvs)) == pytest.approx([slot] * (switches - 1), abs=0.02)
+    assert (nvs[0] + nvs[-1]) / 2 == pytest.approx((gpus[0] + gpus[-1]) / 2, abs=0.02)
+    assert slot >= 90

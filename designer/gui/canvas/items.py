@@ -59,7 +59,10 @@ from designer.model.topology import Link, Node
 _LABEL_METRICS = QFontMetricsF(LABEL_FONT)
 MIN_LABEL_PT = 5.0  # a long node name shrinks down to this before it is elided
 _NO_PEN = QPen(Qt.PenStyle.NoPen)
-_BADGE_TS = (0.5, 0.35, 0.65, 0.25, 0.75)  # where along a line a badge may sit
+#: Where along a line a badge may sit, tried in this order: the middle, then outwards
+#: in steps of 5 % (a line from an NVSwitch row to a GPU row has a row of NICs and
+#: their labels at its middle; the free strip between two rows is narrow).
+_BADGE_TS = (0.5, *(0.5 + s * k / 20 for k in range(1, 9) for s in (-1, 1)))
 _ICON_SHAPE = QPainterPath()
 _ICON_SHAPE.addRect(ICON_RECT)
 _KIND_QCOLORS = {kind: QColor(c) for kind, c in KIND_COLORS.items()}

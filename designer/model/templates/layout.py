@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 from designer.model.catalog import PLANES, Catalog
-from designer.model.templates.tiles import tiled_layout, unit_of
+from designer.model.templates.tiles import block_row_offsets, tiled_layout, unit_of
 from designer.model.topology import Group, Link, Node, Topology
 
 H_GAP = 70.0  # centre spacing of neighbours in a row (icons are ~40 units wide)
@@ -282,9 +282,8 @@ def compute_layout(
             centre = cursor + width / 2
             y0 = band * (band_height + TIER_GAP)
             for r, ids in rows.items():
-                k = len(ids)
-                for i, nid in enumerate(ids):
-                    pos[nid] = (centre + (i - (k - 1) / 2) * H_GAP, y0 + row_y[r])
+                for nid, dx in zip(ids, block_row_offsets(len(ids), width, H_GAP), strict=True):
+                    pos[nid] = (centre + dx, y0 + row_y[r])
             cursor += width + BLOCK_GAP
             in_band += 1
         bottom = band * (band_height + TIER_GAP) + band_height if blocks else 0.0

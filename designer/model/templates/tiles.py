@@ -31,6 +31,22 @@ TARGET_ASPECT = 1.6  # width / height of the picture a grid aims at (a desktop w
 TILE_GAP = 320.0  # between neighbouring tiles
 
 
+def block_row_offsets(k: int, width: float, gap: float) -> list[float]:
+    """x of ``k`` nodes of one row of a server block ``width`` wide (its widest row's
+    span), from the block's centre: each node in the middle of one of ``k`` equal
+    slots, at least ``gap`` apart.  A full row keeps ``gap`` spacing; a short one
+    spreads out (an HGX H100's 4 NVSwitches over its 8 GPUs sit over GPU pairs, 140
+    apart, their labels clear of each other).
+
+    >>> block_row_offsets(4, 7 * 70.0, 70.0)
+    [-210.0, -70.0, 70.0, 210.0]
+    >>> block_row_offsets(1, 490.0, 70.0)
+    [0.0]
+    """
+    slot = max(gap, (width + gap) / k)
+    return [(i - (k - 1) / 2) * slot for i in range(k)]
+
+
 @dataclass
 class _Tile:
     """Positions relative to the tile's top-left corner, and its size."""
@@ -120,9 +136,8 @@ def tiled_layout(
         width = (max(len(ids) for ids in rows.values()) - 1) * h_gap
         tile = _Tile(width=width, height=band_height)
         for r, ids in rows.items():
-            k = len(ids)
-            for i, nid in enumerate(ids):
-                tile.pos[nid] = (width / 2 + (i - (k - 1) / 2) * h_gap, row_y[r])
+            for nid, dx in zip(ids, block_row_offsets(len(ids), width, h_gap), strict=True):
+                tile.pos[nid] = (width / 2 + dx, row_y[r])
         return tile
 
     def lay(unit: str | None) -> _Tile:
