@@ -37,8 +37,9 @@ seed, ``FABRIC_X11_SOAK_SHOTS=<folder>`` keeps a screenshot per batch.  Every ba
 xdotool command is written to ``gestures.txt`` in the test's folder, its memory
 figures to ``memory.txt``, the screen at the end to ``last-screen.png``, and when the
 canvas and the model disagree, the application's whole answer (the undo stack's last
-commands among it) to ``scene-problems.json``.  Figures
-are printed as ``[x11-soak]`` lines.
+commands among it) to ``scene-problems.json``, and the probe's note of the first
+moment selected node items stood away from the model after an input event (the events
+before it, the undo stack) is printed.  Figures are printed as ``[x11-soak]`` lines.
 
 The same seed sends the same gestures from the same reported state, but the
 application's timing (a solve still running, a menu slower to open) can change where a
@@ -376,6 +377,10 @@ def test_x11_soak(xserver, tmp_path, capsys, request):
                 (tmp_path / "scene-problems.json").write_text(
                     json.dumps({"where": where, **state}, indent=1, default=str),
                     encoding="utf-8")
+                stray = state["first_stray"] or {}
+                for line in (*stray.get("nodes", ()), *stray.get("undo", ()),
+                             *stray.get("events", ())):
+                    _report(capsys, f"first stray: {line}")
             assert not state["scene_problems"], (
                 where, state["scene_problems"],
                 {k: state[k] for k in ("drag_in_progress", "mouse_grabber", "mouse_buttons",

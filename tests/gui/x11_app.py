@@ -20,6 +20,10 @@ shown), with two differences a test needs:
   collects Python's garbage first, so the memory figure counts what the application
   keeps, not garbage the GUI-thread collector (`designer.gui.main_thread_gc`) has not
   reached yet.
+- an input log (`_InputLog`): the last mouse and key events the application received,
+  and the first moment after one of them when selected node items stood away from the
+  model with no drag in progress (``first_stray``): what a canvas/model mismatch came
+  after, reported by the test with the failure.
 
 The probe lives in the test tree, not in the application: nothing in ``designer``
 changes for the soak.  The file, the log and ``/proc/PID`` are read by the test itself.
@@ -35,10 +39,12 @@ import re
 import sys
 import tempfile
 import threading
+import time
+from collections import deque
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QThreadPool, QTimer
-from PySide6.QtWidgets import QApplication, QTabBar
+from PySide6.QtWidgets import QApplication, QTabBar, QWidget
 
 #: How often the probe looks for a request (ms).
 POLL_MS = 50
@@ -95,6 +101,69 @@ class _LastMove(QObject):
         return False
 
 
+_INPUT_EVENTS = {
+    QEvent.Type.MouseButtonPress: "press", QEvent.Type.MouseButtonRelease: "release",
+    QEvent.Type.MouseButtonDblClick: "double", QEvent.Type.KeyPress: "key",
+    QEvent.Type.ContextMenu: "context",
+}
+
+
+class _InputLog(QObject):
+    """The last input events, each as the first widget to receive it saw it, and the
+    first stray node items found right after one (see the module)."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.events: deque = deque(maxlen=60)
+        self.first_stray: dict | None = None
+        self._last = None
+        self._check_posted = False
+
+    def eventFilter(self, obj, event) -> bool:
+        kind = _INPUT_EVENTS.get(event.type())
+        if kind is not None and isinstance(obj, QWidget) and event is not self._last:
+            self._last = event  # (an event travels up the widget chain: once)
+            if kind == "key":
+                what = f"{event.key():#x} mods {int(event.modifiers().value):#x}"
+            elif kind == "context":
+                what = f"reason {int(event.reason().value)}"
+            else:
+                p = event.globalPosition().toPoint()
+                what = (f"button {int(event.button().value)} buttons "
+                        f"{int(event.buttons().value)} mods {int(event.modifiers().value):#x}"
+                        f" at {p.x()},{p.y()}")
+            scene = self.window.scene
+            self.events.append(f"{time.monotonic():.3f} {kind} {what} -> "
+                               f"{type(obj).__name__}; drag {scene.dragging}, "
+                               f"undo {self.window.document.undo_stack.index()}")
+            if self.first_stray is None and not self._check_posted:
+                self._check_posted = True
+                QTimer.singleShot(0, self._check)
+        return False
+
+    def _check(self) -> None:
+        self._check_posted = False
+        scene = self.window.scene
+        if self.first_stray is not None or scene.dragging:
+            return
+        topo = self.window.document.topology
+        stray = []
+        for item in scene.selectedItems():
+            nid = getattr(item, "node_id", None)
+            if nid is not None and topo.has_node(nid):
+                n, p = topo.node(nid), item.pos()
+                if abs(p.x() - n.x) > 1e-6 or abs(p.y() - n.y) > 1e-6:
+                    stray.append(f"{nid} at {p.x():.1f},{p.y():.1f}, model {n.x},{n.y}")
+        if stray:
+            stack = self.window.document.undo_stack
+            self.first_stray = {
+                "nodes": stray[:8], "events": list(self.events),
+                "undo": [stack.text(i) for i in range(max(0, stack.count() - 8),
+                                                      stack.count())],
+                "undo_index": stack.index()}
+
+
 class Probe:
     """Answers the soak test's requests from inside the application (see the module)."""
 
@@ -103,6 +172,8 @@ class Probe:
         self.request = folder / "request"
         self.answered = None
         self.last_move = _LastMove(window)
+        self.inputs = _InputLog(window)
+        QApplication.instance().installEventFilter(self.inputs)
         self._watched = None
         self.timer = QTimer(window)
         self.timer.timeout.connect(self._on_timer_timeout)
@@ -220,6 +291,7 @@ class Probe:
             # solve) and calls forked onto the solver's helper thread, running now.
             "pool_active": QThreadPool.globalInstance().activeThreadCount(),
             "solver_forks": _solver_forks(),
+            "first_stray": self.inputs.first_stray,
             "heap_in_use": heap_in_use(), "python_objects_in_use": python_objects_in_use(),
             "viewport": [top_left.x(), top_left.y(), vp.width(), vp.height()],
             # The mark: a point on the status bar, where a mouse move does nothing.
