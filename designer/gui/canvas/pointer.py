@@ -139,12 +139,17 @@ class PointerMixin:
         self._start_node_drag()
 
     def _start_node_drag(self) -> None:
-        """After Qt handled a left press on a node: a drag of the selected nodes, the
-        grabbed one as the anchor (none if Qt grabbed no node)."""
-        selected = [i for i in self.selectedItems() if isinstance(i, NodeItem)]
+        """After Qt handled a left press on a node: a drag of what Qt will move, the
+        selected nodes and the grabbed one, which is the anchor (no drag if Qt grabbed
+        no node).  A Ctrl+press leaves an unselected node unselected until the release,
+        yet Qt moves it with the selection."""
         grabbed = self.mouseGrabberItem()
-        if selected and isinstance(grabbed, NodeItem):
-            self._drag = NodeDrag(selected, anchor=grabbed)
+        if not isinstance(grabbed, NodeItem):
+            return
+        items = [i for i in self.selectedItems() if isinstance(i, NodeItem)]
+        if grabbed not in items:
+            items.append(grabbed)
+        self._drag = NodeDrag(items, anchor=grabbed)
 
     @property
     def dragging(self) -> bool:
