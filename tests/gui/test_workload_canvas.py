@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF, QRectF
+from PySide6.QtCore import QPointF, QRectF, Qt
 
 from designer.gui.export import svg_bytes
 from tests.gui.conftest import Mouse, close_window, open_window
@@ -192,27 +192,36 @@ def test_hovering_a_link_shows_the_jobs_on_it_in_a_tooltip(qtbot, win):
     from PySide6.QtGui import QHelpEvent
     from PySide6.QtWidgets import QApplication, QToolTip
 
-    from designer.gui.canvas.items import LinkItem, NodeItem
+    from designer.gui.canvas.items import help_text
 
     wl = win.workload
     wl.dock.add_job("tiny")
     result = simulated(qtbot, win)
     links = result.simulation.links
     view = win.view
+    def clear_spot(item):
+        """A point of ``item``'s line where the scene's own hit test (as its tool tip
+        asks it) finds nothing else with a tool tip: no node, no other line."""
+        for t in (0.5, 0.4, 0.6, 0.3, 0.7):
+            pos = view.mapFromScene(item.line.pointAt(t))
+            under = win.scene.items(view.mapToScene(pos), Qt.ItemSelectionMode.IntersectsItemShape,
+                                    Qt.SortOrder.DescendingOrder, view.transform())
+            if [i for i in under if help_text(i)] == [item]:
+                return pos
+        return None
+
     for k in np.argsort(-np.asarray(links.bytes)).tolist():
         item = win.scene.links.get(links.ids[k])
-        if item is None:
+        pos = None if item is None else clear_spot(item)
+        if pos is None:
             continue
-        pos = view.mapFromScene(item.line.pointAt(0.5))
-        under = view.items(pos)
-        if any(isinstance(i, NodeItem) for i in under) or item not in under:
-            continue
-        if next(i for i in under if isinstance(i, LinkItem)) is not item:
-            continue
+        # A tool tip Qt raised by itself where the (offscreen) cursor rests may be up.
+        QToolTip.hideText()
+        qtbot.waitUntil(lambda: not QToolTip.isVisible(), timeout=2_000)
         event = QHelpEvent(QEvent.Type.ToolTip, pos, view.viewport().mapToGlobal(pos))
         QApplication.sendEvent(view.viewport(), event)
-        qtbot.waitUntil(lambda: QToolTip.isVisible(), timeout=2_000)
-        assert "jobs: tiny 100%" in QToolTip.text() and links.ids[k] in QToolTip.text()
+        qtbot.waitUntil(QToolTip.isVisible, timeout=2_000)
+        assert links.ids[k] in QToolTip.text() and "jobs: tiny 100%" in QToolTip.text()
         QToolTip.hideText()
         return
     pytest.fail("no link of the job could be hovered alone")
