@@ -169,9 +169,11 @@ class App:
         manager under Xvfb activates a window when a dialog closes)."""
         return ["windowfocus", str(self.root), "windowfocus", str(wid)]
 
-    def xdotool(self, args: list[str]) -> None:
-        subprocess.run(["xdotool", *args], env=self.env, check=True, timeout=600,
-                       stdout=subprocess.DEVNULL)
+    def xdotool(self, args: list[str], check: bool = True) -> None:
+        """Run xdotool; ``check=False`` for a command aimed at a window that may close
+        by itself meanwhile (X then answers BadWindow and xdotool fails)."""
+        subprocess.run(["xdotool", *args], env=self.env, check=check, timeout=600,
+                       stdout=subprocess.DEVNULL, stderr=None if check else subprocess.DEVNULL)
 
     def ask(self, deadline: float, collect: bool = False) -> dict:
         """The probe's answer now (after collecting Python's garbage if ``collect``)."""
@@ -243,7 +245,10 @@ class App:
                 if dismiss:
                     escaped.append(data["modal"] or data["popup"])
                     focus = ["windowfocus", str(data["modal_wid"])] if data["modal_wid"] else []
-                    self.xdotool([*focus, "key", "Escape", *self.focus(data["wid"])])
+                    # The dialog may have closed since the probe answered: its window is
+                    # gone and xdotool fails; the next answer says whether it is still up.
+                    self.xdotool([*focus, "key", "Escape", *self.focus(data["wid"])],
+                                 check=False)
                     time.sleep(0.2)
             elif data["idle"] and data["path"] and not running:
                 data["escaped"] = escaped
