@@ -70,7 +70,8 @@ DEFAULT_GESTURES = 1000
 #: Gestures per xdotool chain (a batch ends early at save, reopen and replace).
 BATCH = 25
 #: Gestures before the memory and thread baselines (caches, fonts, the first solves);
-#: the warm-up also lasts until every kind of gesture has run once (at most half the run).
+#: the warm-up also lasts until every kind of gesture has run once and then a few batches
+#: more (at most half the run).
 WARMUP = 200
 #: Allowed growth of the memory in use after the warm-up (glibc's heap in use plus
 #: Python's objects), as a fraction of the warm-up's, per 1,000 gestures (the issue's
@@ -416,8 +417,9 @@ def test_x11_soak(xserver, tmp_path, capsys, request):
                                 f"({t_gestures:.0f} s sending): RSS {status['rss_mb']:.0f} MiB, "
                                 f"in use {status['in_use_mb']:.0f} MiB, "
                                 f"{status['threads']} threads, model {state['model']}")
+            settled_batches = 0 if all_kinds_at is None else len(in_use) - all_kinds_at
             if warm is None and done >= min(WARMUP, gestures_wanted // 4) and (
-                    all_kinds_at is not None or done >= gestures_wanted // 2):
+                    settled_batches >= MEMORY_WINDOW // 2 or done >= gestures_wanted // 2):
                 # The baseline counts no batch from before every kind of gesture ran:
                 # the first of some sets things up for good (the Open dialog, a first
                 # all-to-all's plans), and a floor from before it is not the warm one.
