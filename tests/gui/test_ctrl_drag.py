@@ -9,29 +9,21 @@ the model kept it where it was, its links did not follow, and there was nothing 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QPointF, Qt
-from PySide6.QtGui import QMouseEvent
-from PySide6.QtWidgets import QApplication
 
 from designer.gui.canvas.scene import GRID
 from tests.gui.soak_checks import scene_problems
+from tests.gui.test_drag_interrupted import LEFT, _send
 
-LEFT = Qt.MouseButton.LeftButton
 CTRL = Qt.KeyboardModifier.ControlModifier
 
 
-def _send(view, kind, scene_pos, button, buttons) -> None:
-    vp = view.viewport()
-    local = QPointF(view.mapFromScene(scene_pos))
-    QApplication.sendEvent(vp, QMouseEvent(kind, local, QPointF(vp.mapToGlobal(local)),
-                                           button, buttons, CTRL))
-
-
 def _ctrl_drag(view, start: QPointF, delta: QPointF) -> None:
-    _send(view, QEvent.Type.MouseButtonPress, start, LEFT, LEFT)
+    _send(view, QEvent.Type.MouseButtonPress, start, LEFT, LEFT, CTRL)
     for i in range(1, 5):
         _send(view, QEvent.Type.MouseMove, start + delta * (i / 4), Qt.MouseButton.NoButton,
-              LEFT)
-    _send(view, QEvent.Type.MouseButtonRelease, start + delta, LEFT, Qt.MouseButton.NoButton)
+              LEFT, CTRL)
+    _send(view, QEvent.Type.MouseButtonRelease, start + delta, LEFT, Qt.MouseButton.NoButton,
+          CTRL)
 
 
 def test_ctrl_dragging_an_unselected_node_moves_it_and_the_selection(window):

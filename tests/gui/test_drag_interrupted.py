@@ -21,11 +21,11 @@ RIGHT = Qt.MouseButton.RightButton
 NO_MOD = Qt.KeyboardModifier.NoModifier
 
 
-def _send(view, kind, scene_pos, button, buttons) -> None:
+def _send(view, kind, scene_pos, button, buttons, modifiers=NO_MOD) -> None:
     vp = view.viewport()
     local = QPointF(view.mapFromScene(scene_pos))
     QApplication.sendEvent(vp, QMouseEvent(kind, local, QPointF(vp.mapToGlobal(local)),
-                                           button, buttons, NO_MOD))
+                                           button, buttons, modifiers))
 
 
 def _gpu_on_grid(topo, where: float):
