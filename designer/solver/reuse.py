@@ -47,7 +47,6 @@ Example
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, fields, is_dataclass, replace
@@ -216,9 +215,9 @@ class RouteMemo:
                 try:
                     plan = PLANNERS[name](router, ranks, collective)
                 except SolverError as exc:
-                    # Kept without its traceback: the frames would hold the planner's
-                    # arrays and this memo itself in a cycle for as long as the entry.
-                    outcomes[name] = copy.copy(exc).with_traceback(None)
+                    # Its message, kept without the traceback: the frames would hold the
+                    # planner's arrays and this memo itself for as long as the entry.
+                    outcomes[name] = SolverError(str(exc))
                     stats["failed"] += 1
                     raise
                 outcomes[name] = plan
