@@ -153,3 +153,49 @@ def test_thousands_of_findings_are_counted_and_listed_up_to_the_cap(qtbot):
         dock.tree.itemClicked.emit(dock.tree.topLevelItem(MAX_ROWS), 1)  # no finding: no-op
     finally:
         close_window(win)
+
+
+def test_a_review_waits_for_the_solve_then_runs(qtbot, monkeypatch):
+    """An edit's review does not share the interpreter with the solve that recolours
+    the links: it starts once the window's solve is done (or after `MAX_DEFER_MS`)."""
+    import designer.gui.review.runner as review_runner
+
+    win, error = open_window(qtbot)
+    assert error is None
+    try:
+        runner = win.review.runner
+        reviewed(qtbot, win)
+        solving = [True]
+        runner.defer_while(lambda: solving[0])
+        started = []
+        runner.started.connect(started.append)
+        topo = win.document.topology
+        link = next(topo.links())
+        topo.update_link(link.id, failed=True)  # an edit: the review is due
+        qtbot.wait(runner._debounce_ms + 6 * review_runner.DEFER_POLL_MS)
+        assert started == [] and runner.pending
+        solving[0] = False
+        qtbot.waitUntil(lambda: bool(started), timeout=5_000)
+        reviewed(qtbot, win)
+
+        # A solve that never ends holds the review back for MAX_DEFER_MS only.
+        monkeypatch.setattr(review_runner, "MAX_DEFER_MS", 300)
+        solving[0] = True
+        started.clear()
+        topo.update_link(link.id, failed=False)
+        qtbot.waitUntil(lambda: bool(started), timeout=5_000)
+    finally:
+        close_window(win)
+
+
+def test_the_window_defers_the_review_to_its_solve(qtbot):
+    win, error = open_window(qtbot)
+    assert error is None
+    try:
+        solve = win.analysis.runner
+        reviewed(qtbot, win)
+        solve.schedule()
+        assert solve.pending or solve.busy
+        assert win.review.runner._deferring()
+    finally:
+        close_window(win)

@@ -40,6 +40,9 @@ def install_review(window: QMainWindow) -> Review:
     analysis and workload parts, whose docks share the Inspector's tabs)."""
     doc = window.document
     runner = ReviewRunner(doc, window)
+    solve = getattr(getattr(window, "analysis", None), "runner", None)
+    if solve is not None:
+        runner.defer_while(lambda: solve.busy or solve.pending)
     problems = ProblemsDock(runner, window)
     bom = BomDock(runner, window)
     info = InfoDock(runner, window)

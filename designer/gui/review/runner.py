@@ -8,14 +8,17 @@ copies the design first (`capture`: the frozen link columns, O(1), and a copy of
 node's fields, a C-speed pass) and the worker rebuilds a private `Topology` from it
 (`rebuild`, the bulk loader).  Edits are debounced; a result is tagged with the design's
 generation and dropped when the design has changed since; one worker at a time, and an
-edit during a run asks for another once it ends.  The three answers come back one by
+edit during a run asks for another once it ends.  The live link colours come first: a
+review waits while the work `defer_while` names runs (the window's solve), up to
+`MAX_DEFER_MS`, as both compete for the interpreter.  The three answers come back one by
 one, fastest first, so the Problems and BOM docks do not wait for the bisection.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator
+import time
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +33,10 @@ __all__ = ["DesignCopy", "ReviewRunner", "capture", "rebuild"]
 
 #: Quiet time after the last edit before the review runs again (ms).
 DEBOUNCE_MS = 400
+#: How often a deferred review looks again whether it may start (ms), and how long it
+#: waits at most for the work it defers to (a long solve does not starve the docks).
+DEFER_POLL_MS = 50
+MAX_DEFER_MS = 5000
 
 
 @dataclass(frozen=True)
@@ -165,8 +172,10 @@ class ReviewRunner(QObject):
         self._wanted = False
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
-        self._timer.setInterval(debounce_ms)
+        self._debounce_ms = debounce_ms
         self._timer.timeout.connect(self._start)
+        self._defer_while: Callable[[], bool] | None = None
+        self._deferred_since: float | None = None
         self._follow = ModelSlot(self, self._on_topology_changed)
         self._follow.watch(document.topology.events.changed)
         document.topology_replaced.connect(self._on_document_topology_replaced)
@@ -190,12 +199,18 @@ class ReviewRunner(QObject):
             and not self._wanted
         )
 
+    def defer_while(self, busy: Callable[[], bool] | None) -> None:
+        """Hold a due review while ``busy()`` is true (checked every `DEFER_POLL_MS`,
+        for `MAX_DEFER_MS` at most): the window passes its solve's state, so that an
+        edit's new link colours do not share the interpreter with the review."""
+        self._defer_while = busy
+
     def schedule(self) -> None:
         """Review the design once edits pause for the debounce interval."""
         self._wanted = True
         if self._run is not None:
             self._run.cancel.set()
-        self._timer.start()
+        self._timer.start(self._debounce_ms)
 
     def _on_topology_changed(self, _edit) -> None:
         self.schedule()
@@ -211,6 +226,9 @@ class ReviewRunner(QObject):
             return
         if self.busy:
             return  # `_on_finished` starts the next one
+        if self._deferring():
+            self._timer.start(DEFER_POLL_MS)
+            return
         self._wanted = False
         topo = self.document.topology
         if self.generation == topo.generation and len(self.latest) == 3:
@@ -227,6 +245,19 @@ class ReviewRunner(QObject):
         self._worker = worker
         worker.start()
 
+    def _deferring(self) -> bool:
+        """Whether a due review waits for the work `defer_while` names."""
+        if self._defer_while is None or not self._defer_while():
+            self._deferred_since = None
+            return False
+        now = time.monotonic()
+        if self._deferred_since is None:
+            self._deferred_since = now
+        if (now - self._deferred_since) * 1000 >= MAX_DEFER_MS:
+            self._deferred_since = None
+            return False
+        return True
+
     def _on_yielded(self, item: tuple[int, str, Any]) -> None:
         generation, what, value = item
         if generation != self.document.topology.generation or self._wanted:
@@ -241,7 +272,7 @@ class ReviewRunner(QObject):
         self._worker = None
         self._run = None
         if self._wanted and not self._timer.isActive():
-            self._timer.start()
+            self._timer.start(self._debounce_ms)
 
     def shutdown(self, timeout_s: float = 10.0) -> None:
         """Stop for good (window close): cancel and wait for the worker to end."""
