@@ -78,8 +78,9 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 
@@ -149,13 +150,18 @@ class Finding:
         return f"{self.severity}: {self.message} [{self.code}]"
 
 
-def validate(topology: Topology) -> list[Finding]:
+def validate(
+    topology: Topology, progress: Callable[[str, int, int], Any] | None = None
+) -> list[Finding]:
     """Check a design against every rule.
 
     Parameters
     ----------
     topology : Topology
         The design.
+    progress : callable, optional
+        ``progress("validating", done, total)`` after each rule (a caller on another
+        thread may pause or stop there).
 
     Returns
     -------
@@ -173,21 +179,22 @@ def validate(topology: Topology) -> list[Finding]:
     [('isolated-gpu', 'g0'), ('isolated-gpu', 'g1'), ('disconnected', '')]
     """
     design = _Snapshot(topology)
+
+    def reach(d: _Snapshot) -> list[Finding]:
+        arrays = ReachArrays(d.nodes, d.edges, {k: t.family for k, t in d.catalog.techs.items()})
+        return [Finding(*raw) for raw in reach_findings(arrays, d.label)]
+
+    def planes(d: _Snapshot) -> list[Finding]:
+        return [Finding(*raw)
+                for raw in plane_shared_findings(d.nodes, d.edges, SWITCH_KINDS, d.label)]
+
+    rules = (_link_ports, _gpu_presence, _nvlink_lanes, reach, _disconnected,
+             _management_shared, planes, _adaptive_unsupported)
     findings: list[Finding] = []
-    findings += _link_ports(design)
-    findings += _gpu_presence(design)
-    findings += _nvlink_lanes(design)
-    arrays = ReachArrays(
-        design.nodes, design.edges, {k: t.family for k, t in design.catalog.techs.items()}
-    )
-    findings += [Finding(*raw) for raw in reach_findings(arrays, design.label)]
-    findings += _disconnected(design)
-    findings += _management_shared(design)
-    findings += [
-        Finding(*raw)
-        for raw in plane_shared_findings(design.nodes, design.edges, SWITCH_KINDS, design.label)
-    ]
-    findings += _adaptive_unsupported(design)
+    for done, rule in enumerate(rules):
+        if progress is not None:
+            progress("validating", done, len(rules))
+        findings += rule(design)
     return sort_findings(findings)
 
 

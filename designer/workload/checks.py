@@ -21,6 +21,9 @@ Example
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from designer.model.rules import Finding, sort_findings, validate
 from designer.model.topology import Topology
 from designer.workload.files import job_from_dict
@@ -30,9 +33,12 @@ from designer.workload.memory import memory_fit
 __all__ = ["job_findings", "validate_design"]
 
 
-def validate_design(topology: Topology) -> list[Finding]:
-    """Every design rule and every job rule, errors first (`rules.sort_findings`)."""
-    return sort_findings(validate(topology) + job_findings(topology))
+def validate_design(
+    topology: Topology, progress: Callable[[str, int, int], Any] | None = None
+) -> list[Finding]:
+    """Every design rule and every job rule, errors first (`rules.sort_findings`);
+    ``progress`` as `validate` calls it."""
+    return sort_findings(validate(topology, progress) + job_findings(topology))
 
 
 def job_findings(topology: Topology) -> list[Finding]:

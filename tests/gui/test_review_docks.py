@@ -199,3 +199,41 @@ def test_the_window_defers_the_review_to_its_solve(qtbot):
         assert win.review.runner._deferring()
     finally:
         close_window(win)
+
+
+def test_a_running_review_pauses_while_the_solve_runs(qtbot, monkeypatch):
+    """A review already running when the solve starts again waits at its next pause
+    point (between rules, every few thousand items rebuilt) until the solve is done."""
+    import time
+
+    import designer.workload.checks as checks
+
+    real = checks.validate_design
+
+    def slow(topology, progress=None):
+        time.sleep(0.3)  # the solve starts meanwhile
+        return real(topology, progress)
+
+    monkeypatch.setattr(checks, "validate_design", slow)
+    win, error = open_window(qtbot)
+    assert error is None
+    try:
+        runner = win.review.runner
+        reviewed(qtbot, win)
+        solving = [False]
+        runner.defer_while(lambda: solving[0])
+        answers = []
+        runner.answer.connect(lambda what, _value: answers.append(what))
+        started = []
+        runner.started.connect(started.append)
+        topo = win.document.topology
+        topo.update_link(next(topo.links()).id, failed=True)
+        qtbot.waitUntil(lambda: bool(started), timeout=5_000)
+        solving[0] = True
+        qtbot.wait(800)
+        assert answers == [] and runner.busy
+        solving[0] = False
+        qtbot.waitUntil(lambda: len(answers) == 3, timeout=10_000)
+        assert runner.current
+    finally:
+        close_window(win)

@@ -71,8 +71,9 @@ def capture(topology: Topology) -> DesignCopy:
     )
 
 
-def rebuild(copy: DesignCopy) -> Topology:
-    """A private `Topology` equal to the captured design (any thread)."""
+def rebuild(copy: DesignCopy, progress: Callable[[int], None] | None = None) -> Topology:
+    """A private `Topology` equal to the captured design (any thread); ``progress`` as
+    `Topology.add_parts` calls it."""
     topo = Topology(copy.catalog, name=copy.name)
     for key, value in copy.settings.items():
         if value is not None:
@@ -105,7 +106,7 @@ def rebuild(copy: DesignCopy) -> Topology:
     ids, fields = copy.nodes
     for node_id, d in zip(ids, fields, strict=True):
         d["id"] = node_id
-    topo.add_parts(copy.groups, fields, links)
+    topo.add_parts(copy.groups, fields, links, progress=progress)
     return topo
 
 
@@ -113,6 +114,9 @@ def rebuild(copy: DesignCopy) -> Topology:
 class _Run:
     copy: DesignCopy
     cancel: threading.Event = field(default_factory=threading.Event)
+    #: Cleared while the work the review defers to runs: the worker waits at its next
+    #: pause point (`_review`).
+    go: threading.Event = field(default_factory=threading.Event)
     entered: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -126,23 +130,39 @@ def _review(run: _Run) -> Generator[tuple[int, str, Any], None, None]:
 
     run.entered.set()
     gen = run.copy.generation
+
+    def pause(*_) -> None:
+        """Between two pieces of work: wait while the review is held, stop when
+        cancelled."""
+        if not run.go.is_set():
+            run.go.wait(MAX_DEFER_MS / 1000)
+        if run.cancel.is_set():
+            raise _Stopped
+
     try:
         try:
-            topo = rebuild(run.copy)
+            topo = rebuild(run.copy, pause)
+        except _Stopped:
+            return
         except Exception as exc:  # a design the bulk loader refuses: say so in every dock
             for what in ("problems", "bom", "info"):
                 yield gen, what, ("error", f"{type(exc).__name__}: {exc}")
             return
         for what, func in (("problems", validate_design), ("bom", bom), ("info", info)):
-            if run.cancel.is_set():
-                return
             try:
-                answer = func(topo)
+                pause()
+                answer = func(topo) if func is bom else func(topo, pause)
+            except _Stopped:
+                return
             except Exception as exc:  # shown in the dock, not raised into the event loop
                 answer = ("error", f"{type(exc).__name__}: {exc}")
             yield gen, what, answer
     finally:
         run.done.set()
+
+
+class _Stopped(Exception):
+    """The review was cancelled at a pause point."""
 
 
 class ReviewRunner(QObject):
@@ -176,6 +196,11 @@ class ReviewRunner(QObject):
         self._timer.timeout.connect(self._start)
         self._defer_while: Callable[[], bool] | None = None
         self._deferred_since: float | None = None
+        # While a review runs: holds it at its pause points when the deferred-to work
+        # starts again (an edit's solve while the last edit's review runs).
+        self._gate = QTimer(self)
+        self._gate.setInterval(DEFER_POLL_MS)
+        self._gate.timeout.connect(self._on_gate_timeout)
         self._follow = ModelSlot(self, self._on_topology_changed)
         self._follow.watch(document.topology.events.changed)
         document.topology_replaced.connect(self._on_document_topology_replaced)
@@ -210,6 +235,7 @@ class ReviewRunner(QObject):
         self._wanted = True
         if self._run is not None:
             self._run.cancel.set()
+            self._run.go.set()
         self._timer.start(self._debounce_ms)
 
     def _on_topology_changed(self, _edit) -> None:
@@ -234,6 +260,7 @@ class ReviewRunner(QObject):
         if self.generation == topo.generation and len(self.latest) == 3:
             return  # an event that changed nothing the answers read: they stand
         run = _Run(capture(topo))
+        run.go.set()
         self._run = run
         self.started.emit(run.copy.generation)
         worker = create_worker(
@@ -244,6 +271,17 @@ class ReviewRunner(QObject):
         )
         self._worker = worker
         worker.start()
+        if self._defer_while is not None:
+            self._gate.start()
+
+    def _on_gate_timeout(self) -> None:
+        run = self._run
+        if run is None:
+            self._gate.stop()
+        elif self._deferring():
+            run.go.clear()
+        else:
+            run.go.set()
 
     def _deferring(self) -> bool:
         """Whether a due review waits for the work `defer_while` names."""
@@ -269,6 +307,7 @@ class ReviewRunner(QObject):
         self.answer.emit(what, value)
 
     def _on_finished(self) -> None:
+        self._gate.stop()
         self._worker = None
         self._run = None
         if self._wanted and not self._timer.isActive():
@@ -277,10 +316,12 @@ class ReviewRunner(QObject):
     def shutdown(self, timeout_s: float = 10.0) -> None:
         """Stop for good (window close): cancel and wait for the worker to end."""
         self._timer.stop()
+        self._gate.stop()
         self._wanted = False
         run = self._run
         if run is not None:
             run.cancel.set()
+            run.go.set()
             if run.entered.is_set():
                 run.done.wait(timeout_s)
         self._worker = None
