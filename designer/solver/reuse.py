@@ -268,6 +268,8 @@ class _Patcher:
         recipes = [ph.recipe for ph in plan.phases]
         if any(r is None or not r.patchable for r in recipes):
             return False
+        if self.nv_changed and any(r.has_raw for r in recipes):
+            return False  # its raw pieces read NVLink arcs
         needs_ranks = any(any(s.nv is None for s in r.shared)
                           or any(p.kind != "nv" for p in r.pieces) for r in recipes)
         return not needs_ranks or self._same_classes()
@@ -305,6 +307,8 @@ class _Patcher:
 
     # ---------------------------------------------------------------- pieces
     def piece(self, p: Piece) -> Piece:
+        if p.kind == "raw":  # NVLink arcs alone, unchanged (`can_patch`)
+            return p
         if p.kind == "legs":
             return replace(p, rows=self.new.access_legs().take(p.keys[0]))
         rows = p.rows

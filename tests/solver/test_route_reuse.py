@@ -355,6 +355,38 @@ def test_fail_and_restore_reroutes_the_affected_routes_only(routing):
         assert_same_plans(plans, candidate_plans(Router(snap), ranks, "alltoall"))
 
 
+@pytest.mark.parametrize(("design", "algorithm", "planner"), [
+    ("superpod", "nvlstree", "nvlstree"), ("torus", "ring", "ring")])
+def test_pairs_made_from_nvlink_arcs_alone_stand_while_nvlink_is_unchanged(
+        design, algorithm, planner, monkeypatch):
+    """NVLS's in-switch pairs and a torus's neighbour links (raw pieces of NVLink arcs
+    only) are kept through a network edit, and rebuilt after an NVLink edit."""
+    import designer.solver.reuse as reuse
+
+    topo = DESIGNS[design]()
+    memo = RouteMemo()
+    snap = take_snapshot(topo)
+    ranks = np.arange(snap.n_gpus)
+    memo.plans(snap, ranks, "allreduce", algorithm)
+    calls = []
+    real = reuse.PLANNERS[planner]
+    monkeypatch.setitem(reuse.PLANNERS, planner,
+                        lambda *a: calls.append(1) or real(*a))
+    nvlink = [lk for lk in topo.links() if topo.catalog.tech(lk.tech).family == "nvlink"]
+    other = [lk for lk in topo.links() if topo.catalog.tech(lk.tech).family != "nvlink"
+             and {topo.node(lk.a).kind, topo.node(lk.b).kind} <= {"leaf", "spine"}]
+    edits = ([(other[0].id, "count", other[0].count + 1)] if other else []) + [
+        (nvlink[0].id, "count", nvlink[0].count + 1), (nvlink[1].id, "failed", True)]
+    for lid, field, value in edits:
+        topo.update_link(lid, **{field: value})
+        snap = take_snapshot(topo)
+        plans = memo.plans(snap, ranks, "allreduce", algorithm)
+        rebuilt = bool(calls)
+        assert_same_plans(plans, candidate_plans(Router(snap), ranks, "allreduce", algorithm))
+        assert rebuilt == (lid != (other[0].id if other else None)), (lid, memo.last)
+        calls.clear()
+
+
 def test_solve_collective_with_a_memo_gives_the_fresh_result():
     topo = build_template("rail-cluster", nodes=3)
     memo = RouteMemo()

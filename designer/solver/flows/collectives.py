@@ -240,7 +240,7 @@ def _in_switch_flows(fb: FlowBuilder, ranks: np.ndarray, n: int) -> None:
     f, arcs = f[order], arcs[order]
     cap = snap.arc_cap[arcs]
     total = np.bincount(f - int(flows[0]), weights=cap, minlength=len(flows))
-    fb.add(f, arcs, cap / total[f - int(flows[0])])
+    fb.add(f, arcs, cap / total[f - int(flows[0])], nvlink_only=True)
 
 
 def plan_nvls(router: Router, ranks: np.ndarray, collective: str) -> Plan:

@@ -29,6 +29,7 @@ from designer.solver.arrays.shared_routes import SharedRoutes
 from designer.solver.errors import SolverError
 from designer.solver.flows.labels import Labels
 from designer.solver.flows.recipe import (
+    NVLINK_ONLY,
     PhaseRecipe,
     Piece,
     SharedPiece,
@@ -163,13 +164,17 @@ class FlowBuilder:
         return np.arange(first, self.n_flows,
                          dtype=np.int32 if self.n_flows < 2**31 else np.int64)
 
-    def add(self, flow: int | np.ndarray, arcs: np.ndarray, weights: np.ndarray) -> None:
-        """Pairs of ``flow`` (one flow, or one per arc) given as they are (a phase with
-        such pairs is rebuilt, not patched, after an edit)."""
+    def add(self, flow: int | np.ndarray, arcs: np.ndarray, weights: np.ndarray,
+            nvlink_only: bool = False) -> None:
+        """Pairs of ``flow`` (one flow, or one per arc) given as they are.  After an edit
+        a phase with such pairs is rebuilt, not patched, unless ``nvlink_only``: they
+        were worked out from the ranks' NVLink arcs alone (their ends, families and
+        capacities), and stand while none of those changed."""
         self.pieces.append(raw_piece(np.broadcast_to(np.asarray(flow, dtype=np.int64),
                                                      (len(arcs),)).copy(),
                                      np.asarray(arcs, dtype=np.int64),
-                                     np.asarray(weights, dtype=float)))
+                                     np.asarray(weights, dtype=float),
+                                     NVLINK_ONLY if nvlink_only else ()))
 
     def add_legs(self, flows: np.ndarray, rows: np.ndarray) -> None:
         """Flow ``flows[i]`` crosses access leg ``rows[i]`` (`Router.access_legs`: rank ``x``'s

@@ -17,8 +17,10 @@ row, the key that made it:
 ``legs``
     rows of the router's access legs (`Router.access_legs`; key: the row);
 ``raw``
-    pairs given as they are (`FlowBuilder.add`, back-to-back NICs): no key, so a phase
-    with such a piece cannot be patched, only rebuilt.
+    pairs given as they are (`FlowBuilder.add`: in-switch reductions, a torus's
+    neighbour links, a SHARP tree): no key, so a phase with such a piece is rebuilt
+    after an edit, unless the piece says it reads NVLink arcs only (key
+    `NVLINK_ONLY`): it then stands while no NVLink arc changed.
 
 `phase_transfers` reads a phase's transfers across NVLink domains back from its recipe
 (each one's sender, receiver and fabric route: the canvas outlines a GPU's paths with
@@ -59,12 +61,17 @@ class Piece:
         return np.repeat(self.flows, self.rows.lengths), self.rows.arcs, self.rows.weights
 
 
-def raw_piece(flows: np.ndarray, arcs: np.ndarray, weights: np.ndarray) -> Piece:
+#: The key of a raw piece made from the ranks' NVLink arcs alone (see the module).
+NVLINK_ONLY = ("nvlink-only",)
+
+
+def raw_piece(flows: np.ndarray, arcs: np.ndarray, weights: np.ndarray,
+              keys: tuple = ()) -> Piece:
     """Pairs as they are: one row per pair."""
     n = len(arcs)
     return Piece("raw", np.asarray(flows), RouteBatch(np.arange(n + 1, dtype=np.int64),
                                                       np.asarray(arcs), np.asarray(weights),
-                                                      np.zeros(n, np.int64)))
+                                                      np.zeros(n, np.int64)), keys)
 
 
 @dataclass(frozen=True, eq=False)
@@ -204,9 +211,15 @@ class PhaseRecipe:
 
     @property
     def patchable(self) -> bool:
-        """Whether every row has a key (no ``raw`` piece), so it can be recomputed."""
-        return all(p.kind != "raw" for p in self.pieces) and all(
+        """Whether every row has a key (a ``raw`` piece only of NVLink arcs), so it can
+        be recomputed."""
+        return all(p.kind != "raw" or p.keys == NVLINK_ONLY for p in self.pieces) and all(
             s.n_legs or s.fab is not None or s.nv is not None for s in self.shared)
+
+    @property
+    def has_raw(self) -> bool:
+        """Whether a piece is pairs as they are (valid while NVLink is unchanged)."""
+        return any(p.kind == "raw" for p in self.pieces)
 
     def phase_hops(self) -> tuple[int, int]:
         """``(nvlink_hops, net_hops)`` of the phase: NVLink hops of its longest spray less

@@ -170,7 +170,7 @@ def _neighbour_hops(fb: FlowBuilder, flows: np.ndarray, a: np.ndarray, b: np.nda
     owner = np.repeat(np.asarray(flows, dtype=np.int64), hi - lo)
     cap = snap.arc_cap[arcs]
     total = np.repeat(np.add.reduceat(cap, np.r_[0, np.cumsum(hi - lo)[:-1]]), hi - lo)
-    fb.add(owner, arcs, cap / total)
+    fb.add(owner, arcs, cap / total, nvlink_only=True)
     fb.nv_fixed = 1
 
 
