@@ -76,6 +76,9 @@ class _Entry:
     nbytes: int
 
 
+_SCALARS = frozenset((str, int, float, bool))
+
+
 def held_nbytes(obj) -> int:
     """Bytes of the numpy arrays ``obj`` holds through dataclass fields, containers
     and instance attributes (each buffer counted once; a view counts its base), not
@@ -97,7 +100,8 @@ def held_nbytes(obj) -> int:
                 buffers.add(id(o))
                 total += o.nbytes
         elif isinstance(o, (list, tuple, set, frozenset)):
-            todo.extend(o)
+            if not set(map(type, o)) <= _SCALARS:  # (a phase's flow labels: skipped whole)
+                todo.extend(o)
         elif isinstance(o, dict):
             todo.extend(o.values())
         elif is_dataclass(o):
