@@ -87,7 +87,12 @@ class CollectiveResult:
         """The most utilised arcs as ``(arc name, utilisation)``, busiest first; arcs
         whose utilisations differ only by rounding (1e-9) in arc order, so that the
         list does not depend on the order the loads were summed in."""
-        order = np.argsort(-np.round(self.arc_util, 9), kind="stable")[:top]
+        key = -np.round(self.arc_util, 9)
+        if 0 < top < len(key):  # the top candidates and every tie with the last of them
+            (cand,) = np.nonzero(key <= np.partition(key, top - 1)[top - 1])
+            order = cand[np.argsort(key[cand], kind="stable")][:top]
+        else:
+            order = np.argsort(key, kind="stable")[:top]
         return [(snap.arc_name(int(a)), float(self.arc_util[a])) for a in order
                 if self.arc_util[a] > 0]
 

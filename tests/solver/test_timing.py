@@ -178,6 +178,18 @@ def test_bottlenecks_tied_to_rounding_come_in_arc_order(hgx_ring, hgx):
     assert [name for name, _ in r.bottlenecks(hgx)] == [hgx.arc_name(a) for a in (5, 7, 9, 3)]
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_the_busiest_arcs_are_those_of_a_full_stable_sort(hgx_ring, hgx, seed):
+    # Picked without sorting every arc; ties (to rounding) across the cut-off included.
+    rng = np.random.default_rng(seed)
+    util = rng.choice([0.0, 0.25, 0.5, 1.0 - 1e-12, 1.0], size=len(hgx_ring.arc_util))
+    r = replace(hgx_ring, arc_util=util)
+    for top in (1, 3, 10, len(util) - 1, len(util), len(util) + 5):
+        order = np.argsort(-np.round(util, 9), kind="stable")[:top]
+        want = [(hgx.arc_name(int(a)), float(util[a])) for a in order if util[a] > 0]
+        assert r.bottlenecks(hgx, top=top) == want
+
+
 def test_link_loads_on_a_small_fabric_by_hand():
     # Ring g0 -> g1 -> g2 -> g3 -> g0, g0/g1 under L0, g2/g3 under L1: every NIC sends
     # one ring edge at 47 GB/s; the two cross-leaf edges split 1/2 - 1/2 over the spines.
