@@ -75,7 +75,9 @@ class _SharpGraph:
         elif not snap.net_sharp:
             sharp[:] = False
         self.sharp = sharp
-        self.nodes = np.flatnonzero(sharp)
+        # NVLink switches reduce inside their domain (NVLS), never in the fabric's tree:
+        # left out of the searches (8,188 of the 9,468 switches of a 16k SuperPOD).
+        self.nodes = np.flatnonzero(sharp & (router.node_domains() < 0))
         self.local = np.full(snap.n_nodes, -1, dtype=np.int64)
         self.local[self.nodes] = np.arange(len(self.nodes))
         self.pos = snap.node_pos[self.nodes]  # structural position of each local id
