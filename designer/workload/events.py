@@ -49,11 +49,9 @@ class Run:
         When the last task of any job ended.
     events : int
         Event steps taken.
-    trace : list of (float, float, list, ndarray, list), optional
-        With ``trace=True``: each step with traffic as ``(start, seconds, phases,
-        speeds, owners)``: the phases running (`lone.PhaseFlows`), the speed of each and
-        its ``(job, task)``, from which any arc's load over time and who put it there
-        follow (`designer.workload.linktrace`).
+    trace : StepLog, optional
+        With ``trace=True``: each step with traffic, from which any arc's load over
+        time and who put it there follow (`designer.workload.linktrace`).
     """
 
     start: list[np.ndarray]
@@ -62,7 +60,44 @@ class Run:
     arc_peak_GBps: np.ndarray
     makespan: float
     events: int
-    trace: list | None = None
+    trace: StepLog | None = None
+
+
+class StepLog:
+    """The steps of a run with traffic, column by column: step ``s`` started at
+    ``start[s]`` and lasted ``seconds[s]``, with ``count[s]`` phases running; those
+    phases (`lone.PhaseFlows`), their speeds and their ``(job, task)`` follow one
+    another in ``phases``, ``speeds`` (one array per step), ``jobs`` and ``tasks``.
+
+    Columns rather than a tuple of lists per step: a long run has 10^5 steps, and
+    containers made per step would each be walked by the cyclic garbage collector, on
+    the GUI thread when the GUI runs the simulation (`designer.gui.main_thread_gc`).
+    """
+
+    def __init__(self) -> None:
+        self.start: list[float] = []
+        self.seconds: list[float] = []
+        self.count: list[int] = []
+        self.phases: list = []
+        self.speeds: list[np.ndarray] = []
+        self.jobs: list[int] = []
+        self.tasks: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def add(self, start: float, seconds: float, flowing: list, flat: list,
+            speeds: np.ndarray) -> None:
+        """One step: the phases ``flat`` of the groups ``flowing`` at ``speeds``."""
+        self.start.append(start)
+        self.seconds.append(seconds)
+        self.count.append(len(flat))
+        self.phases.extend(flat)
+        self.speeds.append(np.asarray(speeds, dtype=float))
+        for g in flowing:
+            n = len(g.phases())
+            self.jobs.extend([g.job] * n)
+            self.tasks.extend([g.task] * n)
 
 
 class _Group:
@@ -135,7 +170,7 @@ def run_jobs(
     peak = np.zeros(n_arcs)
     now, events = 0.0, 0
     loads = _Loads(n_arcs)
-    steps: list | None = [] if trace else None
+    steps = StepLog() if trace else None
     ready: list[tuple[int, int]] = [
         (jx, i) for jx in range(n_jobs) for i in np.flatnonzero(waiting[jx] == 0).tolist()
     ]
@@ -187,8 +222,7 @@ def run_jobs(
         if flat and dt > 0:
             loads.add(flowing, flat, speed_of, dt, peak)
             if steps is not None:
-                owners = [(g.job, g.task) for g in flowing for _ in g.phases()]
-                steps.append((now, dt, flat, np.asarray(speed_of, dtype=float), owners))
+                steps.add(now, dt, flowing, flat, speed_of)
         now = until
         done: list[_Group] = []
         for k, g in enumerate(groups):

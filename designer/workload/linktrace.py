@@ -53,7 +53,7 @@ class LinkTrace:
 
     Parameters
     ----------
-    steps : list
+    steps : StepLog
         `events.Run.trace`.
     jobs : sequence of JobTraffic
         The jobs run, in the run's order (for names and task labels).
@@ -86,27 +86,24 @@ class LinkTrace:
         """Flatten once: per entry (a phase in a step) its step, distinct phase, speed
         and owner; per distinct phase its arcs and loads, concatenated."""
         if self._flat is None:
+            log = self.steps
             ids: dict[int, int] = {}
             phases = []
-            e_step, e_phase, e_speed, e_job, e_task = [], [], [], [], []
-            for s, (_t, _dt, flat, speeds, owners) in enumerate(self.steps):
-                for p, (jx, task) in zip(flat, owners, strict=True):
-                    k = ids.get(id(p))
-                    if k is None:
-                        k = ids[id(p)] = len(phases)
-                        phases.append(p)
-                    e_phase.append(k)
-                    e_job.append(jx)
-                    e_task.append(task)
-                e_step.extend([s] * len(flat))
-                e_speed.append(np.asarray(speeds, dtype=float))
+            e_phase = []
+            for p in log.phases:
+                k = ids.get(id(p))
+                if k is None:
+                    k = ids[id(p)] = len(phases)
+                    phases.append(p)
+                e_phase.append(k)
             lengths = np.array([len(p.arcs) for p in phases], dtype=np.int64)
             self._flat = (
-                np.array(e_step, dtype=np.int64),
+                np.repeat(np.arange(len(log), dtype=np.int64),
+                          np.asarray(log.count, dtype=np.int64)),
                 np.array(e_phase, dtype=np.int64),
-                np.concatenate(e_speed) if e_speed else np.zeros(0),
-                np.array(e_job, dtype=np.int64),
-                np.array(e_task, dtype=np.int64),
+                np.concatenate(log.speeds) if log.speeds else np.zeros(0),
+                np.array(log.jobs, dtype=np.int64),
+                np.array(log.tasks, dtype=np.int64),
                 np.concatenate([p.arcs for p in phases]) if phases else np.zeros(0, np.int64),
                 np.concatenate([p.load_GBps for p in phases]) if phases else np.zeros(0),
                 np.repeat(np.arange(len(phases)), lengths),
@@ -125,8 +122,8 @@ class LinkTrace:
         """Start and length (s) of each step."""
         if self._times is None:
             self._times = (
-                np.array([s[0] for s in self.steps], dtype=float),
-                np.array([s[1] for s in self.steps], dtype=float),
+                np.array(self.steps.start, dtype=float),
+                np.array(self.steps.seconds, dtype=float),
             )
         return self._times
 

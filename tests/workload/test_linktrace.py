@@ -61,3 +61,21 @@ def test_an_idle_link_has_a_flat_series_and_no_crossings():
     edges, util = res.trace.series(int(idle[0]))
     assert not util.any() and edges[-1] == res.trace.makespan
     assert res.trace.crossings(int(idle[0])) == []
+
+
+def test_the_step_log_is_columns_the_garbage_collector_does_not_walk():
+    # 10^5 steps of a long run made as tuples and lists per step were walked by every
+    # collection (on the GUI thread, which runs them); the log holds numbers in a few
+    # lists, the phases it names, and one speed array per step.
+    import gc
+
+    snap, jobs = _two_jobs()
+    log = simulate(snap, jobs, trace=True).trace.steps
+    n = len(log)
+    assert n > 10
+    assert len(log.seconds) == len(log.count) == len(log.speeds) == n
+    assert sum(log.count) == len(log.phases) == len(log.jobs) == len(log.tasks)
+    assert [len(s) for s in log.speeds] == log.count
+    numbers = [*log.start, *log.seconds, *log.count, *log.jobs, *log.tasks, *log.speeds]
+    assert not any(gc.is_tracked(x) for x in numbers)
+    assert set(log.jobs) == {0, 1}
