@@ -27,12 +27,12 @@ from typing import ClassVar
 
 from PySide6.QtCore import QEventLoop
 from PySide6.QtWidgets import QApplication, QWidget
-from superqt.utils import create_worker
 
 from designer.gui.canvas.scene import FabricScene
 from designer.gui.export import ExportError, Steps, drain, pdf_bytes, png_steps, svg_bytes
 from designer.gui.export_sheet import Sheet
 from designer.gui.open_progress import MIN_LINKS, OpenProgress
+from designer.gui.workers import create_worker
 from designer.io.atomic import atomic_write_bytes
 
 __all__ = ["ExportProgress", "diagram_steps"]

@@ -33,8 +33,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from superqt.utils import create_worker
 
+from designer.gui.workers import create_worker
 from designer.io.fabric_json import LoadCancelled, load
 from designer.model.topology import Topology
 

@@ -41,9 +41,9 @@ from typing import Any
 
 import platformdirs
 from PySide6.QtCore import QObject, QTimer, Signal
-from superqt.utils import create_worker
 
 from designer.gui.document import Document
+from designer.gui.workers import create_worker
 from designer.io.atomic import AtomicWriteError, atomic_write_text
 from designer.io.disk_state import DiskState
 from designer.io.fabric_json import load, save

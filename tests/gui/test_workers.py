@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from PySide6.QtCore import QThreadPool, QTimer
 
 from designer.gui import recovery
@@ -173,11 +174,13 @@ def test_a_big_open_reads_the_file_on_a_pool_worker(window, qtbot, monkeypatch, 
     dialog.close()
 
 
+@pytest.mark.filterwarnings("default::RuntimeWarning")  # as the program runs, not "error"
 def test_a_warning_during_a_solve_is_logged_and_the_result_applied(
     window, qtbot, monkeypatch, caplog
 ):
-    """superqt catches warnings on its workers; the runner logs them instead of dropping
-    them, and the solve goes on."""
+    """A warning on the solve's thread reaches the worker's ``warned`` signal
+    (`designer.gui.workers`); the runner logs it instead of dropping it, and the solve
+    goes on."""
     import warnings
 
     runner = window.analysis.runner

@@ -26,10 +26,11 @@ from functools import partial
 
 import numpy as np
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from superqt.utils import GeneratorWorker, create_worker, qdebounced
+from superqt.utils import GeneratorWorker, qdebounced
 
 from designer.gui.document import Document
 from designer.gui.model_events import ModelSlot
+from designer.gui.workers import create_worker
 from designer.model.errors import DesignError
 from designer.model.events import Edit
 from designer.model.scenario import Scenario, TrainingSpec

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
-from superqt.utils import GeneratorWorker, create_worker
+from superqt.utils import GeneratorWorker
 
 from designer.gui.document import Document
 from designer.gui.model_events import ModelSlot
+from designer.gui.workers import create_worker
 from designer.model.topology import Topology
 
 __all__ = ["DesignCopy", "ReviewRunner", "capture", "rebuild"]

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
-from superqt.utils import GeneratorWorker, create_worker
+from superqt.utils import GeneratorWorker
 
+from designer.gui.workers import create_worker
 from designer.solver import Cancelled
 
 __all__ = ["BackgroundRunner", "RunEvents", "RunProgressView", "relay"]

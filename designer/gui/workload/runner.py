@@ -25,10 +25,11 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from superqt.utils import GeneratorWorker, create_worker, qdebounced
+from superqt.utils import GeneratorWorker, qdebounced
 
 from designer.gui.document import Document
 from designer.gui.model_events import ModelSlot
+from designer.gui.workers import create_worker
 from designer.gui.workload.build import TrafficCache, WorkloadResult, simulate_jobs
 from designer.gui.workload.timeline import BARS, workload_bars
 from designer.model.errors import DesignError

@@ -1,0 +1,97 @@
+"""superqt's thread workers, without their process-wide swap of the warning settings.
+
+superqt's `WorkerBase.run` wraps the work in `warnings.catch_warnings()`, sets an
+"always" filter and points `warnings.showwarning` at the worker's ``warned`` signal.
+Those are the interpreter's global settings, and `catch_warnings` restores them in the
+order the workers end, not the order they started: when two workers overlap (here the
+solve, the design review and the workload simulation often do), the one started first
+and ended first restores the settings the second then overwrites with its own.  After
+both ended, every warning of the program, on any thread, went to the first worker's
+``warned`` signal, and the "always" filter stayed.
+
+`create_worker` is superqt's, with worker classes whose `run` keeps the same protocol
+(``started``, ``returned`` or ``errored``, ``finished``) and leaves the settings alone.
+A warning raised on a worker's thread still reaches that worker's ``warned`` signal:
+`warnings.showwarning` is replaced once, by a function that asks which worker, if any,
+runs on the current thread, and otherwise calls the one it replaced.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import warnings
+from typing import Any
+
+from superqt.utils import FunctionWorker, GeneratorWorker
+from superqt.utils import create_worker as _superqt_create_worker
+
+__all__ = ["create_worker"]
+
+_local = threading.local()
+_lock = threading.Lock()
+_previous_showwarning = None
+
+
+def _showwarning(message, category, filename, lineno, file=None, line=None) -> None:
+    worker = getattr(_local, "worker", None)
+    if worker is not None:
+        worker.warned.emit((message, category, filename, lineno, file, line))
+    else:
+        _previous_showwarning(message, category, filename, lineno, file, line)
+
+
+def _install() -> None:
+    """Route warnings by thread, once per process."""
+    global _previous_showwarning
+    with _lock:
+        if warnings.showwarning is not _showwarning:
+            _previous_showwarning = warnings.showwarning
+            warnings.showwarning = _showwarning
+
+
+class _Run:
+    """`WorkerBase.run`'s protocol, with the warnings routed by thread (see the
+    module) instead of through `warnings.catch_warnings`."""
+
+    def run(self) -> None:
+        _install()
+        self.started.emit()
+        self._running = True
+        _local.worker = self
+        try:
+            result = self.work()
+            if isinstance(result, RuntimeError):
+                # As superqt: the worker was likely deleted; say so, and nothing more.
+                warnings.warn(f"RuntimeError in aborted thread: {result}", RuntimeWarning,
+                              stacklevel=2)
+                return
+            if isinstance(result, Exception):
+                raise result
+            if not self.abort_requested:
+                self.returned.emit(result)
+        except Exception as exc:
+            self.errored.emit(exc)
+        finally:
+            _local.worker = None
+        self._running = False
+        self.finished.emit()
+        self._finished.emit(self)
+
+
+class _FunctionWorker(_Run, FunctionWorker):
+    pass
+
+
+class _GeneratorWorker(_Run, GeneratorWorker):
+    pass
+
+
+def create_worker(func, *args: Any, **kwargs: Any):
+    """`superqt.utils.create_worker` with this module's worker classes (a generator
+    function gets a `GeneratorWorker`, anything else a `FunctionWorker`)."""
+    if "_worker_class" not in kwargs:
+        kwargs["_worker_class"] = (
+            _GeneratorWorker if inspect.isgeneratorfunction(func) else _FunctionWorker
+        )
+    return _superqt_create_worker(func, *args, **kwargs)
