@@ -121,6 +121,9 @@ class _Run:
     entered: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
 
+    def __post_init__(self) -> None:
+        self.go.set()  # not held until the gate says so
+
 
 def _review(run: _Run) -> Generator[tuple[int, str, Any], None, None]:
     """Yield ``(generation, what, answer)`` for ``problems``, ``bom``, then ``info``;
@@ -149,10 +152,12 @@ def _review(run: _Run) -> Generator[tuple[int, str, Any], None, None]:
             for what in ("problems", "bom", "info"):
                 yield gen, what, ("error", f"{type(exc).__name__}: {exc}")
             return
-        for what, func in (("problems", validate_design), ("bom", bom), ("info", info)):
+        steps = (("problems", lambda: validate_design(topo, pause)), ("bom", lambda: bom(topo)),
+                 ("info", lambda: info(topo, pause)))
+        for what, answer_of in steps:
             try:
                 pause()
-                answer = func(topo) if func is bom else func(topo, pause)
+                answer = answer_of()
             except _Stopped:
                 return
             except Exception as exc:  # shown in the dock, not raised into the event loop
@@ -261,7 +266,6 @@ class ReviewRunner(QObject):
         if self.generation == topo.generation and len(self.latest) == 3:
             return  # an event that changed nothing the answers read: they stand
         run = _Run(capture(topo))
-        run.go.set()
         self._run = run
         self.started.emit(run.copy.generation)
         worker = create_worker(
