@@ -27,7 +27,7 @@ from designer.workload.lone import LoneCollective
 from designer.workload.shares import SharedRates
 from designer.workload.tasks import Comm, JobTraffic
 
-__all__ = ["Run", "run_jobs"]
+__all__ = ["Run", "SpanLog", "merge_runs", "run_jobs"]
 
 #: Relative slack under which two event times are one (rounding of sums of times).
 _SAME_TIME = 1e-12
@@ -49,9 +49,10 @@ class Run:
         When the last task of any job ended.
     events : int
         Event steps taken.
-    trace : StepLog, optional
-        With ``trace=True``: each step with traffic, from which any arc's load over
-        time and who put it there follow (`designer.workload.linktrace`).
+    trace : SpanLog, optional
+        With ``trace=True``: each phase that ran, when, at what speed and for whom,
+        from which any arc's load over time and who put it there follow
+        (`designer.workload.linktrace`).
     """
 
     start: list[np.ndarray]
@@ -60,44 +61,110 @@ class Run:
     arc_peak_GBps: np.ndarray
     makespan: float
     events: int
-    trace: StepLog | None = None
+    trace: SpanLog | None = None
+
+    def makespan_of(self, jx: int) -> float:
+        """When job ``jx``'s last task ended (0 without tasks)."""
+        return float(self.end[jx].max()) if self.end[jx].size else 0.0
 
 
-class StepLog:
-    """The steps of a run with traffic, column by column: step ``s`` started at
-    ``start[s]`` and lasted ``seconds[s]``, with ``count[s]`` phases running; those
-    phases (`lone.PhaseFlows`), their speeds and their ``(job, task)`` follow one
-    another in ``phases``, ``speeds`` (one array per step), ``jobs`` and ``tasks``.
+class SpanLog:
+    """Who loaded the links when, as columns: entry ``i`` is phase
+    ``phases[phase[i]]`` (`lone.PhaseFlows`) of job ``job[i]``'s task ``task[i]``,
+    running from ``start[i]`` for ``seconds[i]`` at speed ``speed[i]``.
 
-    Columns rather than a tuple of lists per step: a long run has 10^5 steps, and
-    containers made per step would each be walked by the cyclic garbage collector, on
-    the GUI thread when the GUI runs the simulation (`designer.gui.main_thread_gc`).
+    An entry covers as many event steps as the phase kept one speed, so a run of
+    10^5 steps logs about one entry per phase it ran (plus one per change of speed),
+    not one per phase per step.  Columns of numbers rather than a tuple per entry: the
+    cyclic garbage collector walks every container the simulation leaves behind, on
+    the GUI thread when the GUI runs it (`designer.gui.main_thread_gc`).
     """
 
     def __init__(self) -> None:
         self.start: list[float] = []
         self.seconds: list[float] = []
-        self.count: list[int] = []
+        self.speed: list[float] = []
+        self.job: list[int] = []
+        self.task: list[int] = []
+        self.phase: list[int] = []
         self.phases: list = []
-        self.speeds: list[np.ndarray] = []
-        self.jobs: list[int] = []
-        self.tasks: list[int] = []
+        self._index: dict[int, int] = {}  # id(phase) -> its place in `phases`
 
     def __len__(self) -> int:
         return len(self.start)
 
-    def add(self, start: float, seconds: float, flowing: list, flat: list,
-            speeds: np.ndarray) -> None:
-        """One step: the phases ``flat`` of the groups ``flowing`` at ``speeds``."""
+    def add(self, start: float, seconds: float, phase, speed: float, job: int,
+            task: int) -> None:
+        """One entry (see the class)."""
+        k = self._index.get(id(phase))
+        if k is None:
+            k = self._index[id(phase)] = len(self.phases)
+            self.phases.append(phase)
         self.start.append(start)
         self.seconds.append(seconds)
-        self.count.append(len(flat))
-        self.phases.extend(flat)
-        self.speeds.append(np.asarray(speeds, dtype=float))
-        for g in flowing:
-            n = len(g.phases())
-            self.jobs.extend([g.job] * n)
-            self.tasks.extend([g.task] * n)
+        self.speed.append(speed)
+        self.job.append(job)
+        self.task.append(task)
+        self.phase.append(k)
+
+    def extend(self, other: SpanLog, jobs: Sequence[int]) -> None:
+        """Append ``other``'s entries, its job ``k`` renamed ``jobs[k]``."""
+        offset = len(self.phases)
+        for p in other.phases:
+            self._index.setdefault(id(p), len(self.phases))
+            self.phases.append(p)
+        self.start.extend(other.start)
+        self.seconds.extend(other.seconds)
+        self.speed.extend(other.speed)
+        self.job.extend([jobs[k] for k in other.job])
+        self.task.extend(other.task)
+        self.phase.extend([k + offset for k in other.phase])
+
+    def entries(self) -> tuple:
+        """``(start, seconds, phases, phase, speed, job, task)`` as arrays (``phases``
+        the list of distinct phases the ``phase`` column indexes)."""
+        return (
+            np.array(self.start, dtype=float),
+            np.array(self.seconds, dtype=float),
+            self.phases,
+            np.array(self.phase, dtype=np.int64),
+            np.array(self.speed, dtype=float),
+            np.array(self.job, dtype=np.int64),
+            np.array(self.task, dtype=np.int64),
+        )
+
+
+def merge_runs(parts: Sequence[Sequence[int]], runs: Sequence[Run], n_jobs: int,
+               n_arcs: int) -> Run:
+    """One run of ``n_jobs`` jobs from runs of disjoint sets of them: ``runs[i]``
+    ran jobs ``parts[i]`` (in that order), sharing no arc with the other sets."""
+    if len(runs) == 1 and list(parts[0]) == list(range(n_jobs)):
+        return runs[0]
+    start: list = [None] * n_jobs
+    end: list = [None] * n_jobs
+    arc_bytes = np.zeros((n_jobs, n_arcs))
+    peak = np.zeros(n_arcs)
+    logs = []
+    for part, run in zip(parts, runs, strict=True):
+        for k, jx in enumerate(part):
+            start[jx], end[jx] = run.start[k], run.end[k]
+            arc_bytes[jx] = run.arc_bytes[k]
+        np.maximum(peak, run.arc_peak_GBps, out=peak)
+        logs.append((part, run.trace))
+    log = None
+    if all(t is not None for _, t in logs):
+        log = SpanLog()
+        for part, t in logs:
+            log.extend(t, part)
+    return Run(
+        start,
+        end,
+        arc_bytes,
+        peak,
+        max((r.makespan for r in runs), default=0.0),
+        sum(r.events for r in runs),
+        log,
+    )
 
 
 class _Group:
@@ -152,7 +219,7 @@ def run_jobs(
     cancelled : callable, optional
         Polled between events; True raises `designer.solver.Cancelled`.
     trace : bool
-        Keep each step's running phases and speeds (`Run.trace`).
+        Keep when each phase ran, at what speed (`Run.trace`).
     """
     n_jobs = len(jobs)
     pos = [{t.id: i for i, t in enumerate(j.tasks)} for j in jobs]
@@ -169,8 +236,7 @@ def run_jobs(
     groups: list[_Group] = []
     peak = np.zeros(n_arcs)
     now, events = 0.0, 0
-    loads = _Loads(n_arcs)
-    steps = StepLog() if trace else None
+    loads = _Loads(n_arcs, SpanLog() if trace else None)
     ready: list[tuple[int, int]] = [
         (jx, i) for jx in range(n_jobs) for i in np.flatnonzero(waiting[jx] == 0).tolist()
     ]
@@ -220,9 +286,7 @@ def run_jobs(
         else:
             until = now + dt
         if flat and dt > 0:
-            loads.add(flowing, flat, speed_of, dt, peak)
-            if steps is not None:
-                steps.add(now, dt, flowing, flat, speed_of)
+            loads.add(now, flowing, flat, speed_of, dt, peak)
         now = until
         done: list[_Group] = []
         for k, g in enumerate(groups):
@@ -246,7 +310,7 @@ def run_jobs(
         peak,
         max((float(e.max()) for e in end if e.size), default=0.0),
         events,
-        steps,
+        loads.close(),
     )
 
 
@@ -257,9 +321,10 @@ class _Loads:
     integral of its speed (one number per phase, added up event by event and spread
     over its arcs once, at the end).  The peak is the largest load of any moment; the
     speeds follow from the set of running phases, so each set is looked at once.
+    With a `SpanLog`, each phase's run is logged once per speed it kept.
     """
 
-    def __init__(self, n_arcs: int):
+    def __init__(self, n_arcs: int, log: SpanLog | None = None):
         self.n_arcs = n_arcs
         # Per list of running phases (their ids, in order): [jobs, phases, speeds, time].
         # The same list always runs at the same speeds (`SharedRates.speeds`), so its
@@ -269,46 +334,66 @@ class _Loads:
         # (phases that started, stopped or changed speed), so that a step costs the arcs
         # of what changed rather than those of everything running.
         self.now = np.zeros(n_arcs)
-        self.running: dict[tuple[int, int], tuple] = {}  # (job, id) -> (phase, speed)
+        # (job, task, id(phase)) -> [phase, speed, since when at that speed]
+        self.running: dict[tuple[int, int, int], list] = {}
+        self.log = log
+        self.last_end = 0.0  # end of the last step with traffic
 
     def add(
         self,
+        at: float,
         flowing: list[_Group],
         flat: list,
         speed_of: np.ndarray,
         dt: float,
         peak: np.ndarray,
     ) -> None:
-        """``dt`` (> 0) seconds of the running phases ``flat`` (of the groups
-        ``flowing``, in order) at their speeds."""
+        """``dt`` (> 0) seconds from ``at`` of the running phases ``flat`` (of the
+        groups ``flowing``, in order) at their speeds."""
         key = tuple(map(id, flat))
         span = self.spans.get(key)
         if span is None:
             jobs = [g.job for g in flowing for _ in g.phases()]
             span = self.spans[key] = [jobs, list(flat), np.asarray(speed_of, float).copy(), 0.0]
         span[3] += dt
-        jobs, _, speeds, _ = span
-        running: dict[tuple[int, int], tuple] = {}
-        for job, p, speed in zip(jobs, flat, speeds.tolist(), strict=True):
-            k = (job, id(p))
-            was = running.get(k)
-            # A phase listed twice (two collectives with the same flows) loads twice.
-            running[k] = (p, speed if was is None else was[1] + speed)
+        speeds = span[2].tolist()
+        running: dict[tuple[int, int, int], list] = {}
+        i = 0
+        for g in flowing:
+            for p in g.phases():
+                k = (g.job, g.task, id(p))
+                was = running.get(k)
+                # A phase listed twice (two collectives with the same flows) loads twice.
+                running[k] = [p, speeds[i] if was is None else was[1] + speeds[i], at]
+                i += 1
         changed = []
-        now = self.now
-        for k, (p, old) in self.running.items():
+        now, log, end = self.now, self.log, self.last_end
+        for k, (p, old, since) in self.running.items():
             new = running.get(k)
-            if new is None or new[1] != old:
-                now[p.arcs] += p.load_GBps * ((0.0 if new is None else new[1]) - old)
-                changed.append(p.arcs)
-        for k, (p, speed) in running.items():
+            if new is not None and new[1] == old:
+                new[2] = since  # runs on at the same speed: one entry
+                continue
+            now[p.arcs] += p.load_GBps * ((0.0 if new is None else new[1]) - old)
+            changed.append(p.arcs)
+            if log is not None:
+                log.add(since, end - since, p, old, k[0], k[1])
+        for k, (p, speed, _since) in running.items():
             if k not in self.running:
                 now[p.arcs] += p.load_GBps * speed
                 changed.append(p.arcs)
         self.running = running
+        self.last_end = at + dt
         if changed:
             arcs = changed[0] if len(changed) == 1 else np.concatenate(changed)
             peak[arcs] = np.maximum(peak[arcs], now[arcs])
+
+    def close(self) -> SpanLog | None:
+        """Log what still runs (up to the end of the last step); the log."""
+        if self.log is not None:
+            for (job, task, _), (p, speed, since) in self.running.items():
+                self.log.add(since, self.last_end - since, p, speed, job, task)
+        self.running = {}
+        return self.log
 
     def bytes(self, n_jobs: int) -> np.ndarray:
         """Bytes each job put on each arc, shape (jobs, arcs)."""

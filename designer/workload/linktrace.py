@@ -1,14 +1,14 @@
 """A link's load over one simulated iteration, and who put it there.
 
-`simulate(..., trace=True)` keeps every event step of the run together: when it
-started, how long it lasted, the phases running (`lone.PhaseFlows`), each one's speed
-and the ``(job, task)`` it belongs to.  A phase puts ``load_GBps * speed`` on each of its
-arcs for the step, so any link's utilisation over time, and the share of its bytes
-that each job and each collective sent, follow from the steps without keeping a
-per-arc time series of the whole fabric (which would be steps x arcs numbers).
+`simulate(..., trace=True)` logs each phase that ran (`lone.PhaseFlows`): from when,
+for how long, at what speed, for which ``(job, task)`` (`events.SpanLog`).  A phase
+puts ``load_GBps * speed`` on each of its arcs while it runs, so any link's utilisation
+over time, and the share of its bytes that each job and each collective sent, follow
+from the log without keeping a per-arc time series of the whole fabric (which would be
+steps x arcs numbers).
 
-The steps are flattened into arrays once, on first use; a question about a link is
-then a few vectorised passes over them.
+The log is flattened into arrays once, on first use; a question about a link is then a
+few vectorised passes over them.
 
 Example
 -------
@@ -49,11 +49,11 @@ class Crossing:
 
 
 class LinkTrace:
-    """The steps of one run (see the module).
+    """The phases of one run over time (see the module).
 
     Parameters
     ----------
-    steps : StepLog
+    log : SpanLog
         `events.Run.trace`.
     jobs : sequence of JobTraffic
         The jobs run, in the run's order (for names and task labels).
@@ -63,47 +63,37 @@ class LinkTrace:
         End of the run (s): the mean is over ``[0, makespan]``.
     """
 
-    def __init__(self, steps: list, jobs: Sequence, arc_cap: np.ndarray, makespan: float):
-        self.steps = steps
+    def __init__(self, log, jobs: Sequence, arc_cap: np.ndarray, makespan: float):
+        self.log = log
         self.jobs = tuple(jobs)
         self.arc_cap = np.asarray(arc_cap, dtype=float)
         self.makespan = float(makespan)
         self._flat = None
-        self._times = None
 
     @property
-    def n_steps(self) -> int:
-        return len(self.steps)
+    def n_entries(self) -> int:
+        return len(self.log)
 
     def prepare(self) -> LinkTrace:
-        """Flatten the steps now (a worker thread's job: seconds for a long run of big
+        """Flatten the log now (a worker thread's job: seconds for a long run of big
         jobs), so later questions on the GUI thread are quick; returns self."""
         self._arrays()
-        self.times()
         return self
 
     def _arrays(self):
-        """Flatten once: per entry (a phase in a step) its step, distinct phase, speed
-        and owner; per distinct phase its arcs and loads, concatenated."""
+        """Flatten once: per entry (a phase running for a while) its start, length,
+        distinct phase, speed and owner; per distinct phase its arcs and loads,
+        concatenated."""
         if self._flat is None:
-            log = self.steps
-            ids: dict[int, int] = {}
-            phases = []
-            e_phase = []
-            for p in log.phases:
-                k = ids.get(id(p))
-                if k is None:
-                    k = ids[id(p)] = len(phases)
-                    phases.append(p)
-                e_phase.append(k)
+            start, seconds, phases, e_phase, speed, job, task = self.log.entries()
             lengths = np.array([len(p.arcs) for p in phases], dtype=np.int64)
             self._flat = (
-                np.repeat(np.arange(len(log), dtype=np.int64),
-                          np.asarray(log.count, dtype=np.int64)),
-                np.array(e_phase, dtype=np.int64),
-                np.concatenate(log.speeds) if log.speeds else np.zeros(0),
-                np.array(log.jobs, dtype=np.int64),
-                np.array(log.tasks, dtype=np.int64),
+                start,
+                seconds,
+                e_phase,
+                speed,
+                job,
+                task,
                 np.concatenate([p.arcs for p in phases]) if phases else np.zeros(0, np.int64),
                 np.concatenate([p.load_GBps for p in phases]) if phases else np.zeros(0),
                 np.repeat(np.arange(len(phases)), lengths),
@@ -113,54 +103,55 @@ class LinkTrace:
 
     def _entry_load(self, arc: int) -> np.ndarray:
         """Per entry, the GB/s it put on ``arc``."""
-        _s, e_phase, e_speed, _j, _t, arcs, loads, owner, n_phases = self._arrays()
+        _t, _dt, e_phase, e_speed, _j, _k, arcs, loads, owner, n_phases = self._arrays()
         on = arcs == arc
         per_phase = np.bincount(owner[on], weights=loads[on], minlength=n_phases)
         return per_phase[e_phase] * e_speed if n_phases else np.zeros(0)
 
-    def times(self) -> tuple[np.ndarray, np.ndarray]:
-        """Start and length (s) of each step."""
-        if self._times is None:
-            self._times = (
-                np.array(self.steps.start, dtype=float),
-                np.array(self.steps.seconds, dtype=float),
-            )
-        return self._times
-
     def series(self, link: int) -> tuple[np.ndarray, np.ndarray]:
         """Link ``link``'s utilisation over the run (busier direction, load / capacity)
-        as a step function: ``(edges, util)`` with ``len(edges) == len(util) + 1``;
-        spans with no traffic anywhere are 0."""
-        t, dt = self.times()
-        step = self._arrays()[0]
-        util = np.zeros(len(t))
-        for arc in (2 * link, 2 * link + 1):
-            cap = self.arc_cap[arc]
-            if cap <= 0:
-                continue
-            load = np.bincount(step, weights=self._entry_load(arc), minlength=len(t))
-            util = np.maximum(util, load / cap)
-        return _steps_to_edges(t, dt, util, self.makespan)
+        as a step function from 0 to the end of the run: ``(edges, util)`` with
+        ``len(edges) == len(util) + 1``, 0 where nothing crosses it."""
+        t, dt = self._arrays()[:2]
+        loads = [
+            (self.arc_cap[arc], self._entry_load(arc))
+            for arc in (2 * link, 2 * link + 1)
+            if self.arc_cap[arc] > 0
+        ]
+        on = np.zeros(len(t), dtype=bool)
+        for _cap, load in loads:
+            on |= load > 0
+        if not on.any():
+            return np.array([0.0, self.makespan]), np.zeros(1)
+        t0, t1 = t[on], t[on] + dt[on]
+        edges = np.unique(np.concatenate([[0.0, max(self.makespan, float(t1.max()))], t0, t1]))
+        i0, i1 = np.searchsorted(edges, t0), np.searchsorted(edges, t1)
+        util = np.zeros(len(edges) - 1)
+        for cap, load in loads:
+            mine = load[on]
+            delta = np.bincount(i0, mine, len(edges)) - np.bincount(i1, mine, len(edges))
+            level = np.cumsum(delta)[:-1]
+            level[np.abs(level) <= 1e-12 * mine.max(initial=0.0)] = 0.0  # sums back to 0
+            util = np.maximum(util, level / cap)
+        return edges, util
 
     def mean_util(self, link: int) -> float:
         """Time-averaged utilisation of the busier direction over the run."""
-        t, dt = self.times()
-        step = self._arrays()[0]
+        dt = self._arrays()[1]
         best = 0.0
         for arc in (2 * link, 2 * link + 1):
             cap = self.arc_cap[arc]
             if cap > 0 and self.makespan > 0:
-                load = np.bincount(step, weights=self._entry_load(arc), minlength=len(t))
+                load = self._entry_load(arc)
                 best = max(best, float((load * dt).sum() / (cap * self.makespan)))
         return best
 
     def crossings(self, link: int) -> list[Crossing]:
         """The collectives that crossed link ``link``, most bytes first (ties by job,
         then label), each with its share of the link's bytes."""
-        e_step, _p, _s, e_job, e_task = self._arrays()[:5]
-        _t, dt = self.times()
+        _t, dt, _p, _s, e_job, e_task = self._arrays()[:6]
         load = self._entry_load(2 * link) + self._entry_load(2 * link + 1)
-        nbytes = load * dt[e_step] * 1e9 if len(e_step) else np.zeros(0)
+        nbytes = load * dt * 1e9 if len(dt) else np.zeros(0)
         keep = nbytes > 0
         if not keep.any():
             return []
@@ -177,22 +168,3 @@ class LinkTrace:
             out.append(Crossing(self.jobs[jx].job, t.lane, t.label, b, b / whole))
         out.sort(key=lambda c: (-c.bytes, c.job, c.label))
         return out
-
-
-def _steps_to_edges(t: np.ndarray, dt: np.ndarray, util: np.ndarray, end: float):
-    """Steps ``[t, t + dt)`` of value ``util`` as one step function from 0 to ``end``:
-    ``(edges, values)``, the gaps between steps (no traffic) at 0."""
-    stop = t + dt
-    before = np.concatenate([[0.0], stop[:-1]])
-    gap = t > before + 1e-15
-    n = len(t) + int(gap.sum())
-    at = np.arange(len(t)) + np.cumsum(gap)  # where each step lands
-    starts, values = np.empty(n), np.zeros(n)
-    starts[at], values[at] = t, util
-    starts[at[gap] - 1] = before[gap]  # the idle span before it
-    last = float(stop[-1]) if len(t) else 0.0
-    edges = np.concatenate([starts, [last]])
-    if end > last + 1e-15:
-        edges = np.concatenate([edges, [end]])
-        values = np.concatenate([values, [0.0]])
-    return edges, values

@@ -47,20 +47,23 @@ class SimulationMemo:
         self.joined: dict = {}
         self.rates = None
         self.alone: dict[int, tuple] = {}
+        #: Per set of jobs run together (their ids): (the jobs, their `events.Run`,
+        #: the ids of the lone collectives it used).
+        self.runs: dict[tuple[int, ...], tuple] = {}
         self.checked: tuple = ()
         self.last: dict[str, int] = {}
         """What the last `carry` kept and dropped (for tests and benchmarks)."""
 
     def carry(self, snap, settings: tuple = ()) -> dict:
         """The lone collectives still valid on ``snap`` (a new dict), simulated with the
-        same ``settings``; `joined`, `rates` and `alone` are cut down to match."""
+        same ``settings``; `joined`, `rates`, `alone` and `runs` are cut down to match."""
         old, known = self.snap, self.known
         if old is snap and settings == self.settings:
             self.last = {"kept": len(known), "dropped": 0}
             return dict(known)
         if old is None or settings != self.settings or not _same_structure(old, snap):
             self.last = {"kept": 0, "dropped": len(known)}
-            self.joined, self.rates, self.alone = {}, None, {}
+            self.joined, self.rates, self.alone, self.runs = {}, None, {}, {}
             return {}
         changed = (old.arc_cap != snap.arc_cap) | (old.arc_family != snap.arc_family)
         moved = changed & (
@@ -78,6 +81,7 @@ class SimulationMemo:
         ids = {id(v) for v in kept.values()}
         self.joined = {k: v for k, v in self.joined.items() if ids.issuperset(k)}
         self.alone = {k: v for k, v in self.alone.items() if ids.issuperset(v[2])}
+        self.runs = {k: v for k, v in self.runs.items() if ids.issuperset(v[2])}
         if self.rates is not None:
             # Its solutions hold for sets of phases whose arcs kept their capacities:
             # phases of kept results, the only ones it can be asked about again.

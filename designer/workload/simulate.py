@@ -22,6 +22,9 @@ The model, in short (``docs/model.md`` has it in full):
   of the most slowed of them (`lone.merged`); groups with other times advance apart.
 * While a phase runs, a link carries its flows at their pace times its speed: per-link
   bytes are the collective's bytes, utilisation is load / capacity.
+* Jobs whose transfers share no link cannot change each other's rates: each set of
+  jobs that do share links runs in its own event loop (and, with a memo, keeps its run
+  while nothing it uses changed).
 
 Example
 -------
@@ -49,7 +52,7 @@ import numpy as np
 
 from designer.solver import SolverError
 from designer.workload.domains import DomainMaps, moved
-from designer.workload.events import Run, run_jobs
+from designer.workload.events import Run, merge_runs, run_jobs
 from designer.workload.linktrace import LinkTrace
 from designer.workload.lone import LoneCollective, lone_collective, merged
 from designer.workload.memo import SimulationMemo
@@ -228,6 +231,7 @@ def simulate(
     memo: SimulationMemo | None = None,
     cancelled: Callable[[], bool] | None = None,
     trace: bool = False,
+    split: bool = True,
 ) -> SimulationResult:
     """Simulate one iteration of every job at once on ``snap``'s fabric.
 
@@ -256,7 +260,13 @@ def simulate(
     cancelled : callable, optional
         Polled between events; True raises `designer.solver.Cancelled`.
     trace : bool
-        Keep the run's steps for per-link time series (`SimulationResult.trace`).
+        Keep the run's log for per-link time series (`SimulationResult.trace`).
+    split : bool
+        Run jobs whose transfers share no link as separate simulations (one event
+        loop per set of jobs that share links: the others cannot change their rates),
+        and with a memo keep a set's run while nothing it uses changed; a job that
+        shares no link with another is then its own run alone.  False runs every job in
+        one event loop (the reference the tests compare with).
 
     Returns
     -------
@@ -292,14 +302,41 @@ def simulate(
         rates = memo.rates
     if rates is None:
         rates = SharedRates(snap.arc_cap, reuse=reuse)
-    together = run_jobs(jobs, lones, rates, snap.n_arcs, cancelled, trace=trace)
+    parts = _sharing(jobs, lones, snap.n_arcs) if split else [list(range(len(jobs)))]
+    runs, reused = [], 0
+    for part in parts:
+        key = tuple(id(jobs[jx]) for jx in part)
+        before = None if memo is None else memo.runs.get(key)
+        if (
+            before is not None
+            and all(a is jobs[jx] for a, jx in zip(before[0], part, strict=True))
+            and (before[1].trace is not None or not trace)
+        ):
+            run, reused = before[1], reused + 1  # nothing it uses changed since
+        else:
+            run = run_jobs(
+                [jobs[jx] for jx in part],
+                lambda k, c, part=part: lones(part[k], c),
+                rates,
+                snap.n_arcs,
+                cancelled,
+                trace=trace,
+            )
+        if memo is not None:
+            used = frozenset().union(*(lones.used[jx] for jx in part))
+            memo.runs[key] = (tuple(jobs[jx] for jx in part), run, used)
+        runs.append(run)
+    together = merge_runs(parts, runs, len(jobs), snap.n_arcs)
     t1 = time.perf_counter()
     if alone is None:
         alone = len(jobs) > 1
     alone_s = []
+    part_of = {jx: part for part in parts for jx in part}
     for jx, job in enumerate(jobs):
         before = None if memo is None else memo.alone.get(id(job))
-        if alone and len(jobs) > 1 and before is not None and before[0] is job:
+        if alone and len(jobs) > 1 and len(part_of[jx]) == 1:
+            alone_s.append(together.makespan_of(jx))  # it shares no link: its own run
+        elif alone and len(jobs) > 1 and before is not None and before[0] is job:
             alone_s.append(before[1])  # nothing it uses changed since
         elif alone and len(jobs) > 1:
             own = run_jobs([job], lambda _, c, jx=jx: lones(jx, c), rates, snap.n_arcs, cancelled)
@@ -335,9 +372,44 @@ def simulate(
             "maxmin_solves": rates.solves,
             "lone_collectives": len(lones.known),
             "solved_alone": lones.counts["solved"],
+            "runs": len(parts),
+            "runs_reused": reused,
         },
         trace=(LinkTrace(together.trace, jobs, snap.arc_cap, together.makespan) if trace else None),
     )
+
+
+def _sharing(jobs: list[JobTraffic], lones: _Lones, n_arcs: int) -> list[list[int]]:
+    """The jobs in sets whose transfers share no link with another set's (a job's
+    links: every arc of every phase of every collective it runs alone), each set in
+    job order, the sets by their first job."""
+    owner = np.full(n_arcs, -1, dtype=np.int64)
+    head = list(range(len(jobs)))  # union-find over jobs
+
+    def find(x: int) -> int:
+        while head[x] != x:
+            head[x] = head[head[x]]
+            x = head[x]
+        return x
+
+    for jx, job in enumerate(jobs):
+        seen: dict[int, LoneCollective] = {}
+        for task in job.tasks:
+            if isinstance(task, Comm):
+                for lone in lones(jx, task):
+                    seen.setdefault(id(lone), lone)
+        arcs = [p.arcs for lone in seen.values() for p in lone.phases]
+        if not arcs:
+            continue
+        mine = np.unique(np.concatenate(arcs))
+        for other in np.unique(owner[mine]).tolist():
+            if other >= 0:
+                head[find(other)] = find(jx)
+        owner[mine] = jx
+    sets: dict[int, list[int]] = {}
+    for jx in range(len(jobs)):
+        sets.setdefault(find(jx), []).append(jx)
+    return sorted(sets.values())
 
 
 def _check(jobs: list[JobTraffic], gpus_of: dict[int, list[str]]) -> None:

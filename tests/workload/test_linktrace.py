@@ -11,6 +11,7 @@ from designer.workload.job import Job
 from designer.workload.placement import place
 from designer.workload.presets import preset
 from designer.workload.simulate import simulate
+from designer.workload.tasks import Comm, Compute, JobTraffic
 from designer.workload.traffic import iteration_traffic
 
 
@@ -63,19 +64,34 @@ def test_an_idle_link_has_a_flat_series_and_no_crossings():
     assert res.trace.crossings(int(idle[0])) == []
 
 
-def test_the_step_log_is_columns_the_garbage_collector_does_not_walk():
-    # 10^5 steps of a long run made as tuples and lists per step were walked by every
+def test_the_log_is_columns_the_garbage_collector_does_not_walk():
+    # 10^5 steps of a long run logged as containers per step were walked by every
     # collection (on the GUI thread, which runs them); the log holds numbers in a few
-    # lists, the phases it names, and one speed array per step.
+    # lists and the phases it names.
     import gc
 
     snap, jobs = _two_jobs()
-    log = simulate(snap, jobs, trace=True).trace.steps
+    log = simulate(snap, jobs, trace=True).trace.log
     n = len(log)
     assert n > 10
-    assert len(log.seconds) == len(log.count) == len(log.speeds) == n
-    assert sum(log.count) == len(log.phases) == len(log.jobs) == len(log.tasks)
-    assert [len(s) for s in log.speeds] == log.count
-    numbers = [*log.start, *log.seconds, *log.count, *log.jobs, *log.tasks, *log.speeds]
+    assert len(log.seconds) == len(log.speed) == len(log.job) == len(log.task) == n
+    numbers = [*log.start, *log.seconds, *log.speed, *log.job, *log.task, *log.phase]
     assert not any(gc.is_tracked(x) for x in numbers)
-    assert set(log.jobs) == {0, 1}
+    assert set(log.job) == {0, 1}
+
+
+def test_a_phase_that_keeps_its_speed_is_one_entry():
+    """Alone, every phase runs at speed 1 from start to end: one entry each, however
+    many event steps it spans, lasting the phase's own time."""
+    snap = take_snapshot(build_template("rail-cluster", nodes=2))
+    ranks = snap.gpus[:16].tolist()
+    gpus = tuple(snap.node_ids[g] for g in ranks)
+    job = JobTraffic("a", (Comm(0, "dp", "allreduce", (gpus,), 1 << 28),
+                           Compute(1, "compute", 1e-4)))
+    res = simulate(snap, [job], trace=True)
+    log = res.trace.log
+    phases = [p for p in log.phases if p.seconds > 0]
+    assert len(log) == len(phases) >= 1
+    assert log.speed == [1.0] * len(log)
+    np.testing.assert_allclose(log.seconds, [log.phases[k].seconds for k in log.phase],
+                               rtol=1e-12)

@@ -335,3 +335,75 @@ def test_routing_option_solves_on_that_routing(leafspine):
     ecmp = dataclasses.replace(leafspine, routing="ecmp")
     want = float(solve_collective(ecmp, sizes=[1 << 26], ranks=[0, 1, 4, 5]).time_s[0])
     assert res.jobs[0].iteration_s == pytest.approx(want, rel=1e-12)
+
+
+def _three_jobs(snap):
+    """a and b cross leaf 0's 2:1 uplinks together; c stays inside leaf 2."""
+    a = _dp_job("a", (_gpus(snap, (0, 4)), _gpus(snap, (1, 5))), 1 << 28)
+    b = _dp_job("b", (_gpus(snap, (2, 6)),), 1 << 27, lead=2e-3)
+    c = _dp_job("c", (_gpus(snap, (8, 9)), _gpus(snap, (10, 11))), 1 << 28, lead=1e-3)
+    return [a, b, c]
+
+
+def _three_leaves():
+    return build_template("leaf-spine", leaves=3, spines=1, hosts_per_leaf=4, uplinks=2)
+
+
+def test_jobs_sharing_no_link_run_apart_and_agree_with_one_event_loop():
+    snap = take_snapshot(_three_leaves())
+    jobs = _three_jobs(snap)
+    split = simulate(snap, jobs, trace=True)
+    whole = simulate(snap, jobs, trace=True, split=False)
+    assert (split.stats["runs"], whole.stats["runs"]) == (2, 1)
+    by = {j.name: j for j in split.jobs}
+    assert by["a"].slowdown > 1.1 and by["b"].slowdown > 1.1  # they share the uplinks
+    assert by["c"].slowdown == 1.0 and by["c"].alone_s == by["c"].iteration_s
+    for s, w in zip(split.jobs, whole.jobs, strict=True):
+        assert s.iteration_s == pytest.approx(w.iteration_s, rel=1e-12)
+        assert s.alone_s == pytest.approx(w.alone_s, rel=1e-12)
+        assert s.breakdown == pytest.approx(w.breakdown, rel=1e-9, abs=1e-15)
+    for got, want in ((split.links, whole.links),):
+        np.testing.assert_allclose(got.bytes, want.bytes, rtol=1e-12)
+        np.testing.assert_allclose(got.job_bytes, want.job_bytes, rtol=1e-12)
+        np.testing.assert_allclose(got.peak_util, want.peak_util, rtol=1e-12)
+        np.testing.assert_allclose(got.mean_util, want.mean_util, rtol=1e-12)
+    assert [(e.job, e.task) for e in split.timeline] == [(e.job, e.task) for e in whole.timeline]
+    np.testing.assert_allclose([e.start_s for e in split.timeline],
+                               [e.start_s for e in whole.timeline], rtol=1e-12)
+    for k in np.flatnonzero(whole.links.bytes > 0).tolist():
+        es, us = split.trace.series(k)
+        ew, uw = whole.trace.series(k)
+        np.testing.assert_allclose(es, ew, rtol=1e-12)
+        np.testing.assert_allclose(us, uw, rtol=1e-12, atol=1e-12)
+        assert [(c.job, c.label) for c in split.trace.crossings(k)] == [
+            (c.job, c.label) for c in whole.trace.crossings(k)
+        ]
+
+
+def test_a_memo_runs_again_only_the_jobs_an_edit_reaches():
+    topo = _three_leaves()
+    snap = take_snapshot(topo)
+    jobs = _three_jobs(snap)
+    memo = SimulationMemo()
+    simulate(snap, jobs, memo=memo)
+    # A new job c: a and b's run is kept.
+    jobs[2] = _dp_job("c", jobs[2].tasks[1].groups, 1 << 26, lead=1e-3)
+    again = simulate(snap, jobs, memo=memo)
+    assert again.stats["runs_reused"] == 1
+    assert again.to_json() | {"timing_ms": {}} == simulate(snap, jobs).to_json() | {"timing_ms": {}}
+    # A link only c uses: a and b's run is kept again; c's is made afresh.
+    topo.update_link("n09-nic0:leaf-2", count=2)
+    after = take_snapshot(topo)
+    edited = simulate(after, jobs, memo=memo)
+    fresh = simulate(after, jobs)
+    assert edited.stats["runs_reused"] == 1
+    assert edited.to_json() | {"timing_ms": {}} == fresh.to_json() | {"timing_ms": {}}
+    # Leaf 0's uplinks halved: a and b run again (slower), c's run is kept.
+    topo.update_link("leaf-0:spine-0", count=1)
+    last = take_snapshot(topo)
+    halved = simulate(last, jobs, memo=memo)
+    assert halved.stats["runs_reused"] == 1
+    fresh = simulate(last, jobs)
+    assert halved.to_json() | {"timing_ms": {}} == fresh.to_json() | {"timing_ms": {}}
+    assert halved.jobs[0].iteration_s > edited.jobs[0].iteration_s
+    assert halved.jobs[2].iteration_s == edited.jobs[2].iteration_s
