@@ -50,6 +50,8 @@ class SimulationMemo:
         #: Per set of jobs run together (their ids): (the jobs, their `events.Run`,
         #: the ids of the lone collectives it used).
         self.runs: dict[tuple[int, ...], tuple] = {}
+        #: Per job (its id): (the job, its run's start times, its stages, its timeline).
+        self.told: dict[int, tuple] = {}
         self.checked: tuple = ()
         self.last: dict[str, int] = {}
         """What the last `carry` kept and dropped (for tests and benchmarks)."""

@@ -35,6 +35,7 @@ __all__ = [
     "LinkStats",
     "TimelineEvent",
     "breakdown",
+    "job_timeline",
     "link_stats",
     "mean_of_stages",
     "stage_times",
@@ -284,23 +285,43 @@ def mean_of_stages(stages: Sequence[dict]) -> dict[str, float]:
     return {k: sum(st[k] * st["gpus"] for st in stages) / gpus for k in BREAKDOWN}
 
 
-def timeline(jobs: Sequence[JobTraffic], run) -> tuple[TimelineEvent, ...]:
-    """Every task of every job, by start time (then job and task id)."""
-    events = []
-    for jx, job in enumerate(jobs):
-        for i, t in enumerate(job.tasks):
-            comm = isinstance(t, Comm)
-            events.append(
-                TimelineEvent(
-                    job.job,
-                    t.id,
-                    t.lane,
-                    t.label,
-                    float(run.start[jx][i]),
-                    float(run.end[jx][i]),
-                    float(t.nbytes) if comm else 0.0,
-                    len(t.groups) if comm else 0,
-                )
+def job_timeline(job: JobTraffic, start: np.ndarray, end: np.ndarray) -> list[TimelineEvent]:
+    """Every task of one job as it ran (``start``, ``end``: per task, in task order)."""
+    out = []
+    for t, s, e in zip(job.tasks, start.tolist(), end.tolist(), strict=True):
+        comm = isinstance(t, Comm)
+        out.append(
+            TimelineEvent(
+                job.job,
+                t.id,
+                t.lane,
+                t.label,
+                s,
+                e,
+                float(t.nbytes) if comm else 0.0,
+                len(t.groups) if comm else 0,
             )
-    events.sort(key=lambda e: (e.start_s, e.job, e.task))
-    return tuple(events)
+        )
+    return out
+
+
+def timeline(
+    jobs: Sequence[JobTraffic], run, each: Sequence[list[TimelineEvent]] | None = None
+) -> tuple[TimelineEvent, ...]:
+    """Every task of every job, by start time (then job and task id); ``each``: the
+    jobs' `job_timeline` lists when already made."""
+    if each is None:
+        each = [job_timeline(job, run.start[jx], run.end[jx]) for jx, job in enumerate(jobs)]
+    events = [e for mine in each for e in mine]
+    if not events:
+        return ()
+    names = sorted({job.job for job in jobs})
+    rank = {n: k for k, n in enumerate(names)}
+    order = np.lexsort(
+        (
+            np.array([e.task for e in events], dtype=np.int64),
+            np.repeat([rank[job.job] for job in jobs], [len(m) for m in each]),
+            np.array([e.start_s for e in events], dtype=float),
+        )
+    )
+    return tuple(events[k] for k in order.tolist())

@@ -63,6 +63,7 @@ from designer.workload.report import (
     LinkStats,
     TimelineEvent,
     breakdown,
+    job_timeline,
     link_stats,
     mean_of_stages,
     stage_times,
@@ -350,11 +351,23 @@ def simulate(
     if memo is not None:
         memo.keep(snap, settings, lones.known, lones.joined, rates)
     t2 = time.perf_counter()
+    # A job's stages and timeline follow from its run alone: kept while the run is.
+    told = {} if memo is None else memo.told
+    each = []
+    for jx, job in enumerate(jobs):
+        got = told.get(id(job))
+        if got is None or got[0] is not job or got[1] is not together.start[jx]:
+            start, end = together.start[jx], together.end[jx]
+            got = (job, start, stage_times(job, start, end), job_timeline(job, start, end))
+        each.append(got)
+    if memo is not None:
+        memo.told = {id(got[0]): got for got in each}
     results = tuple(
-        _job_result(job, together, jx, alone_s[jx], gpus_of) for jx, job in enumerate(jobs)
+        _job_result(job, together, jx, alone_s[jx], gpus_of, each[jx][2])
+        for jx, job in enumerate(jobs)
     )
     links = link_stats(snap, together, [j.job for j in jobs])
-    events = timeline(jobs, together)
+    events = timeline(jobs, together, [got[3] for got in each])
     t3 = time.perf_counter()
     return SimulationResult(
         jobs=results,
@@ -440,12 +453,16 @@ def _gpus(job: JobTraffic) -> list[str]:
 
 
 def _job_result(
-    job: JobTraffic, run: Run, jx: int, alone_s: float | None, gpus_of: dict[int, list[str]]
+    job: JobTraffic,
+    run: Run,
+    jx: int,
+    alone_s: float | None,
+    gpus_of: dict[int, list[str]],
+    stages: tuple[dict, ...],
 ) -> JobResult:
     ends = run.end[jx]
     iteration = float(ends.max()) if ends.size else 0.0
     slowdown = (iteration / alone_s if alone_s else 1.0) if alone_s is not None else None
-    stages = stage_times(job, run.start[jx], run.end[jx])
     return JobResult(
         name=job.job,
         gpus=len(gpus_of[jx] if jx in gpus_of else _gpus(job)),
