@@ -52,6 +52,8 @@ class SimulationMemo:
         self.runs: dict[tuple[int, ...], tuple] = {}
         #: Per job (its id): (the job, its run's start times, its stages, its timeline).
         self.told: dict[int, tuple] = {}
+        #: Per job (its id): (the job, the lone collectives it used, the arcs they load).
+        self.links: dict[int, tuple] = {}
         self.checked: tuple = ()
         self.last: dict[str, int] = {}
         """What the last `carry` kept and dropped (for tests and benchmarks)."""

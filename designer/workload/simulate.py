@@ -303,7 +303,7 @@ def simulate(
         rates = memo.rates
     if rates is None:
         rates = SharedRates(snap.arc_cap, reuse=reuse)
-    parts = _sharing(jobs, lones, snap.n_arcs) if split else [list(range(len(jobs)))]
+    parts = _sharing(jobs, lones, snap.n_arcs, memo) if split else [list(range(len(jobs)))]
     runs, reused = [], 0
     for part in parts:
         key = tuple(id(jobs[jx]) for jx in part)
@@ -392,10 +392,14 @@ def simulate(
     )
 
 
-def _sharing(jobs: list[JobTraffic], lones: _Lones, n_arcs: int) -> list[list[int]]:
+def _sharing(
+    jobs: list[JobTraffic], lones: _Lones, n_arcs: int, memo: SimulationMemo | None
+) -> list[list[int]]:
     """The jobs in sets whose transfers share no link with another set's (a job's
     links: every arc of every phase of every collective it runs alone), each set in
-    job order, the sets by their first job."""
+    job order, the sets by their first job.  With a memo, a job's links are kept while
+    the job and the collectives they came from are."""
+    links = _job_links(jobs, lones, memo)
     owner = np.full(n_arcs, -1, dtype=np.int64)
     head = list(range(len(jobs)))  # union-find over jobs
 
@@ -405,16 +409,7 @@ def _sharing(jobs: list[JobTraffic], lones: _Lones, n_arcs: int) -> list[list[in
             x = head[x]
         return x
 
-    for jx, job in enumerate(jobs):
-        seen: dict[int, LoneCollective] = {}
-        for task in job.tasks:
-            if isinstance(task, Comm):
-                for lone in lones(jx, task):
-                    seen.setdefault(id(lone), lone)
-        arcs = [p.arcs for lone in seen.values() for p in lone.phases]
-        if not arcs:
-            continue
-        mine = np.unique(np.concatenate(arcs))
+    for jx, mine in enumerate(links):
         for other in np.unique(owner[mine]).tolist():
             if other >= 0:
                 head[find(other)] = find(jx)
@@ -423,6 +418,34 @@ def _sharing(jobs: list[JobTraffic], lones: _Lones, n_arcs: int) -> list[list[in
     for jx in range(len(jobs)):
         sets.setdefault(find(jx), []).append(jx)
     return sorted(sets.values())
+
+
+def _job_links(jobs: list[JobTraffic], lones: _Lones, memo: SimulationMemo | None) -> list:
+    """Per job, the distinct arcs its collectives' phases load (see `_sharing`)."""
+    kept = None
+    out = []
+    for jx, job in enumerate(jobs):
+        got = None if memo is None else memo.links.get(id(job))
+        if got is not None and got[0] is job:
+            if kept is None:
+                kept = {id(v) for v in lones.known.values()}
+            if kept.issuperset(got[1]):
+                lones.used[jx].update(got[1])  # as if asked again: the runs memo reads it
+                out.append(got[2])
+                continue
+        seen: dict[int, LoneCollective] = {}
+        for task in job.tasks:
+            if isinstance(task, Comm):
+                for lone in lones(jx, task):
+                    seen.setdefault(id(lone), lone)
+        arcs = [p.arcs for lone in seen.values() for p in lone.phases]
+        mine = np.unique(np.concatenate(arcs)) if arcs else np.zeros(0, dtype=np.int64)
+        if memo is not None:
+            memo.links[id(job)] = (job, frozenset(lones.used[jx]), mine)
+        out.append(mine)
+    if memo is not None:
+        memo.links = {id(job): memo.links[id(job)] for job in jobs}
+    return out
 
 
 def _check(jobs: list[JobTraffic], gpus_of: dict[int, list[str]]) -> None:
