@@ -54,20 +54,30 @@ class SimulationMemo:
         self.told: dict[int, tuple] = {}
         #: Per job (its id): (the job, the lone collectives it used, the arcs they load).
         self.links: dict[int, tuple] = {}
+        #: The results the last `carry` dropped, by key (alive until `keep`, so that
+        #: their ids stay theirs), and the arcs whose capacity or family changed: a
+        #: result solved again that comes out the same as the one dropped is that one
+        #: again (`revive`), and what was built on it stays.
+        self.before: dict = {}
+        self.changed: np.ndarray | None = None
         self.checked: tuple = ()
         self.last: dict[str, int] = {}
         """What the last `carry` kept and dropped (for tests and benchmarks)."""
 
     def carry(self, snap, settings: tuple = ()) -> dict:
         """The lone collectives still valid on ``snap`` (a new dict), simulated with the
-        same ``settings``; `joined`, `rates`, `alone` and `runs` are cut down to match."""
+        same ``settings``.  What was built on the others (`joined`, `alone`, `runs`,
+        `links`) is checked against the results in use when asked and cut
+        down by `keep`."""
         old, known = self.snap, self.known
+        self.before, self.changed = {}, None
         if old is snap and settings == self.settings:
             self.last = {"kept": len(known), "dropped": 0}
             return dict(known)
         if old is None or settings != self.settings or not _same_structure(old, snap):
             self.last = {"kept": 0, "dropped": len(known)}
             self.joined, self.rates, self.alone, self.runs = {}, None, {}, {}
+            self.links, self.told = {}, {}
             return {}
         changed = (old.arc_cap != snap.arc_cap) | (old.arc_family != snap.arc_family)
         moved = changed & (
@@ -82,20 +92,56 @@ class SimulationMemo:
             k: v for k, v in known.items() if v.touched is not None and not bad_arc[v.touched].any()
         }
         self.last = {"kept": len(kept), "dropped": len(known) - len(kept)}
-        ids = {id(v) for v in kept.values()}
-        self.joined = {k: v for k, v in self.joined.items() if ids.issuperset(k)}
-        self.alone = {k: v for k, v in self.alone.items() if ids.issuperset(v[2])}
-        self.runs = {k: v for k, v in self.runs.items() if ids.issuperset(v[2])}
+        self.before = {k: v for k, v in known.items() if k not in kept}
+        self.changed = changed
         if self.rates is not None:
             # Its solutions hold for sets of phases whose arcs kept their capacities:
-            # phases of kept results, the only ones it can be asked about again.
+            # phases of kept results (and of revived ones, which cross no changed arc),
+            # the only ones it can be asked about again.
             self.rates.capacity = np.asarray(snap.arc_cap, dtype=float)
         return kept
 
+    def revive(self, key, lone):
+        """``lone`` (``key``'s result solved again on the new snapshot), or the result
+        `carry` dropped for ``key`` when it is the same: every figure and flow equal,
+        the same arcs touched, and no arc of its phases changed."""
+        old = self.before.get(key)
+        if old is None or old.touched is None or lone.touched is None:
+            return lone
+        if any(self.changed[p.arcs].any() for p in old.phases) or not _same_lone(old, lone):
+            return lone
+        return old
+
     def keep(self, snap, settings: tuple, known: dict, joined: dict, rates) -> None:
-        """Remember what a simulation of ``snap`` built."""
+        """Remember what a simulation of ``snap`` built, and forget what was built on
+        results no longer in use."""
         self.snap, self.settings = snap, settings
-        self.known, self.joined, self.rates = dict(known), dict(joined), rates
+        self.known, self.rates = dict(known), rates
+        ids = {id(v) for v in known.values()}  # what was built on these holds
+        self.joined = {k: v for k, v in joined.items() if ids.issuperset(k)}
+        self.alone = {k: v for k, v in self.alone.items() if ids.issuperset(v[2])}
+        self.runs = {k: v for k, v in self.runs.items() if ids.issuperset(v[2])}
+        self.links = {k: v for k, v in self.links.items() if ids.issuperset(v[1])}
+        self.before, self.changed = {}, None
+
+
+def _same_lone(a, b) -> bool:
+    """Whether two results of one collective alone are the same, figure for figure."""
+    if (a.collective, a.algorithm, a.protocol, a.time_s, a.fixed_s, a.bandwidth_s,
+            a.pipelined, len(a.phases)) != (b.collective, b.algorithm, b.protocol, b.time_s,
+                                            b.fixed_s, b.bandwidth_s, b.pipelined,
+                                            len(b.phases)):
+        return False
+    if not np.array_equal(np.unique(a.touched), np.unique(b.touched)):
+        return False
+    return all(
+        p.seconds == q.seconds
+        and all(
+            np.array_equal(getattr(p, f), getattr(q, f))
+            for f in ("pair_flow", "pair_arc", "pair_weight", "pace_GBps", "arcs", "load_GBps")
+        )
+        for p, q in zip(a.phases, b.phases, strict=True)
+    )
 
 
 def _same_structure(old, snap) -> bool:

@@ -132,7 +132,14 @@ class _Lones:
         self.tasks: dict[tuple, list[LoneCollective]] = {}
         self.joined: dict[tuple, list[LoneCollective]] = {}
         self.used: list[set[int]] = [set() for _ in jobs]
-        self.counts = {"solved": 0}
+        self.counts = {"solved": 0, "revived": 0}
+        #: ``revive(key, lone)``: the result to use for a lone solved again (a memo's:
+        #: the one it dropped, when the same).
+        self.revive = None
+
+    def known_ids(self) -> set[int]:
+        """The ids of the lone results in use (what was built on them holds)."""
+        return {id(v) for v in self.known.values()}
 
     def __call__(self, jx: int, comm: Comm) -> list[LoneCollective]:
         if not comm.nbytes > 0:
@@ -177,7 +184,7 @@ class _Lones:
             except SolverError as exc:
                 raise SolverError(f"{where}: {exc}") from exc
             for g, lone in zip(todo, found, strict=True):
-                self.known[("sendrecv", g, size)] = lone
+                self.known[("sendrecv", g, size)] = self._revived(("sendrecv", g, size), lone)
         out = []
         for group, ranks in zip(comm.groups, groups, strict=True):
             key = (comm.collective, ranks, size)
@@ -187,9 +194,17 @@ class _Lones:
                     lone = self._alone(comm.collective, ranks, size)
                 except SolverError as exc:
                     raise SolverError(f"{where}, group {', '.join(group)}: {exc}") from exc
-                self.known[key] = lone
+                lone = self.known[key] = self._revived(key, lone)
             out.append(lone)
         return out
+
+    def _revived(self, key: tuple, lone: LoneCollective) -> LoneCollective:
+        if self.revive is None:
+            return lone
+        got = self.revive(key, lone)
+        if got is not lone:
+            self.counts["revived"] += 1
+        return got
 
     def _solve(self, collective: str, ranks: tuple[int, ...], size: float) -> LoneCollective:
         self.counts["solved"] += 1
@@ -300,11 +315,13 @@ def simulate(
         lones.solver_cache["memo"] = memo.routes
         lones.known = memo.carry(snap, settings)
         lones.joined = dict(memo.joined)
+        lones.revive = memo.revive
         rates = memo.rates
     if rates is None:
         rates = SharedRates(snap.arc_cap, reuse=reuse)
     parts = _sharing(jobs, lones, snap.n_arcs, memo) if split else [list(range(len(jobs)))]
     runs, reused = [], 0
+    live = lones.known_ids()
     for part in parts:
         key = tuple(id(jobs[jx]) for jx in part)
         before = None if memo is None else memo.runs.get(key)
@@ -312,6 +329,7 @@ def simulate(
             before is not None
             and all(a is jobs[jx] for a, jx in zip(before[0], part, strict=True))
             and (before[1].trace is not None or not trace)
+            and live.issuperset(before[2])
         ):
             run, reused = before[1], reused + 1  # nothing it uses changed since
         else:
@@ -333,11 +351,18 @@ def simulate(
         alone = len(jobs) > 1
     alone_s = []
     part_of = {jx: part for part in parts for jx in part}
+    live = lones.known_ids()
     for jx, job in enumerate(jobs):
         before = None if memo is None else memo.alone.get(id(job))
         if alone and len(jobs) > 1 and len(part_of[jx]) == 1:
             alone_s.append(together.makespan_of(jx))  # it shares no link: its own run
-        elif alone and len(jobs) > 1 and before is not None and before[0] is job:
+        elif (
+            alone
+            and len(jobs) > 1
+            and before is not None
+            and before[0] is job
+            and live.issuperset(before[2])
+        ):
             alone_s.append(before[1])  # nothing it uses changed since
         elif alone and len(jobs) > 1:
             own = run_jobs([job], lambda _, c, jx=jx: lones(jx, c), rates, snap.n_arcs, cancelled)
@@ -385,6 +410,7 @@ def simulate(
             "maxmin_solves": rates.solves,
             "lone_collectives": len(lones.known),
             "solved_alone": lones.counts["solved"],
+            "revived": lones.counts["revived"],
             "runs": len(parts),
             "runs_reused": reused,
         },

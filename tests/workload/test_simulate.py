@@ -407,3 +407,28 @@ def test_a_memo_runs_again_only_the_jobs_an_edit_reaches():
     assert halved.to_json() | {"timing_ms": {}} == fresh.to_json() | {"timing_ms": {}}
     assert halved.jobs[0].iteration_s > edited.jobs[0].iteration_s
     assert halved.jobs[2].iteration_s == edited.jobs[2].iteration_s
+
+
+def test_a_collective_solved_again_the_same_after_an_edit_keeps_what_was_built_on_it():
+    """Failing leaf 1's link to spine 1 drops every result through spine 1 or leaf 1
+    (their routes may change); solved again, those that cross neither that link nor a
+    changed choice of next hops come out the same and are used as before, so the runs
+    built on them are kept. The answer is a fresh simulation's."""
+    topo = build_template("leaf-spine", leaves=3, spines=2, hosts_per_leaf=4, uplinks=1)
+    snap = take_snapshot(topo)
+    a = _dp_job("a", (_gpus(snap, (0, 8)),), 1 << 28)  # leaf 0 <-> leaf 2
+    b = _dp_job("b", (_gpus(snap, (4, 5)),), 1 << 28, lead=1e-3)  # inside leaf 1
+    c = _dp_job("c", (_gpus(snap, (6, 9)),), 1 << 27, lead=2e-3)  # leaf 1 <-> leaf 2
+    memo = SimulationMemo()
+    first = simulate(snap, [a, b, c], memo=memo)
+    assert first.stats["runs"] == 2  # a and c share leaf 2's links; b is apart
+    topo.update_link("leaf-1:spine-1", failed=True)
+    after = take_snapshot(topo)
+    again = simulate(after, [a, b, c], memo=memo)
+    fresh = simulate(after, [a, b, c])
+    assert memo.last["dropped"] >= 3
+    assert again.stats["revived"] >= 2  # a's and b's, not c's
+    assert again.stats["revived"] < memo.last["dropped"]
+    assert again.stats["runs_reused"] == 1  # b's; a's runs with c, whose route changed
+    assert again.to_json() | {"timing_ms": {}} == fresh.to_json() | {"timing_ms": {}}
+    assert again.jobs[1].iteration_s == first.jobs[1].iteration_s
