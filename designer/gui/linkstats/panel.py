@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from designer.gui.analysis.panels.base import OKABE_ITO, PanelDock, format_bytes
+from designer.gui.tables import filling
 from designer.io.atomic import atomic_write_text
 from designer.model.safe_text import csv_writer
 
@@ -173,8 +174,7 @@ class LinkStatsPanel(PanelDock):
 
     def _fill_table(self) -> None:
         shown = self.rows
-        self.table.blockSignals(True)
-        try:
+        with filling(self.table):
             self.table.setRowCount(len(shown))
             for r, row in enumerate(shown):
                 jobs = ", ".join(
@@ -196,8 +196,6 @@ class LinkStatsPanel(PanelDock):
                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                         )
                     self.table.setItem(r, c, item)
-        finally:
-            self.table.blockSignals(False)
 
     def _plot_series(self, clear: bool = True) -> None:
         if clear:

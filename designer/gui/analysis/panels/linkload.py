@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from designer.gui.analysis.panels.base import OKABE_ITO, PanelDock, accent
+from designer.gui.tables import filling
 
 TOP_N = 15
 BIN_PCT = 5.0
@@ -172,28 +173,20 @@ class LinkLoadPanel(PanelDock):
             self._fill_table([])
 
     def _fill_table(self, rows: list[LinkLoad]) -> None:
-        # Columns sized to their contents would be measured again after every cell, and
-        # each time the dock's layout with them (10 ms for 75 cells in the window):
-        # fixed while filling, measured once at the end.
-        header = self.table.horizontalHeader()
-        modes = [header.sectionResizeMode(j) for j in range(len(COLUMNS))]
-        for j in range(len(COLUMNS)):
-            header.setSectionResizeMode(j, QHeaderView.ResizeMode.Fixed)
         self._filling = True  # the selection follows the chosen link, not the user
         self.table.clearSelection()
-        self.table.setRowCount(len(rows))
         right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-        for i, r in enumerate(rows):
-            cells = (r.link_id, f"{r.src} → {r.dst}", f"{100 * r.utilisation:.1f}",
-                     f"{r.load_GBps:.1f}", f"{r.capacity_GBps:.1f}")
-            for j, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                item.setData(ROLE, r.link_id)
-                if j >= 2:
-                    item.setTextAlignment(right)
-                self.table.setItem(i, j, item)
-        for j, mode in enumerate(modes):
-            header.setSectionResizeMode(j, mode)
+        with filling(self.table):
+            self.table.setRowCount(len(rows))
+            for i, r in enumerate(rows):
+                cells = (r.link_id, f"{r.src} → {r.dst}", f"{100 * r.utilisation:.1f}",
+                         f"{r.load_GBps:.1f}", f"{r.capacity_GBps:.1f}")
+                for j, text in enumerate(cells):
+                    item = QTableWidgetItem(text)
+                    item.setData(ROLE, r.link_id)
+                    if j >= 2:
+                        item.setTextAlignment(right)
+                    self.table.setItem(i, j, item)
         self._highlight_chosen(rows)
         self._filling = False
 
