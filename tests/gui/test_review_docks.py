@@ -201,6 +201,22 @@ def test_the_window_defers_the_review_to_its_solve(qtbot):
         close_window(win)
 
 
+def test_the_window_defers_the_review_to_its_workload_simulation(qtbot):
+    win, error = open_window(qtbot)
+    assert error is None
+    try:
+        reviewed(qtbot, win)
+        qtbot.waitUntil(lambda: not (win.analysis.runner.busy or win.analysis.runner.pending),
+                        timeout=10_000)
+        assert not win.review.runner._deferring()
+        sim = win.workload.runner
+        sim.schedule()
+        assert sim.pending or sim.busy
+        assert win.review.runner._deferring()
+    finally:
+        close_window(win)
+
+
 def test_a_running_review_pauses_while_the_solve_runs(qtbot, monkeypatch):
     """A review already running when the solve starts again waits at its next pause
     point (between rules, every few thousand items rebuilt) until the solve is done."""

@@ -40,9 +40,18 @@ def install_review(window: QMainWindow) -> Review:
     analysis and workload parts, whose docks share the Inspector's tabs)."""
     doc = window.document
     runner = ReviewRunner(doc, window)
-    solve = getattr(getattr(window, "analysis", None), "runner", None)
-    if solve is not None:
-        runner.defer_while(lambda: solve.busy or solve.pending)
+    # The live answers come first: the window's solve (link colours) and the jobs'
+    # simulation (workload colours and panels).
+    first = [
+        r
+        for r in (
+            getattr(getattr(window, "analysis", None), "runner", None),
+            getattr(getattr(window, "workload", None), "runner", None),
+        )
+        if r is not None
+    ]
+    if first:
+        runner.defer_while(lambda: any(r.busy or r.pending for r in first))
     problems = ProblemsDock(runner, window)
     bom = BomDock(runner, window)
     info = InfoDock(runner, window)
