@@ -17,6 +17,7 @@ are constant between events, so bytes are integrated exactly.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -169,31 +170,32 @@ def merge_runs(parts: Sequence[Sequence[int]], runs: Sequence[Run], n_jobs: int,
 
 class _Group:
     """One group's collective in flight: its stage (-1 fixed time, then phase index or 0
-    for all pipelined phases) and what is left of the stage, in alone seconds."""
+    for all pipelined phases), what is left of the stage in alone seconds, and the
+    phases it runs now (``current``: none during the fixed time)."""
 
-    __slots__ = ("job", "lone", "remaining", "stage", "task")
+    __slots__ = ("current", "job", "lone", "remaining", "stage", "task")
 
     def __init__(self, job: int, task: int, lone: LoneCollective):
         self.job, self.task, self.lone = job, task, lone
-        self.stage, self.remaining = -1, lone.fixed_s
+        self.stage, self.remaining, self.current = -1, lone.fixed_s, ()
 
     def phases(self):
-        if self.stage < 0:
-            return ()
-        return self.lone.phases if self.lone.pipelined else (self.lone.phases[self.stage],)
+        return self.current
 
     def advance(self) -> bool:
         """Move to the next stage; False once the collective is done."""
-        n = 1 if self.lone.pipelined else len(self.lone.phases)
+        lone = self.lone
+        n = 1 if lone.pipelined else len(lone.phases)
         while True:
             self.stage += 1
-            if self.stage >= n or not self.lone.phases:
+            if self.stage >= n or not lone.phases:
+                self.current = ()
                 return False
-            self.remaining = (
-                self.lone.bandwidth_s
-                if self.lone.pipelined
-                else self.lone.phases[self.stage].seconds
-            )
+            if lone.pipelined:
+                self.remaining, self.current = lone.bandwidth_s, lone.phases
+            else:
+                phase = lone.phases[self.stage]
+                self.remaining, self.current = phase.seconds, (phase,)
             if self.remaining > 0:
                 return True
 
@@ -223,31 +225,34 @@ def run_jobs(
     """
     n_jobs = len(jobs)
     pos = [{t.id: i for i, t in enumerate(j.tasks)} for j in jobs]
-    waiting = [np.array([len(t.deps) for t in j.tasks], dtype=np.int64) for j in jobs]
+    waiting = [[len(t.deps) for t in j.tasks] for j in jobs]
     after: list[list[list[int]]] = [[[] for _ in j.tasks] for j in jobs]
     for jx, j in enumerate(jobs):
         for i, t in enumerate(j.tasks):
             for d in t.deps:
                 after[jx][pos[jx][d]].append(i)
-    start = [np.full(len(j.tasks), np.nan) for j in jobs]
-    end = [np.full(len(j.tasks), np.nan) for j in jobs]
-    left = [np.zeros(len(j.tasks), dtype=np.int64) for j in jobs]  # groups still running
+    start = [[math.nan] * len(j.tasks) for j in jobs]
+    end = [[math.nan] * len(j.tasks) for j in jobs]
+    left = [[0] * len(j.tasks) for j in jobs]  # groups still running
     clock: list[tuple[float, int, int]] = []  # compute ends: (time, job, task)
     groups: list[_Group] = []
     peak = np.zeros(n_arcs)
     now, events = 0.0, 0
     loads = _Loads(n_arcs, SpanLog() if trace else None)
     ready: list[tuple[int, int]] = [
-        (jx, i) for jx in range(n_jobs) for i in np.flatnonzero(waiting[jx] == 0).tolist()
+        (jx, i) for jx in range(n_jobs) for i, w in enumerate(waiting[jx]) if w == 0
     ]
 
     def finish(jx: int, i: int) -> None:
         end[jx][i] = now
+        wait = waiting[jx]
         for k in after[jx][i]:
-            waiting[jx][k] -= 1
-            if waiting[jx][k] == 0:
+            wait[k] -= 1
+            if wait[k] == 0:
                 ready.append((jx, k))
 
+    # Per event, a few dozen groups at most: plain floats, not arrays (the same IEEE
+    # operations, so the same numbers, without numpy's per-call cost).
     while True:
         while ready:
             jx, i = ready.pop()
@@ -267,19 +272,24 @@ def run_jobs(
         if cancelled is not None and cancelled():
             raise Cancelled
         events += 1
-        flowing, flat, where, first = [], [], [], []  # where: index in groups
-        for k, g in enumerate(groups):
-            if g.stage >= 0:
+        flowing: list[_Group] = []
+        flat: list = []
+        for g in groups:
+            if g.current:
                 flowing.append(g)
-                where.append(k)
-                first.append(len(flat))
-                flat.extend(g.phases())
+                flat.extend(g.current)
         speed_of = rates.speeds(flat)
-        speed = np.ones(len(groups))
-        if flat:  # each group at the pace of its most slowed phase
-            speed[where] = np.minimum.reduceat(speed_of, first)
-        need = np.array([g.remaining for g in groups]) / speed if groups else np.zeros(0)
-        dt = float(need.min()) if groups else np.inf
+        each = speed_of.tolist()
+        speed: list[float] = []  # each group at the pace of its most slowed phase
+        need: list[float] = []
+        k = 0
+        for g in groups:
+            n = len(g.current)
+            s = 1.0 if n == 0 else each[k] if n == 1 else min(each[k:k + n])
+            k += n
+            speed.append(s)
+            need.append(g.remaining / s)
+        dt = min(need) if need else math.inf
         if clock and clock[0][0] - now <= dt:
             dt = max(clock[0][0] - now, 0.0)
             until = clock[0][0]
@@ -289,11 +299,12 @@ def run_jobs(
             loads.add(now, flowing, flat, speed_of, dt, peak)
         now = until
         done: list[_Group] = []
-        for k, g in enumerate(groups):
-            if need[k] <= dt * (1 + _SAME_TIME) + 1e-18:
+        close = dt * (1 + _SAME_TIME) + 1e-18
+        for g, s, nd in zip(groups, speed, need, strict=True):
+            if nd <= close:
                 done.append(g)
             else:
-                g.remaining -= speed[k] * dt
+                g.remaining -= s * dt
         for g in done:
             if not g.advance():
                 groups.remove(g)
@@ -303,6 +314,8 @@ def run_jobs(
         while clock and clock[0][0] <= now * (1 + _SAME_TIME) + 1e-18:
             _, jx, i = heapq.heappop(clock)
             finish(jx, i)
+    start = [np.array(x, dtype=float) for x in start]
+    end = [np.array(x, dtype=float) for x in end]
     return Run(
         start,
         end,
@@ -338,6 +351,8 @@ class _Loads:
         self.running: dict[tuple[int, int, int], list] = {}
         self.log = log
         self.last_end = 0.0  # end of the last step with traffic
+        self.key: tuple = ()  # the last step's phases (ids) and groups
+        self.flowing: list[_Group] = []
 
     def add(
         self,
@@ -353,14 +368,23 @@ class _Loads:
         key = tuple(map(id, flat))
         span = self.spans.get(key)
         if span is None:
-            jobs = [g.job for g in flowing for _ in g.phases()]
+            jobs = [g.job for g in flowing for _ in g.current]
             span = self.spans[key] = [jobs, list(flat), np.asarray(speed_of, float).copy(), 0.0]
         span[3] += dt
+        last = self.flowing
+        if key == self.key and len(last) == len(flowing) and all(
+            a is b for a, b in zip(last, flowing, strict=True)
+        ):
+            # The same groups running the same phases (only a compute span ended):
+            # the same speeds, loads and entries.
+            self.last_end = at + dt
+            return
+        self.key, self.flowing = key, flowing  # held: their ids stay theirs
         speeds = span[2].tolist()
         running: dict[tuple[int, int, int], list] = {}
         i = 0
         for g in flowing:
-            for p in g.phases():
+            for p in g.current:
                 k = (g.job, g.task, id(p))
                 was = running.get(k)
                 # A phase listed twice (two collectives with the same flows) loads twice.
