@@ -60,7 +60,8 @@ class SimulationMemo:
         #: again (`revive`), and what was built on it stays.
         self.before: dict = {}
         self.changed: np.ndarray | None = None
-        self.checked: tuple = ()
+        #: Per job validated (its id): (the job, its GPUs).
+        self.checked: dict[int, tuple] = {}
         self.last: dict[str, int] = {}
         """What the last `carry` kept and dropped (for tests and benchmarks)."""
 

@@ -302,16 +302,11 @@ def simulate(
     jobs = list(jobs)
     settings = (launch, reuse)
     gpus_of: dict[int, list[str]] = {}  # job index -> its GPUs (asked twice)
-    if (
-        memo is None
-        or len(memo.checked) != len(jobs)
-        or any(a is not b for a, b in zip(memo.checked, jobs, strict=False))
-    ):
-        _check(jobs, gpus_of)
+    _check(jobs, gpus_of, {} if memo is None else memo.checked)
     lones = _Lones(snap, jobs, launch, batch=reuse)
     rates = None
     if memo is not None:
-        memo.checked = tuple(jobs)
+        memo.checked = {id(job): (job, gpus_of[jx]) for jx, job in enumerate(jobs)}
         lones.solver_cache["memo"] = memo.routes
         lones.known = memo.carry(snap, settings)
         lones.joined = dict(memo.joined)
@@ -474,11 +469,17 @@ def _job_links(jobs: list[JobTraffic], lones: _Lones, memo: SimulationMemo | Non
     return out
 
 
-def _check(jobs: list[JobTraffic], gpus_of: dict[int, list[str]]) -> None:
+def _check(jobs: list[JobTraffic], gpus_of: dict[int, list[str]], seen: dict) -> None:
+    """Validate each job (those in ``seen``, by identity, were: their GPUs are
+    taken from it), then that names and GPUs are each one job's; fills ``gpus_of``."""
     names: set[str] = set()
     owner: dict[str, str] = {}
     for jx, job in enumerate(jobs):
-        job.validate()
+        got = seen.get(id(job))
+        if got is not None and got[0] is job:
+            gpus_of[jx] = got[1]
+        else:
+            job.validate()
         if job.job in names:
             raise ValueError(f"two jobs are named {job.job!r}")
         names.add(job.job)

@@ -432,3 +432,17 @@ def test_a_collective_solved_again_the_same_after_an_edit_keeps_what_was_built_o
     assert again.stats["runs_reused"] == 1  # b's; a's runs with c, whose route changed
     assert again.to_json() | {"timing_ms": {}} == fresh.to_json() | {"timing_ms": {}}
     assert again.jobs[1].iteration_s == first.jobs[1].iteration_s
+
+
+def test_with_a_memo_each_new_job_is_still_checked():
+    snap = take_snapshot(_three_leaves())
+    a, b, c = _three_jobs(snap)
+    memo = SimulationMemo()
+    simulate(snap, [a, b, c], memo=memo)
+    with pytest.raises(ValueError, match="two jobs are named 'a'"):
+        simulate(snap, [a, b, JobTraffic("a", c.tasks)], memo=memo)
+    broken = JobTraffic("c", (*c.tasks[:1], dataclasses.replace(c.tasks[1], deps=(7,))))
+    with pytest.raises(ValueError, match="job 'c', task 1: depends on an unknown task"):
+        simulate(snap, [a, b, broken], memo=memo)
+    with pytest.raises(ValueError, match="GPU 'n01-gpu0' is in job 'a' and in job 'd'"):
+        simulate(snap, [a, b, JobTraffic("d", a.tasks)], memo=memo)
