@@ -162,3 +162,36 @@ def test_a_job_the_design_cannot_hold_says_why_and_cancel_stops_a_run(qtbot):
         assert "cancelled" in wl.dock.status.text()
     finally:
         close_window(window)
+
+
+def test_timeline_lane_names_never_overlap(qtbot):
+    """Rows shorter than a line of text: each job's name at the middle of its band;
+    tall enough: every lane named."""
+    window, error = open_window(qtbot)
+    assert error is None
+    try:
+        wl = window.workload
+        wl.dock.add_job("tiny")
+        wl.dock.add_job("tiny-moe")
+        simulated(qtbot, window)
+        panel = wl.timeline
+        panel.show()
+        panel.raise_()
+        qtbot.waitUntil(lambda: not panel.pending and bool(panel.bars), timeout=5_000)
+        panel.setFloating(True)
+        panel.resize(700, 900)
+        qtbot.waitUntil(lambda: len(panel.lane_labels()) == len(panel.row_labels),
+                        timeout=5_000)
+        assert panel.plot.getAxis("left")._tickLevels[0] == panel.lane_labels()
+        panel.resize(700, 160)
+        qtbot.waitUntil(lambda: len(panel.lane_labels()) == 2, timeout=5_000)
+        names = [text for _row, text in panel.lane_labels()]
+        assert names == [j.name for j in wl.dock.jobs]
+        rows = {text.split(" · ")[0]: [] for _r, text in panel.row_labels}
+        for r, text in panel.row_labels:
+            rows[text.split(" · ")[0]].append(r)
+        for row, name in panel.lane_labels():
+            assert min(rows[name]) <= row <= max(rows[name])
+        assert panel.plot.getAxis("left")._tickLevels[0] == panel.lane_labels()
+    finally:
+        close_window(window)

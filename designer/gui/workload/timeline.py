@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QWidget
 
 from designer.gui.analysis.panels.base import (
@@ -244,6 +244,8 @@ class IterationTimelinePanel(PanelDock):
         font = QFont(self.plot.getAxis("left").font())
         font.setPointSizeF(max(font.pointSizeF() - 1.0, 6.0))
         self.plot.getAxis("left").setStyle(tickFont=font)
+        self._lane_font = font
+        self.plot.vb.sigResized.connect(self._fit_lane_labels)
         self.hover = pg.TextItem(anchor=(0, 1))
         self.hover.setZValue(100)
         self.plot.scene().sigMouseMoved.connect(self._on_scene_mouse_moved)
@@ -282,7 +284,7 @@ class IterationTimelinePanel(PanelDock):
             )
             self.bar_items[lane] = item
             self.plot.addItem(item)
-        self.plot.getAxis("left").setTicks([self.row_labels, []])
+        self._fit_lane_labels()
         end = float(bars.end.max()) or 1e-9
         self.plot.setYRange(-0.5, len(self.row_labels) - 0.5, padding=0.02)
         self.plot.setXRange(0.0, end, padding=0.02)
@@ -296,6 +298,24 @@ class IterationTimelinePanel(PanelDock):
             for j in jobs
         ]
         self.set_title("One iteration: " + ", ".join(parts))
+
+    def lane_labels(self) -> list[tuple[int, str]]:
+        """The left axis's labels for the panel's height: every lane ("job · lane")
+        when a row is a line of text tall, else each job's name at the middle of its
+        band (the lanes' colours tell them apart), so that names never overlap."""
+        rows = self.row_labels
+        if not rows:
+            return []
+        per_row = self.plot.vb.height() / (len(rows) + 0.04 * len(rows))
+        if per_row >= QFontMetrics(self._lane_font).height():
+            return list(rows)
+        bands: dict[str, list[int]] = {}
+        for row, text in rows:
+            bands.setdefault(text.split(" · ")[0], []).append(row)
+        return [(sum(r) / len(r), job) for job, r in bands.items()]
+
+    def _fit_lane_labels(self) -> None:
+        self.plot.getAxis("left").setTicks([self.lane_labels(), []])
 
     def _draw_bands(self, result) -> None:
         """A tinted band in each job's colour behind its lanes, so jobs read apart."""
