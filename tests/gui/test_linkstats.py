@@ -8,20 +8,14 @@ import csv
 import numpy as np
 
 from tests.gui.conftest import close_window, open_window
-from tests.gui.test_workload_live import simulated
+from tests.gui.test_workload_live import with_two_jobs
 
 
 def test_busiest_links_series_of_the_selection_and_csv_export(qtbot, tmp_path):
     win, error = open_window(qtbot)
     assert error is None
     try:
-        wl = win.workload
-        wl.dock.add_job("tiny")
-        wl.dock.add_job("tiny-moe")
-        result = simulated(qtbot, win)
-        panel = wl.linkstats
-        panel.show()
-        panel.raise_()
+        result, panel = with_two_jobs(qtbot, win, "linkstats")
         qtbot.waitUntil(lambda: not panel.pending and panel.result is result, timeout=5_000)
         links = result.simulation.links
         used = np.flatnonzero(links.bytes > 0)

@@ -41,6 +41,19 @@ def simulated(qtbot, window):
     return runner.latest
 
 
+def with_two_jobs(qtbot, window, panel):
+    """Add the two tiny presets, wait for their simulation, bring ``panel`` (a
+    workload panel's attribute name) up; returns the result and the panel."""
+    wl = window.workload
+    wl.dock.add_job("tiny")
+    wl.dock.add_job("tiny-moe")
+    result = simulated(qtbot, window)
+    shown = getattr(wl, panel)
+    shown.show()
+    shown.raise_()
+    return result, shown
+
+
 def test_a_job_is_simulated_and_shown_in_the_dock_and_the_timeline(qtbot, tmp_path):
     window, error = open_window(qtbot)
     assert error is None
@@ -171,12 +184,7 @@ def test_timeline_lane_names_never_overlap(qtbot):
     assert error is None
     try:
         wl = window.workload
-        wl.dock.add_job("tiny")
-        wl.dock.add_job("tiny-moe")
-        simulated(qtbot, window)
-        panel = wl.timeline
-        panel.show()
-        panel.raise_()
+        _result, panel = with_two_jobs(qtbot, window, "timeline")
         qtbot.waitUntil(lambda: not panel.pending and bool(panel.bars), timeout=5_000)
         panel.setFloating(True)
         panel.resize(700, 900)
