@@ -369,6 +369,10 @@ def simulate(
         else:
             alone_s.append(None)
     if memo is not None:
+        # Only what the jobs of this call can ask for again (old jobs' runs held theirs).
+        current = {tuple(id(jobs[jx]) for jx in part) for part in parts}
+        memo.runs = {k: v for k, v in memo.runs.items() if k in current}
+        memo.alone = {id(job): memo.alone[id(job)] for job in jobs if id(job) in memo.alone}
         memo.keep(snap, settings, lones.known, lones.joined, rates)
     t2 = time.perf_counter()
     # A job's stages and timeline follow from its run alone: kept while the run is.

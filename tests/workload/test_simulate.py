@@ -446,3 +446,17 @@ def test_with_a_memo_each_new_job_is_still_checked():
         simulate(snap, [a, b, broken], memo=memo)
     with pytest.raises(ValueError, match="GPU 'n01-gpu0' is in job 'a' and in job 'd'"):
         simulate(snap, [a, b, JobTraffic("d", a.tasks)], memo=memo)
+
+
+def test_the_memo_holds_only_what_the_current_jobs_can_use():
+    snap = take_snapshot(_three_leaves())
+    jobs = _three_jobs(snap)
+    memo = SimulationMemo()
+    for k in range(4):  # job c edited again and again
+        jobs[2] = _dp_job("c", jobs[2].tasks[1].groups, (1 << 26) * (k + 1), lead=1e-3)
+        simulate(snap, jobs, memo=memo)
+        held = {id(j) for key, v in memo.runs.items() for j in v[0]} | {
+            id(v[0]) for v in memo.alone.values()
+        }
+        assert held <= {id(j) for j in jobs}
+        assert len(memo.runs) == 2
