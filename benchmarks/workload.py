@@ -32,6 +32,9 @@ c. the same with four jobs from the traffic generator (`iteration_traffic`): Lla
 d. (only with ``--case d``: minutes, gigabytes) one iteration of Llama 3.1 405B in the
    Llama 3 paper's layout (TP8 PP16 DP128) on a 16,384-GPU rail-optimised cluster
    (2,048 HGX H100 servers), from the traffic generator.  The issue's goal: <= 2 s.
+e. DeepSeek-V3 (671B, 256 routed experts, top-8) with its experts spread over 256 GPUs
+   (TP1 PP1 DP256 EP256, ZeRO-3, 8 micro-batches) on a 32-server rail-optimised
+   cluster, from the traffic generator.  The issue's goal: <= 2 s.
 """
 
 from __future__ import annotations
@@ -265,7 +268,32 @@ def case_d(out) -> None:
     )
 
 
-CASES = {"a": case_a, "b": case_b, "c": case_c, "d": case_d}
+def case_e(out) -> None:
+    import dataclasses
+
+    from designer.workload.job import Job
+    from designer.workload.placement import place
+    from designer.workload.presets import preset
+    from designer.workload.traffic import iteration_traffic
+
+    topo = build_template("rail-cluster", nodes=32)
+    snap = take_snapshot(topo)
+    job = Job.from_preset("dsv3", preset("deepseek-v3"))
+    job = dataclasses.replace(
+        job,
+        parallel=dataclasses.replace(job.parallel, tp=1, pp=1, dp=256, ep=256, vp=1),
+        config=dataclasses.replace(job.config, zero="3", global_batch=2048),
+    )
+    traffic = iteration_traffic(job, place(job, snap), tflops=989.0)
+    design = _rss_mib()
+    res, wall, cpu = _timed(lambda: simulate(snap, [traffic]))
+    out.put(
+        _row("e", "DeepSeek-V3, EP 256 on 256 GPUs", res, wall, cpu, 2.0, design,
+             len(traffic.tasks))
+    )
+
+
+CASES = {"a": case_a, "b": case_b, "c": case_c, "d": case_d, "e": case_e}
 #: Run only when asked for (``--case d``): minutes, and gigabytes.
 OPT_IN = ("d",)
 
