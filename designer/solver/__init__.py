@@ -42,6 +42,7 @@ _EXPORTS = {
     "solve_collective": "designer.solver.pipeline",
     "CollectiveResult": "designer.solver.pipeline",
     "SWEEP": "designer.solver.pipeline",
+    "switch_latency": "designer.solver.pipeline",
     "RouteMemo": "designer.solver.reuse",
     "first_ranks": "designer.solver.flows.ring_layout",
     "FlowIndex": "designer.solver.flows.index",

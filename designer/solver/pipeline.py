@@ -174,8 +174,11 @@ def _pair_load(phase, pace: np.ndarray, n_arcs: int) -> np.ndarray:
     return load
 
 
-def _switch_latency(snap: Snapshot) -> float:
-    """The median latency of the network arcs (0 without any): a switch hop's."""
+def switch_latency(snap: Snapshot) -> float:
+    """The median latency of the network arcs (0 without any): a switch hop's, which the
+    time model adds per switch-to-switch hop of a route.  One figure for the whole
+    design: an edit anywhere (a failed link, a link of another technology) may move it,
+    and with it the time of every collective that crosses switches."""
     # (Per link: a link's two arcs share their family.  The latencies of these arcs
     # alone: the per-arc array is made only on demand.)
     net = np.flatnonzero(snap.arc_family[0::2] > 1)
@@ -185,10 +188,10 @@ def _switch_latency(snap: Snapshot) -> float:
 
 def _shape(plan: Plan, snap: Snapshot, phases: Sequence[PhaseSolution],
            switch_lat: float | None = None) -> nccl_model.CollectiveShape:
-    """What the time model needs of a solved plan (``switch_lat``: `_switch_latency`,
+    """What the time model needs of a solved plan (``switch_lat``: `switch_latency`,
     found here if not given)."""
     if switch_lat is None:
-        switch_lat = _switch_latency(snap)
+        switch_lat = switch_latency(snap)
     n = len(plan.ranks)
     per_byte = [p.seconds_per_byte for p in phases]
     total = max(per_byte) if plan.pipelined else sum(per_byte)
@@ -331,7 +334,7 @@ def solve_collective(snap: Snapshot, collective: str = "allreduce", *,
         solved = []
         # A fact of the snapshot the time model wants, found on the helper thread while
         # this one finds the rates.
-        switch_lat = fork(_switch_latency, snap)
+        switch_lat = fork(switch_latency, snap)
         for plan in plans:
             phases = tuple(solve_phase(snap, ph) for ph in plan.phases)
             solved.append((plan, phases, _shape(plan, snap, phases, switch_lat.join())))
@@ -386,7 +389,7 @@ def _timeline(plan: Plan, phases: Sequence[PhaseSolution], total_s: float,
             # Pipelined stages (SHARP up its tree, then down): stage k starts when the
             # first chunk has crossed the stages before it (a switch latency per step)
             # and ends as much after stage k - 1.
-            hop = _switch_latency(snap)
+            hop = switch_latency(snap)
             lag = np.cumsum([0.0] + [hop * s for _, s in planned.stages[:-1]])
             lag = np.minimum(lag, dur / 2).tolist()
             for (name, steps), x in zip(planned.stages, lag, strict=True):

@@ -13,7 +13,10 @@ change.  Each result knows every arc of every algorithm weighed for it
 * a failure or a restore re-routes through the switches at the link's ends: results
   touching any arc at those nodes are dropped.
 
-Anything else (nodes or links added or removed, another routing setting) starts afresh.
+Anything else (nodes or links added or removed, another routing setting) starts afresh,
+and so does an edit that moves the design's switch-hop latency
+(`designer.solver.switch_latency`: a median over every network link, which a failure or
+a technology change anywhere can move, and with it every collective across switches).
 
 Example
 -------
@@ -42,6 +45,7 @@ class SimulationMemo:
         #: are not kept: the results built on them are).
         self.routes = RouteMemo(max_plans=0)
         self.snap = None
+        self.hop = 0.0  # `switch_latency` of `snap`
         self.settings: tuple = ()
         self.known: dict = {}
         self.joined: dict = {}
@@ -75,7 +79,13 @@ class SimulationMemo:
         if old is snap and settings == self.settings:
             self.last = {"kept": len(known), "dropped": 0}
             return dict(known)
-        if old is None or settings != self.settings or not _same_structure(old, snap):
+        hop = _hop(snap)
+        if (
+            old is None
+            or settings != self.settings
+            or not _same_structure(old, snap)
+            or hop != self.hop
+        ):
             self.last = {"kept": 0, "dropped": len(known)}
             self.joined, self.rates, self.alone, self.runs = {}, None, {}, {}
             self.links, self.told = {}, {}
@@ -116,6 +126,8 @@ class SimulationMemo:
     def keep(self, snap, settings: tuple, known: dict, joined: dict, rates) -> None:
         """Remember what a simulation of ``snap`` built, and forget what was built on
         results no longer in use."""
+        if snap is not self.snap:
+            self.hop = _hop(snap)
         self.snap, self.settings = snap, settings
         self.known, self.rates = dict(known), rates
         ids = {id(v) for v in known.values()}  # what was built on these holds
@@ -124,6 +136,12 @@ class SimulationMemo:
         self.runs = {k: v for k, v in self.runs.items() if ids.issuperset(v[2])}
         self.links = {k: v for k, v in self.links.items() if ids.issuperset(v[1])}
         self.before, self.changed = {}, None
+
+
+def _hop(snap) -> float:
+    from designer.solver import switch_latency
+
+    return switch_latency(snap)
 
 
 def _same_lone(a, b) -> bool:

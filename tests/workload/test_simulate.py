@@ -460,3 +460,27 @@ def test_the_memo_holds_only_what_the_current_jobs_can_use():
         }
         assert held <= {id(j) for j in jobs}
         assert len(memo.runs) == 2
+
+
+def test_a_memo_starts_afresh_when_an_edit_moves_the_switch_hop_latency():
+    """The time model adds the design's median network-arc latency per switch hop. A
+    result through the switches that no edited link touches still changes when an
+    edit far away moves that median: here the eighth NIC link turned 1 GbE (1,000 ns
+    arcs) tips it from 530 to 1,000 ns."""
+    from designer.solver import switch_latency
+
+    topo = build_template("leaf-spine", leaves=3, spines=1, hosts_per_leaf=4, uplinks=1)
+    for lid in ("n09-nic0:leaf-2", "n10-nic0:leaf-2", "n11-nic0:leaf-2", "n12-nic0:leaf-2",
+                "n05-nic0:leaf-1", "n06-nic0:leaf-1", "n07-nic0:leaf-1"):
+        topo.update_link(lid, tech="eth-1g")
+    snap = take_snapshot(topo)
+    job = JobTraffic("a", (Comm(0, "dp", "allreduce", (("n01-gpu0", "n09-gpu0"),), 1 << 16),))
+    memo = SimulationMemo()
+    simulate(snap, [job], memo=memo)
+    topo.update_link("n08-nic0:leaf-1", tech="eth-1g")  # neither leaf 0 nor leaf 2
+    after = take_snapshot(topo)
+    assert switch_latency(after) != switch_latency(snap)
+    again = simulate(after, [job], memo=memo)
+    assert memo.last["kept"] == 0
+    fresh = simulate(after, [job])
+    assert again.jobs[0].iteration_s == fresh.jobs[0].iteration_s
