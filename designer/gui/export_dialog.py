@@ -118,14 +118,15 @@ def canvas_link_results(window: QWidget, document: Document) -> dict | None:
     when it colours links by utilisation and its solve is of the design as it is now;
     else None, and exports colour links by technology as the canvas then does."""
     overlay = getattr(getattr(window, "analysis", None), "overlay", None)
-    result = getattr(overlay, "result", None)
-    if result is None or not overlay.by_utilisation:
+    shown = overlay.shown() if overlay is not None else None
+    if shown is None or not overlay.by_utilisation:
         return None
-    if result.generation != document.topology.generation:
-        return None  # an edit since: its solve is still running
+    (util, load, _capacity), current = shown
+    if not current:
+        return None  # an edit since: its solve (or simulation) is still running
     return {
-        lid: {"utilisation": float(u), "load_GBps": float(overlay.load[lid])}
-        for lid, u in overlay.utilisation.items()
+        lid: {"utilisation": float(u), "load_GBps": float(load[lid])}
+        for lid, u in util.items()
     }
 
 
@@ -134,7 +135,7 @@ def headline(window: QWidget, document: Document) -> str | None:
     6.50 ms, busbw 330 GB/s``), None when there is none for the design as it is."""
     overlay = getattr(getattr(window, "analysis", None), "overlay", None)
     result = getattr(overlay, "result", None)
-    if result is None or result.generation != document.topology.generation:
+    if result is None or not overlay.runner.describes(result.generation):
         return None
     focus = result.focus
     sizes = [int(b) for b in focus.sizes]

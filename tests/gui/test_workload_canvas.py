@@ -13,6 +13,7 @@ import pytest
 from PySide6.QtCore import QPointF, QRectF, Qt
 
 from designer.gui.export import svg_bytes
+from designer.gui.export_dialog import canvas_link_results, headline
 from tests.gui.conftest import Mouse, close_window, open_window
 from tests.gui.test_workload_live import simulated
 
@@ -135,6 +136,38 @@ def test_link_colours_toggle_between_mean_and_peak(qtbot, win):
     assert not wl.overlay.showing_workload()
     scenario = win.analysis.overlay.utilisation
     assert getattr(scenario, "values", None) is not links.mean_util
+
+
+def test_exports_take_the_link_figures_the_canvas_shows(qtbot, win):
+    """Workload colours on the canvas: exports carry the workload's figures; back to
+    the single collective: the scenario's, still current after edits of the jobs alone
+    (which its solve does not read); after an edit it reads, none until it is solved."""
+    from designer.model.commands import SetLinkProps
+
+    overlay, runner = win.analysis.overlay, win.analysis.runner
+    runner.schedule()  # the opening solve may have ended before we looked
+    qtbot.waitUntil(lambda: overlay.result is not None and overlay.shown()[1]
+                    and not runner.busy and not runner.pending, timeout=20_000)
+    scenario_util = dict(overlay.utilisation)
+    wl = win.workload
+    wl.dock.add_job("tiny")
+    result = simulated(qtbot, win)
+    links = result.simulation.links
+    k = int(np.argmax(links.mean_util))
+    lid = links.ids[k]
+    assert scenario_util[lid] != pytest.approx(float(links.mean_util[k]))
+    exported = canvas_link_results(win, win.document)
+    assert exported[lid]["utilisation"] == pytest.approx(float(links.mean_util[k]))
+    assert headline(win, win.document) is not None
+    wl.controls.set_link_mode("collective")
+    exported = canvas_link_results(win, win.document)
+    assert exported[lid]["utilisation"] == pytest.approx(scenario_util[lid])
+    assert dict(overlay.utilisation) == scenario_util
+    # An edit both read: nothing until the scenario is solved again.
+    win.document.push(SetLinkProps([lid], count=2))
+    assert canvas_link_results(win, win.document) is None
+    assert headline(win, win.document) is None
+    qtbot.waitUntil(lambda: canvas_link_results(win, win.document) is not None, timeout=20_000)
 
 
 def test_hover_on_a_link_lists_the_jobs_and_collectives_on_it(qtbot, win):

@@ -160,6 +160,10 @@ class AnalysisOverlay(QObject):
         self.utilisation: Mapping[str, float] = {}
         self.load: Mapping[str, float] = {}
         self.capacity: Mapping[str, float] = {}
+        # Per-link (utilisation, load, capacity) the links show instead of the
+        # scenario's (the jobs' simulation, `show_instead`); None: the scenario's.
+        self.instead: tuple[Mapping[str, float], ...] | None = None
+        self._instead_current: Callable[[], bool] = lambda: False
         self.result: AnalysisResult | None = None  # the focus result on the canvas
         # Another colouring that holds the links for now (a failure study's slowdowns):
         # `apply` calls it instead of painting utilisation; None gives them back.
@@ -189,6 +193,26 @@ class AnalysisOverlay(QObject):
         self.legend.setVisible(by_utilisation)
         self.apply()
 
+    def show_instead(self, values: tuple[Mapping[str, float], ...] | None,
+                     current: Callable[[], bool] | None = None) -> None:
+        """Colour the links by ``values`` (utilisation, load and capacity per link: the
+        jobs' simulation) instead of the scenario's result, which is kept and comes
+        back with None; ``current()`` says whether they still describe the design."""
+        self.instead = values
+        self._instead_current = current or (lambda: False)
+        self.apply()
+
+    def shown(self) -> tuple[tuple[Mapping[str, float], ...], bool] | None:
+        """What the links show now: ``((utilisation, load, capacity), current)``,
+        ``current`` telling whether the figures describe the design as it is (no edit
+        their solve or simulation reads came since); None without figures."""
+        if self.instead is not None:
+            return self.instead, self._instead_current()
+        if self.result is None:
+            return None
+        current = self.runner.describes(self.result.generation)
+        return (self.utilisation, self.load, self.capacity), current
+
     def _on_runner_result_ready(self, result: AnalysisResult) -> None:
         self.result = result
         self._index = None
@@ -213,6 +237,7 @@ class AnalysisOverlay(QObject):
 
     def _on_document_topology_replaced(self, _topo) -> None:
         self.result = self._index = None
+        self.instead = None  # another design's links
         self._halo = None  # the scene cleared its items, ours too
         self.path_gpus, self.path_links = [], set()
 
@@ -228,8 +253,8 @@ class AnalysisOverlay(QObject):
             self.legend.setVisible(False)
             self.colour_override()
             return
-        colour = self.by_utilisation and bool(self.utilisation)
-        util = self.utilisation
+        util = self.instead[0] if self.instead is not None else self.utilisation
+        colour = self.by_utilisation and bool(util)
         self.legend.setVisible(colour)
         links = self.scene.links
         self._pass += 1

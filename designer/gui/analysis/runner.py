@@ -183,9 +183,16 @@ class SolveRunner(QObject):
         # time; a new design starts a new memo).
         self._memo = RouteMemo()
         document.topology_replaced.connect(self._on_document_topology_replaced)
+        # The generation of the last edit the solve reads (see `describes`).
+        self._needed = document.topology.generation
         self._watch(document.topology)
 
     # ------------------------------------------------------------ triggers
+    def describes(self, generation: int) -> bool:
+        """Whether a result of the design's ``generation`` still describes the design
+        as it is: no edit this solve reads came after it (an edit of the jobs alone,
+        say, leaves the scenario's answer as it was)."""
+        return generation >= self._needed
     def _watch(self, topo: Topology) -> None:
         if not self.enabled:
             return
@@ -200,9 +207,11 @@ class SolveRunner(QObject):
             for name, args in edit.events
         ):
             return
+        self._needed = self.document.topology.generation
         self.schedule()
 
     def _on_document_topology_replaced(self, topo: Topology) -> None:
+        self._needed = topo.generation
         self._memo = RouteMemo()
         self._watch(topo)
         self.latest = None

@@ -81,7 +81,6 @@ class WorkloadOverlay(QObject):
         self.link_mode = "mean"
         self.outlines = False
         self.job_links: set[str] = set()
-        self._scenario = None  # the scenario's (utilisation, load, capacity)
         self._tint: JobTint | None = None
         self._halo: PathHalo | None = None
         self._tips: dict[str, str] = {}  # link tooltips of this result (hovered again)
@@ -91,10 +90,6 @@ class WorkloadOverlay(QObject):
         document.topology_replaced.connect(self._on_document_topology_replaced)
         scene.changed.connect(self._on_scene_changed)
         scene.collapsed_changed.connect(self._show_tint)
-        if analysis is not None:
-            # Connected after the analysis overlay's own slot: ours runs second.
-            analysis.runner.focus_ready.connect(self._on_scenario_result)
-            analysis.runner.failed.connect(self._on_scenario_result)
         view.viewport().installEventFilter(self)  # after the analysis overlay: first asked
 
     # ------------------------------------------------------------ results
@@ -160,33 +155,27 @@ class WorkloadOverlay(QObject):
             return None
         return r.simulation.links
 
-    def _on_scenario_result(self, *_args) -> None:
-        a = self.analysis
-        self._scenario = (a.utilisation, a.load, a.capacity)
-        if self.showing_workload():
-            self._colour_links()
-
     def _colour_links(self) -> None:
         a = self.analysis
         if a is None:
             return
         links = self._links()
         if self.link_mode == "collective" or links is None:
-            if self._scenario is not None:
-                a.utilisation, a.load, a.capacity = self._scenario
-                self._scenario = None
-                a.apply()
+            if a.instead is not None:
+                a.show_instead(None)  # the scenario's colours again
             return
-        if self._scenario is None:
-            self._scenario = (a.utilisation, a.load, a.capacity)
         snap = self.result.snapshot
         util = links.mean_util if self.link_mode == "mean" else links.peak_util
         cap = np.asarray(snap.arc_cap)[0::2]
         ids = tuple(links.ids)
-        a.utilisation = PerLink(ids, np.asarray(util, dtype=float), snap.link_positions)
-        a.load = PerLink(ids, np.asarray(util, dtype=float) * cap, snap.link_positions)
-        a.capacity = PerLink(ids, cap, snap.link_positions)
-        a.apply()
+        a.show_instead(
+            (
+                PerLink(ids, np.asarray(util, dtype=float), snap.link_positions),
+                PerLink(ids, np.asarray(util, dtype=float) * cap, snap.link_positions),
+                PerLink(ids, cap, snap.link_positions),
+            ),
+            lambda generation=self.result.generation: self.runner.describes(generation),
+        )
 
     # ------------------------------------------------------------ hover
     def eventFilter(self, watched, event) -> bool:

@@ -149,14 +149,22 @@ class WorkloadRunner(QObject):
         self._memo = SimulationMemo()
         self._traffic = TrafficCache()
         document.topology_replaced.connect(self._on_document_topology_replaced)
+        # The generation of the last edit a simulation reads (see `describes`).
+        self._needed = document.topology.generation
         self._watch(document.topology)
 
     # ------------------------------------------------------------ triggers
+    def describes(self, generation: int) -> bool:
+        """Whether a result of the design's ``generation`` still describes the design
+        as it is: no edit a simulation reads came after it (moving nodes, say, does
+        not)."""
+        return generation >= self._needed
     def _watch(self, topo: Topology) -> None:
         if self.enabled:
             self._follow.watch(topo.events.changed)
 
     def _on_document_topology_replaced(self, topo: Topology) -> None:
+        self._needed = topo.generation
         self._memo = SimulationMemo()
         self._traffic = TrafficCache()
         self.latest = None
@@ -165,6 +173,7 @@ class WorkloadRunner(QObject):
 
     def _on_topology_changed(self, edit: Edit) -> None:
         if _matters(edit):
+            self._needed = self.document.topology.generation
             self.schedule()
 
     def schedule(self) -> None:
