@@ -33,6 +33,9 @@ __all__ = ["Run", "SpanLog", "merge_runs", "run_jobs"]
 #: Relative slack under which two event times are one (rounding of sums of times).
 _SAME_TIME = 1e-12
 
+#: Events between two progress reports of `run_jobs`.
+PROGRESS_EVENTS = 512
+
 
 @dataclass(frozen=True, eq=False)
 class Run:
@@ -207,6 +210,7 @@ def run_jobs(
     n_arcs: int,
     cancelled: Callable[[], bool] | None = None,
     trace: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> Run:
     """Simulate ``jobs`` together from time 0 (each already validated).
 
@@ -222,6 +226,8 @@ def run_jobs(
         Polled between events; True raises `designer.solver.Cancelled`.
     trace : bool
         Keep when each phase ran, at what speed (`Run.trace`).
+    progress : callable, optional
+        Called every `PROGRESS_EVENTS` events with the number of tasks ended so far.
     """
     n_jobs = len(jobs)
     pos = [{t.id: i for i, t in enumerate(j.tasks)} for j in jobs]
@@ -243,7 +249,10 @@ def run_jobs(
         (jx, i) for jx in range(n_jobs) for i, w in enumerate(waiting[jx]) if w == 0
     ]
 
+    ended = [0]
+
     def finish(jx: int, i: int) -> None:
+        ended[0] += 1
         end[jx][i] = now
         wait = waiting[jx]
         for k in after[jx][i]:
@@ -272,6 +281,8 @@ def run_jobs(
         if cancelled is not None and cancelled():
             raise Cancelled
         events += 1
+        if progress is not None and events % PROGRESS_EVENTS == 0:
+            progress(ended[0])
         flowing: list[_Group] = []
         flat: list = []
         for g in groups:

@@ -248,6 +248,7 @@ def simulate(
     cancelled: Callable[[], bool] | None = None,
     trace: bool = False,
     split: bool = True,
+    progress: Callable[[float], None] | None = None,
 ) -> SimulationResult:
     """Simulate one iteration of every job at once on ``snap``'s fabric.
 
@@ -283,6 +284,9 @@ def simulate(
         and with a memo keep a set's run while nothing it uses changed; a job that
         shares no link with another is then its own run alone.  False runs every job in
         one event loop (the reference the tests compare with).
+    progress : callable, optional
+        Called now and then during the run of every job together with the fraction of
+        their tasks ended (0 to 1; the sets of jobs a memo keeps count as ended).
 
     Returns
     -------
@@ -317,6 +321,8 @@ def simulate(
     parts = _sharing(jobs, lones, snap.n_arcs, memo) if split else [list(range(len(jobs)))]
     runs, reused = [], 0
     live = lones.known_ids()
+    total = max(sum(len(job.tasks) for job in jobs), 1)
+    ended = 0  # tasks of the sets run (or kept) so far
     for part in parts:
         key = tuple(id(jobs[jx]) for jx in part)
         before = None if memo is None else memo.runs.get(key)
@@ -335,7 +341,15 @@ def simulate(
                 snap.n_arcs,
                 cancelled,
                 trace=trace,
+                progress=(
+                    None
+                    if progress is None
+                    else lambda n, base=ended: progress(min((base + n) / total, 1.0))
+                ),
             )
+        ended += sum(len(jobs[jx].tasks) for jx in part)
+        if progress is not None:
+            progress(ended / total)
         if memo is not None:
             used = frozenset().union(*(lones.used[jx] for jx in part))
             memo.runs[key] = (tuple(jobs[jx] for jx in part), run, used)

@@ -203,3 +203,27 @@ def test_timeline_lane_names_never_overlap(qtbot):
         assert panel.plot.getAxis("left")._tickLevels[0] == panel.lane_labels()
     finally:
         close_window(window)
+
+
+def test_the_dock_shows_how_far_the_simulation_is(qtbot, monkeypatch):
+    window, error = open_window(qtbot)
+    assert error is None
+    try:
+        wl = window.workload
+        seen: list[tuple[int, int]] = []
+        wl.runner.percent.connect(lambda gen, pct: seen.append((gen, pct)))
+        with qtbot.waitSignal(wl.runner.started, timeout=SOLVE_TIMEOUT_MS) as started:
+            wl.dock.add_job("tiny")
+        generation = started.args[0]
+        simulated(qtbot, window)
+        assert seen and seen[-1] == (generation, 100)
+        assert [p for _g, p in seen] == sorted(p for _g, p in seen)
+        # While a simulation runs, its percentage is in the dock's status line.
+        monkeypatch.setattr(type(wl.runner), "busy", property(lambda _self: True))
+        wl.runner.percent.emit(generation, 37)
+        assert wl.dock.status.text() == "Simulating… 37%"
+        wl.runner.percent.emit(generation + 1, 50)  # another simulation's: ignored
+        assert wl.dock.status.text() == "Simulating… 37%"
+        monkeypatch.undo()
+    finally:
+        close_window(window)

@@ -484,3 +484,26 @@ def test_a_memo_starts_afresh_when_an_edit_moves_the_switch_hop_latency():
     assert memo.last["kept"] == 0
     fresh = simulate(after, [job])
     assert again.jobs[0].iteration_s == fresh.jobs[0].iteration_s
+
+
+def test_progress_rises_to_one_over_the_tasks_simulated(rail, monkeypatch):
+    import designer.workload.events as events
+
+    monkeypatch.setattr(events, "PROGRESS_EVENTS", 4)
+    snap = rail
+    tp = tuple(_gpus(snap, range(k, k + 8)) for k in (0, 8))
+    tasks, prev = [], ()
+    for m in range(12):
+        tasks.append(Compute(2 * m, "compute", 1e-4, deps=prev))
+        tasks.append(Comm(2 * m + 1, "tp", "allreduce", tp, 8 << 20, deps=(2 * m,)))
+        prev = (2 * m + 1,)
+    job = JobTraffic("j", tuple(tasks))
+    seen: list[float] = []
+    simulate(snap, [job], progress=seen.append)
+    assert len(seen) > 3 and seen[-1] == 1.0
+    assert seen == sorted(seen) and seen[0] >= 0.0
+    # With a memo, a kept set counts as done at once.
+    memo, again = SimulationMemo(), []
+    simulate(snap, [job], memo=memo)
+    simulate(snap, [job], memo=memo, progress=again.append)
+    assert again == [1.0]

@@ -85,6 +85,7 @@ def simulate_jobs(
     memo: SimulationMemo,
     traffic: TrafficCache,
     cancelled: Callable[[], bool] | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> WorkloadResult:
     """Simulate ``jobs`` together on the captured design (see the module).
 
@@ -98,6 +99,8 @@ def simulate_jobs(
         Carried from simulation to simulation of one design, used by one call at a time.
     cancelled : callable, optional
         Polled during the simulation; True raises `designer.solver.Cancelled`.
+    progress : callable, optional
+        Given the fraction of the jobs' tasks simulated now and then (`simulate`).
 
     Raises
     ------
@@ -138,7 +141,8 @@ def simulate_jobs(
             )
         )
     traffic.keep_only({j.name for j in jobs})
-    res = simulate(snap, traffics, memo=memo, cancelled=cancelled, trace=True)
+    res = simulate(snap, traffics, memo=memo, cancelled=cancelled, trace=True,
+                   progress=progress)
     res.trace.prepare()  # here on the worker, not when a view first asks
     res = dataclasses.replace(
         res,

@@ -113,6 +113,7 @@ class WorkloadDock(QDockWidget):
         self.setObjectName("workloads")
         self.document = document
         self.runner = runner
+        self._simulating = -1  # the generation of the simulation under way
         self.jobs: list[Job] = []
         self.load_error = ""
         self.result: WorkloadResult | None = None
@@ -203,6 +204,7 @@ class WorkloadDock(QDockWidget):
         self._follow.watch(document.topology.events.changed)
         if runner is not None:
             runner.started.connect(self._on_runner_started)
+            runner.percent.connect(self._on_runner_percent)
             runner.result_ready.connect(self._on_runner_result_ready)
             runner.failed.connect(self._on_runner_failed)
             runner.cancelled.connect(self._on_runner_cancelled)
@@ -367,10 +369,15 @@ class WorkloadDock(QDockWidget):
         return max(total - sum(j.n_gpus for j in self.jobs), 0)
 
     # ------------------------------------------------------------ results
-    def _on_runner_started(self, _generation: int) -> None:
+    def _on_runner_started(self, generation: int) -> None:
+        self._simulating = generation
         self.status.setText("Simulating…")
         self.cancel_button.show()
         self.answer.setEnabled(False)  # greyed: the figures are of the design before
+
+    def _on_runner_percent(self, generation: int, pct: int) -> None:
+        if self.runner is not None and self.runner.busy and generation == self._simulating:
+            self.status.setText(f"Simulating… {pct}%")
 
     def _on_runner_result_ready(self, result: WorkloadResult | None) -> None:
         self.cancel_button.hide()

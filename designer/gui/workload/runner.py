@@ -21,7 +21,7 @@ import logging
 import threading
 import traceback
 import warnings
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -59,6 +59,8 @@ class _Run:
     cancel: threading.Event = field(default_factory=threading.Event)
     entered: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
+    #: Given the fraction simulated, on the worker thread (`WorkloadRunner.percent`).
+    report: Callable[[float], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,12 @@ def _simulate(run: _Run) -> Generator[str, None, _Outcome]:
             return _Outcome(run.generation)
         yield f"Simulating {len(run.jobs)} job(s)…"
         result = simulate_jobs(
-            run.capture, run.jobs, memo=run.memo, traffic=run.traffic, cancelled=run.cancel.is_set
+            run.capture,
+            run.jobs,
+            memo=run.memo,
+            traffic=run.traffic,
+            cancelled=run.cancel.is_set,
+            progress=run.report,
         )
         # The timeline's ~80,000 bars of four big jobs take a fifth of a second to lay
         # out: here, not on the GUI thread.
@@ -119,6 +126,8 @@ class WorkloadRunner(QObject):
         The simulation of that generation failed (one line).
     progress(str)
         Stage messages.
+    percent(int, int)
+        How far the simulation of that generation is (0-100), now and then.
     cancelled(int)
         The simulation of the current generation was cancelled.
     """
@@ -127,6 +136,7 @@ class WorkloadRunner(QObject):
     result_ready = Signal(object)
     failed = Signal(int, str)
     progress = Signal(str)
+    percent = Signal(int, int)
     cancelled = Signal(int)
     _asked = Signal()
 
@@ -230,7 +240,14 @@ class WorkloadRunner(QObject):
             self.latest = None
             self.result_ready.emit(None)
             return
-        run = _Run(capture.generation, capture, jobs, self._memo, self._traffic)
+        run = _Run(
+            capture.generation,
+            capture,
+            jobs,
+            self._memo,
+            self._traffic,
+            report=self._reporter(capture.generation),
+        )
         self._run = run
         self.runs_started += 1
         self.started.emit(run.generation)
@@ -248,6 +265,19 @@ class WorkloadRunner(QObject):
         )
         self._worker = worker
         worker.start()
+
+    def _reporter(self, generation: int) -> Callable[[float], None]:
+        """What the worker calls with the fraction simulated: `percent`, once per whole
+        percent (emitted from the worker thread, delivered on the GUI thread)."""
+        last = [-1]
+
+        def report(fraction: float) -> None:
+            pct = int(100 * fraction)
+            if pct != last[0]:
+                last[0] = pct
+                self.percent.emit(generation, pct)
+
+        return report
 
     def _on_retry_timeout(self) -> None:
         self._retrying = False
