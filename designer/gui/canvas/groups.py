@@ -308,13 +308,46 @@ def paint_box_text(painter: QPainter, box: QRectF, name: str, summary: str, them
     if metrics.horizontalAdvance(name) <= r.width():
         painter.drawText(head, align, name)
     if has_summary:
-        small, sm = _sized(BOX_FONT, max(1, round(title * 0.75)))
+        below = QRectF(r.left(), r.center().y() + 2, r.width(), r.height() / 2 - 2)
+        px, lines = summary_lines(summary, below.width(), below.height(),
+                                  max(1, round(title * 0.75)))
+        small, _ = _sized(BOX_FONT, px)
         painter.setFont(small)
         painter.setPen(theme.muted_text)
-        painter.drawText(QRectF(r.left(), r.center().y() + 2, r.width(), r.height() / 2),
-                         Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop,
-                         sm.elidedText(summary, Qt.TextElideMode.ElideRight, r.width()))
+        painter.drawText(below, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop,
+                         "\n".join(lines))
     painter.setWorldTransform(t)
+
+
+#: The smallest pixel size a box's member summary takes to be read whole on two lines.
+MIN_SUMMARY_PX = 7
+
+
+def summary_lines(summary: str, width: float, height: float, px: int) -> tuple[int, list[str]]:
+    """How a box's member summary ("1024 GPU · 1024 NIC · 512 NVSwitch ...") fits in
+    ``width`` x ``height`` pixels, its size being ``px``: ``(pixel size, lines)``.  One
+    line when it fits; else two, split between items and as small as needed (not below
+    `MIN_SUMMARY_PX`), so that the counts can be read whole; else one line elided."""
+    _font, metrics = _sized(BOX_FONT, px)
+    if metrics.horizontalAdvance(summary) <= width:
+        return px, [summary]
+    items = summary.split(" · ")
+    if len(items) > 1:
+        best = min(
+            (
+                (" · ".join(items[:k]), " · ".join(items[k:]))
+                for k in range(1, len(items))
+            ),
+            key=lambda pair: max(metrics.horizontalAdvance(x) for x in pair),
+        )
+        size = px
+        while size >= MIN_SUMMARY_PX:
+            _font, m = _sized(BOX_FONT, size)
+            if (max(m.horizontalAdvance(x) for x in best) <= width
+                    and 2 * m.height() <= height):
+                return size, list(best)
+            size -= 1
+    return px, [metrics.elidedText(summary, Qt.TextElideMode.ElideRight, width)]
 
 
 def fit_frames(groups: dict[str, GroupItem], nodes) -> QRectF:
