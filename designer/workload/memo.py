@@ -46,6 +46,7 @@ class SimulationMemo:
         self.routes = RouteMemo(max_plans=0)
         self.snap = None
         self.hop = 0.0  # `switch_latency` of `snap`
+        self._pending_hop: tuple | None = None  # (snapshot, its hop) from `carry`
         self.settings: tuple = ()
         self.known: dict = {}
         self.joined: dict = {}
@@ -80,6 +81,7 @@ class SimulationMemo:
             self.last = {"kept": len(known), "dropped": 0}
             return dict(known)
         hop = _hop(snap)
+        self._pending_hop = (snap, hop)  # `keep` takes it for this snapshot
         if (
             old is None
             or settings != self.settings
@@ -123,17 +125,28 @@ class SimulationMemo:
             return lone
         return old
 
-    def keep(self, snap, settings: tuple, known: dict, joined: dict, rates) -> None:
+    def keep(self, snap, settings: tuple, known: dict, joined: dict, rates,
+             jobs: tuple, sets: set[tuple[int, ...]]) -> None:
         """Remember what a simulation of ``snap`` built, and forget what was built on
-        results no longer in use."""
+        results no longer in use, and for jobs (``jobs``) and sets of jobs (``sets``,
+        their ids) this simulation no longer has."""
         if snap is not self.snap:
-            self.hop = _hop(snap)
+            pending = self._pending_hop
+            self.hop = pending[1] if pending is not None and pending[0] is snap else _hop(snap)
+        self._pending_hop = None
         self.snap, self.settings = snap, settings
         self.known, self.rates = dict(known), rates
         ids = {id(v) for v in known.values()}  # what was built on these holds
+        mine = {id(job) for job in jobs}
         self.joined = {k: v for k, v in joined.items() if ids.issuperset(k)}
-        self.alone = {k: v for k, v in self.alone.items() if ids.issuperset(v[2])}
-        self.runs = {k: v for k, v in self.runs.items() if ids.issuperset(v[2])}
+        self.alone = {
+            k: v for k, v in self.alone.items() if k in mine and ids.issuperset(v[2])
+        }
+        self.runs = {
+            k: v
+            for k, v in self.runs.items()
+            if k in sets and ids.issuperset(v[2])
+        }
         self.links = {k: v for k, v in self.links.items() if ids.issuperset(v[1])}
         self.before, self.changed = {}, None
 

@@ -384,10 +384,8 @@ def simulate(
             alone_s.append(None)
     if memo is not None:
         # Only what the jobs of this call can ask for again (old jobs' runs held theirs).
-        current = {tuple(id(jobs[jx]) for jx in part) for part in parts}
-        memo.runs = {k: v for k, v in memo.runs.items() if k in current}
-        memo.alone = {id(job): memo.alone[id(job)] for job in jobs if id(job) in memo.alone}
-        memo.keep(snap, settings, lones.known, lones.joined, rates)
+        memo.keep(snap, settings, lones.known, lones.joined, rates, tuple(jobs),
+                  {tuple(id(jobs[jx]) for jx in part) for part in parts})
     t2 = time.perf_counter()
     # A job's stages and timeline follow from its run alone: kept while the run is.
     told = {} if memo is None else memo.told
