@@ -81,7 +81,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from designer.workload.memory import memory_fit
     from designer.workload.placement import place
     from designer.workload.simulate import simulate
-    from designer.workload.traffic import gpu_tflops, iteration_traffic
+    from designer.workload.traffic import iteration_traffic, job_speeds
 
     if args.iterations < 1:
         raise DesignError(f"--iterations must be at least 1, got {args.iterations}")
@@ -112,10 +112,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             models = {str(snap.node_model[snap.gpus[r]]) for r in placement.ranks.tolist()}
             hbm = min(float(catalog.device(m).specs.get("memory_GB", 0) or 0) for m in models)
             fits.append(memory_fit(job, hbm))
-            tflops = job.tflops or (
-                0.0 if job.layer_times else gpu_tflops(snap, placement, job.config.dtype)
-            )
-            traffics.append(repeated(iteration_traffic(job, placement, tflops), args.iterations))
+            traffic = iteration_traffic(job, placement, *job_speeds(job, snap, placement))
+            traffics.append(repeated(traffic, args.iterations))
         t_built = time.perf_counter()
         res = simulate(snap, traffics)
     except (ValueError, SolverError) as exc:

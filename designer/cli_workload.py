@@ -37,6 +37,7 @@ SET_KEYS: dict[str, tuple[str, type]] = {
     "seq_len": ("training", int), "dtype": ("training", str), "zero": ("training", str),
     "recompute": ("training", str), "sequence_parallel": ("training", bool),
     "grad_dtype": ("training", str), "bucket_mb": ("training", float),
+    "flash_attention": ("training", bool),
 }
 
 
@@ -174,7 +175,7 @@ def check_jobs(topo, jobs) -> list[dict]:
     from designer.solver import take_snapshot
     from designer.workload.memory import memory_fit
     from designer.workload.placement import place
-    from designer.workload.traffic import gpu_tflops, iteration_traffic, lane_volumes
+    from designer.workload.traffic import iteration_traffic, job_speeds, lane_volumes
 
     snap = take_snapshot(topo)
     taken: dict[str, str] = {}
@@ -189,10 +190,9 @@ def check_jobs(topo, jobs) -> list[dict]:
         taken.update(dict.fromkeys(placement.gpus, job.name))
         models = sorted({str(snap.node_model[snap.gpus[r]]) for r in placement.ranks.tolist()})
         hbm = min(float(catalog.device(m).specs.get("memory_GB", 0) or 0) for m in models)
-        tflops = job.tflops or (0.0 if job.layer_times else
-                                gpu_tflops(snap, placement, job.config.dtype))
+        tflops, hbm_gbps = job_speeds(job, snap, placement)
         fit = memory_fit(job, hbm)
-        traffic = iteration_traffic(job, placement, tflops)
+        traffic = iteration_traffic(job, placement, tflops, hbm_gbps)
         traffic.validate()
         lanes = lane_volumes(traffic)
         par = job.parallel
@@ -205,7 +205,7 @@ def check_jobs(topo, jobs) -> list[dict]:
                           "tp_groups_split": placement.tp_split,
                           "summary": placement.summary(),
                           "warnings": list(placement.warnings)},
-            "tflops": tflops, "mfu": job.mfu,
+            "tflops": tflops, "mfu": job.mfu, "hbm_gbps": hbm_gbps,
             "memory": dataclasses.asdict(fit) | {"summary": fit.summary()},
             "tasks": len(traffic.tasks),
             "lanes": lanes,
@@ -252,6 +252,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"  placement ({r['placement']['policy']}): {r['placement']['summary']}")
         speed = (f"{r['tflops']:.0f} TFLOP/s x MFU {r['mfu']:.2f}" if r["tflops"]
                  else "per-layer times given")
+        if r["tflops"] and r["hbm_gbps"]:
+            speed += f", memory-bound work at {r['hbm_gbps']:,.0f} GB/s"
         print(f"  compute: {', '.join(r['gpu_models'])} at {speed}")
         print(f"  memory: {r['memory']['summary']}")
         print(f"  one iteration: {r['tasks']} tasks")

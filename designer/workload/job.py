@@ -42,9 +42,9 @@ ZERO = ("none", "1", "3")
 RECOMPUTE = ("none", "selective", "full")
 #: Placement policies (`designer.workload.placement`).
 PLACEMENTS = ("packed", "spread", "rail-aligned", "explicit")
-#: Fraction of the GPU's dense peak its kernels reach when no communication is exposed
-#: (an assumption: Llama 3 405B reports 38-43 % end-to-end MFU on H100 *including*
-#: bubbles and exposed communication, which the simulation adds on top).
+#: Fraction of the GPU's dense peak its matrix multiplications reach (an assumption:
+#: Llama 3 405B reports 38-43 % end-to-end MFU on H100 *including* bubbles, exposed
+#: communication and memory-bound work, which the simulation adds on top).
 DEFAULT_MFU = 0.5
 
 
@@ -79,6 +79,10 @@ class TrainingConfig:
     bucket_mb : float
         Data-parallel gradient bucket size in MB (PyTorch DDP's 25 MB is small for
         Megatron, which uses 40M parameters; 160 MB of fp32 here).
+    flash_attention : bool
+        Fused attention (FlashAttention, Dao et al. 2022): the ``s x s`` attention
+        scores never reach HBM, so they neither take memory nor memory traffic.  Off
+        for the unfused kernels of 2021-era Megatron-LM.
     """
 
     global_batch: int
@@ -90,6 +94,7 @@ class TrainingConfig:
     recompute: str = "selective"
     seq_len: int = 0
     bucket_mb: float = 160.0
+    flash_attention: bool = True
 
     def check(self, job: str, par: Parallelism) -> None:
         """Raise ``ValueError`` (one line naming ``job`` and the field) if this
@@ -107,8 +112,9 @@ class TrainingConfig:
                 raise ValueError(
                     f"job {job!r}: {name} must be one of {', '.join(allowed)}, got {value!r}"
                 )
-        if not isinstance(self.sequence_parallel, bool):
-            raise ValueError(f"job {job!r}: sequence_parallel must be true or false")
+        for name in ("sequence_parallel", "flash_attention"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"job {job!r}: {name} must be true or false")
         if not self.bucket_mb > 0:
             raise ValueError(f"job {job!r}: bucket_mb must be > 0")
         per = self.micro_batch * par.dp
@@ -203,7 +209,9 @@ class Job:
     colour : str
         ``#rrggbb`` for views.
     mfu : float
-        Fraction of the GPU's peak its compute reaches (`DEFAULT_MFU`).
+        Fraction of the GPU's peak its matrix multiplications reach (`DEFAULT_MFU`);
+        memory-bound work runs at the GPU's memory bandwidth instead
+        (`designer.workload.traffic`).
     tflops : float
         Peak dense TFLOP/s per GPU; 0: the design's GPU catalog entry (``bf16_tflops``).
     layer_times : tuple of float
@@ -260,6 +268,28 @@ class Job:
             len(self.layer_times) != 2 or not all(t > 0 for t in self.layer_times)
         ):
             raise ValueError(f"job {self.name!r}: layer_times must be [forward_s, backward_s] > 0")
+
+    def layer_activation_bytes(self, moe: bool, scores: bool = True) -> float:
+        """Bytes of activations one forward pass of one layer writes on one rank for
+        one micro-batch (Korthikanti et al. 2022, arXiv 2205.05198, Section 4).
+
+        With ``s`` the sequence per CP rank, ``b`` the micro-batch, ``h`` the hidden
+        size, ``a`` the heads and ``t`` TP: ``s b h (10 + 24 / t + 5 a s / (h t))``, or
+        ``s b h / t (34 + 5 a s / h)`` with sequence parallelism.  The MLP's share (19 of
+        the 34) is scaled by the layer's MLP width against GPT's ``4 h`` (gated MLPs
+        x1.5; MoE: top-k plus shared experts).  The attention scores' ``5 a s / h`` term
+        counts only when ``scores``.
+        """
+        m, cfg, par = self.model, self.config, self.parallel
+        s, b, h, t = self.seq_len / par.cp, cfg.micro_batch, m.hidden, par.tp
+        width = (m.top_k + m.shared_experts) * m.expert_ffn if moe else m.ffn
+        mlp = 2 + 17 * width / (4 * h) * (1.5 if m.gated_mlp else 1.0)
+        attn_scores = 5 * m.heads * s / h if scores else 0.0
+        # Korthikanti's 34 = 15 (attention, norms: 11 + 4) + 19 (MLP); TP shards 24.
+        if cfg.sequence_parallel and t > 1:
+            return s * b * h / t * (15 + mlp + attn_scores)
+        sharded = 24 * (15 + mlp) / 34
+        return s * b * h * (15 + mlp - sharded + sharded / t + attn_scores / t)
 
     @classmethod
     def from_preset(cls, name: str, p, **changes) -> Job:

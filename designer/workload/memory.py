@@ -11,10 +11,9 @@ optimizer states and activations of one rank, against the GPU's HBM.
   Section 4), with ``s`` the sequence per CP rank, ``b`` the micro-batch, ``h`` the
   hidden size, ``a`` the heads, ``t`` TP:
   ``s b h (10 + 24 / t + 5 a s / (h t))`` with TP; ``s b h / t (34 + 5 a s / h)`` with
-  sequence parallelism; selective recompute drops the ``5 a s / h`` attention term;
-  full recompute keeps only each layer's input, ``2 s b h`` (``/ t`` with sequence
-  parallelism).  The MLP's share (19 of the 34) is scaled by the layer's MLP width
-  against GPT's ``4 h`` (gated MLPs x1.5, MoE: top-k plus shared experts).
+  sequence parallelism (`Job.layer_activation_bytes`); selective recompute and fused
+  attention drop the ``5 a s / h`` attention-score term; full recompute keeps only
+  each layer's input, ``2 s b h`` (``/ t`` with sequence parallelism).
   Under 1F1B the first stage holds ``min(pp, m)`` micro-batches of its layers, times
   ``1 + (pp - 1) / (pp vp)`` when interleaved (Korthikanti et al., Section 4.2.3); the
   last stage also holds the fp32 logits ``4 s b V / t``.
@@ -83,19 +82,14 @@ class MemoryFit:
 
 def activation_bytes_per_layer(job: Job, moe: bool) -> float:
     """Activation bytes one rank keeps for one layer and one micro-batch (see module)."""
-    m, cfg, par = job.model, job.config, job.parallel
-    s, b, h, a, t = job.seq_len / par.cp, cfg.micro_batch, m.hidden, m.heads, par.tp
-    sp = cfg.sequence_parallel and t > 1
+    cfg, par = job.config, job.parallel
     if cfg.recompute == "full":
-        return 2 * s * b * h / (t if sp else 1)
-    width = (m.top_k + m.shared_experts) * m.expert_ffn if moe else m.ffn
-    mlp = 2 + 17 * width / (4 * h) * (1.5 if m.gated_mlp else 1.0)
-    attn_scores = 0.0 if cfg.recompute == "selective" else 5 * a * s / h
-    # Korthikanti's 34 = 15 (attention, norms: 11 + 4) + 19 (MLP); TP shards 24 of them.
-    if sp:
-        return s * b * h / t * (15 + mlp + attn_scores)
-    sharded = 24 * (15 + mlp) / 34
-    return s * b * h * (15 + mlp - sharded + sharded / t + attn_scores / t)
+        sp = cfg.sequence_parallel and par.tp > 1
+        return 2 * job.seq_len / par.cp * cfg.micro_batch * job.model.hidden / (
+            par.tp if sp else 1
+        )
+    scores = cfg.recompute != "selective" and not cfg.flash_attention
+    return job.layer_activation_bytes(moe, scores)
 
 
 def memory_fit(job: Job, hbm_GB: float = 0.0) -> MemoryFit:

@@ -29,11 +29,18 @@ element, one activation is ``A = b (s / c) h a`` and, per layer and micro-batch:
   reduce-scatters its gradients after every backward.  The DP group is DP x CP (CP ranks
   hold the same weights); expert weights reduce over the ``dp / ep`` replicas.
 
-Compute spans: forward FLOPs ``tokens x (2 active weights + attention scores)`` per layer
-(`ModelSpec.layer_flops_per_token`) over ``t c`` GPUs, backward twice that (plus one
-forward under full recompute, plus attention under selective), at the GPU's peak x MFU;
-or the user's per-layer times.  Each span names the GPUs of its pipeline stage, so that
-the report can tell each stage's bubble.
+Compute spans: a forward is its matrix multiplications, FLOPs ``tokens x (2 active
+weights + attention scores)`` per layer (`ModelSpec.layer_flops_per_token`) over ``t c``
+GPUs at the GPU's peak x MFU, plus its memory-bound operations (norms, activation
+functions, dropout, softmax, residual adds, the fp32 logits): the activation bytes the
+layer writes (`Job.layer_activation_bytes`, Korthikanti et al. 2022; the attention
+scores only without fused attention; the head's ``4 s b V / t``) at the GPU's HBM
+bandwidth (the catalog's ``hbm_GBps``), a roofline with no second efficiency.  The
+backward is twice the forward, plus one forward under full recompute, plus attention
+under selective; or the user's per-layer times.  The memory-bound share is what makes a
+small hidden size use its GPU worse: it falls as ``1 / h`` against the GEMMs' ``h^2``.
+Each span names the GPUs of its pipeline stage, so that the report can tell each
+stage's bubble.
 
 **Aggregation.**  Megatron's TP and EP collectives block the compute stream, so a
 stage's per-layer collectives of one micro-batch run back to back with its compute
@@ -72,7 +79,23 @@ from designer.workload.job import DTYPE_BYTES, Job
 from designer.workload.placement import Placement, rank_grid
 from designer.workload.tasks import Comm, Compute, JobTraffic
 
-__all__ = ["gpu_tflops", "iteration_traffic", "lane_volumes", "stage_layers"]
+__all__ = [
+    "gpu_hbm_gbps",
+    "gpu_tflops",
+    "iteration_traffic",
+    "job_speeds",
+    "lane_volumes",
+    "stage_layers",
+]
+
+
+def _slowest(snap, placement: Placement, key: str) -> dict[str, float | None]:
+    """Each GPU model the placement uses -> its catalog figure ``key`` (None: none)."""
+    from designer.model.catalog import default_catalog
+
+    catalog = default_catalog()
+    models = sorted({str(snap.node_model[snap.gpus[r]]) for r in placement.ranks.tolist()})
+    return {m: catalog.device(m).specs.get(key) or None for m in models}
 
 
 def gpu_tflops(snap, placement: Placement, dtype: str = "bf16") -> float:
@@ -84,15 +107,10 @@ def gpu_tflops(snap, placement: Placement, dtype: str = "bf16") -> float:
     ValueError
         When the catalog gives no figure for a GPU model (set the job's ``tflops``).
     """
-    from designer.model.catalog import default_catalog
-
-    catalog = default_catalog()
-    models = sorted({str(snap.node_model[snap.gpus[r]]) for r in placement.ranks.tolist()})
+    fp8 = _slowest(snap, placement, "fp8_tflops") if dtype == "fp8" else {}
     best = []
-    for m in models:
-        specs = catalog.device(m).specs
-        value = specs.get("fp8_tflops") if dtype == "fp8" else None
-        value = value or specs.get("bf16_tflops")
+    for m, value in _slowest(snap, placement, "bf16_tflops").items():
+        value = fp8.get(m) or value
         if not value:
             raise ValueError(
                 f"job {placement.job!r}: the catalog gives no TFLOP/s for GPU "
@@ -100,6 +118,24 @@ def gpu_tflops(snap, placement: Placement, dtype: str = "bf16") -> float:
             )
         best.append(float(value))
     return min(best)
+
+
+def gpu_hbm_gbps(snap, placement: Placement) -> float:
+    """Memory bandwidth (GB/s) of the slowest GPU model the placement uses, from the
+    catalog's ``hbm_GBps``; 0 when a model has none (the compute spans then leave out
+    their memory-bound part)."""
+    values = _slowest(snap, placement, "hbm_GBps").values()
+    return 0.0 if None in values else float(min(values))
+
+
+def job_speeds(job: Job, snap, placement: Placement) -> tuple[float, float]:
+    """``(peak TFLOP/s, HBM GB/s)`` that ``job`` computes at on ``placement``: the job's
+    own ``tflops``, else the catalog's (`gpu_tflops`; none is needed with
+    ``layer_times``), and the catalog's memory bandwidth (`gpu_hbm_gbps`)."""
+    tflops = job.tflops or (
+        0.0 if job.layer_times else gpu_tflops(snap, placement, job.config.dtype)
+    )
+    return tflops, gpu_hbm_gbps(snap, placement)
 
 
 def stage_layers(layers: int, stages: int) -> list[range]:
@@ -147,7 +183,9 @@ def _schedule(pp: int, vp: int, m: int, x: int) -> list[tuple[str, int, int]]:
     return ops
 
 
-def iteration_traffic(job: Job, placement: Placement, tflops: float | None = None) -> JobTraffic:
+def iteration_traffic(
+    job: Job, placement: Placement, tflops: float | None = None, hbm_gbps: float = 0.0
+) -> JobTraffic:
     """Every task of one iteration of ``job`` placed by ``placement`` (see the module).
 
     Parameters
@@ -157,6 +195,9 @@ def iteration_traffic(job: Job, placement: Placement, tflops: float | None = Non
     tflops : float, optional
         Peak TFLOP/s per GPU; default ``job.tflops`` (required unless the job gives
         ``layer_times``; `gpu_tflops` reads it from the design's catalog).
+    hbm_gbps : float
+        GPU memory bandwidth, GB/s, for the memory-bound part of the compute
+        (`gpu_hbm_gbps`); 0 leaves that part out.
 
     Returns
     -------
@@ -200,22 +241,34 @@ def iteration_traffic(job: Job, placement: Placement, tflops: float | None = Non
         groups(np.moveaxis(g, (0, 2), (-2, -1)).reshape(ep * t, (dp // ep) * c)) for g in ep_grid
     ]
 
+    memory_s = 1 / (hbm_gbps * 1e9) if hbm_gbps > 0 else 0.0  # per byte
+    scores = not cfg.flash_attention
+
     def chunk_info(g: int) -> dict:
         layers = chunks[g]
         moe = sum(model.is_moe_layer(i) for i in layers)
         flops = tokens * sum(model.layer_flops_per_token(model.is_moe_layer(i)) for i in layers)
         attn = tokens * len(layers) * 2 * s * model.heads * 2 * model.d_head
+        written = sum(job.layer_activation_bytes(model.is_moe_layer(i), scores) for i in layers)
+        score_bytes = written - sum(
+            job.layer_activation_bytes(model.is_moe_layer(i), False) for i in layers
+        )
         if g == n_virtual - 1:
             flops += tokens * model.head_flops_per_token()
+            written += 4 * b * (s / c) * model.vocab / t  # the fp32 logits
         dense, expert = model.stage_params(layers, g == 0, g == n_virtual - 1)
         if job.layer_times:
             fwd, bwd = (x * len(layers) for x in job.layer_times)
         else:
-            fwd = flops / (t * c) / speed
+            fwd = flops / (t * c) / speed + written * memory_s
             bwd = (
                 2 * fwd
                 + (fwd if full else 0.0)
-                + (attn / (t * c) / speed if cfg.recompute == "selective" else 0.0)
+                + (
+                    attn / (t * c) / speed + score_bytes * memory_s
+                    if cfg.recompute == "selective"
+                    else 0.0
+                )
             )
         return {
             "n": len(layers),

@@ -18,7 +18,7 @@ from designer.workload.job import Job, Parallelism
 from designer.workload.placement import place
 from designer.workload.presets import preset
 from designer.workload.tasks import Comm, Compute
-from designer.workload.traffic import gpu_tflops, iteration_traffic
+from designer.workload.traffic import iteration_traffic, job_speeds
 
 s = pytest.importorskip("designer.io.exports.chakra_schema")
 
@@ -72,7 +72,7 @@ def test_traces_hold_the_workloads_collectives_and_dependencies(tmp_path, name, 
     export(t, tmp_path / "w.chakra")
     snap = take_snapshot(t)
     placement = place(job, snap)
-    traffic = iteration_traffic(job, placement, gpu_tflops(snap, placement))
+    traffic = iteration_traffic(job, placement, *job_speeds(job, snap, placement))
     by_id = {x.id: x for x in traffic.tasks}
     rank_of = {g: r for r, g in enumerate(placement.gpus)}
     assert json.loads((tmp_path / "w.chakra" / "job-one.ranks.json").read_text()) == list(

@@ -151,6 +151,57 @@ def test_compute_matches_the_megatron_flop_count(snap):
     assert flops == pytest.approx(expected, rel=0.01)
 
 
+def _spans(t, label):
+    return [x.seconds for x in t.tasks if isinstance(x, Compute) and x.label == label]
+
+
+@pytest.mark.parametrize("flash", [True, False])
+def test_memory_bound_work_adds_the_activation_bytes_at_hbm_speed(snap, flash):
+    """A forward span is its GEMMs at peak x MFU plus the bytes its layers write at the
+    memory bandwidth (Korthikanti's per-layer activations; the attention scores only
+    without fused attention; the fp32 logits on the last stage)."""
+    par = dict(tp=1, pp=2, dp=8)
+    cfg = {"global_batch": 8, "micro_batch": 1, "recompute": "none", "sequence_parallel": False,
+           "flash_attention": flash}
+    job, bare = traffic(snap, parallel=par, config=cfg)
+    with_memory = iteration_traffic(job, place(job, snap), hbm_gbps=2000.0)
+    # tiny, tp 1, micro-batch 1: s b h (34 + 5 a s / h) per layer (a = 8 heads), two
+    # layers a stage.
+    layer = S * H * (34 + (5 * 8 * S / H if not flash else 0))
+    for label, extra in (("fwd mb0 stage0", 2 * layer),
+                         ("fwd mb0 stage1", 2 * layer + 4 * S * V)):
+        (a,), (b,) = _spans(bare, label), _spans(with_memory, label)
+        assert b - a == pytest.approx(extra / 2000e9)
+    (a,), (b,) = _spans(bare, "bwd mb0 stage0"), _spans(with_memory, "bwd mb0 stage0")
+    assert b - a == pytest.approx(2 * 2 * layer / 2000e9)
+
+
+def test_memory_bound_share_falls_with_the_hidden_size(snap):
+    """Memory traffic grows with h, GEMM FLOPs with h^2: a wider model spends less of its
+    compute on memory-bound work (why Megatron-LM's larger models reach more TFLOP/s)."""
+    shares = []
+    for hidden in (256, 512, 1024):
+        model = dataclasses.replace(preset("tiny").model, hidden=hidden, ffn=4 * hidden)
+        job, bare = traffic(snap, model=model)
+        full = iteration_traffic(job, place(job, snap), hbm_gbps=2000.0)
+        gemm = sum(x.seconds for x in bare.tasks if isinstance(x, Compute))
+        shares.append(sum(x.seconds for x in full.tasks if isinstance(x, Compute)) / gemm - 1)
+    assert shares[0] > shares[1] > shares[2] > 0
+
+
+def test_job_speeds_read_the_catalog(snap):
+    """The design's GPUs (H100 in the rail cluster) give peak and memory bandwidth; a
+    job's own tflops wins; per-layer times need no peak."""
+    from designer.workload.traffic import job_speeds
+
+    job = Job.from_preset("a", preset("tiny"))
+    placement = place(job, snap)
+    assert job_speeds(job, snap, placement) == (989.0, 3350.0)
+    assert job_speeds(dataclasses.replace(job, tflops=5.0), snap, placement) == (5.0, 3350.0)
+    timed = dataclasses.replace(job, layer_times=(1e-3, 2e-3))
+    assert job_speeds(timed, snap, placement) == (0.0, 3350.0)
+
+
 def test_stage_layers_even_split():
     assert [len(r) for r in stage_layers(10, 4)] == [3, 3, 2, 2]
 

@@ -59,13 +59,13 @@ class WorkloadResult:
 
 class TrafficCache:
     """The last `JobTraffic` built for each job, reused while nothing it depends on
-    changed (the job, the GPUs it was placed on, the compute speed)."""
+    changed (the job, the GPUs it was placed on, the compute and memory speeds)."""
 
     def __init__(self) -> None:
         self._built: dict[str, tuple[tuple, object]] = {}
 
-    def get(self, job: Job, gpus: tuple[str, ...], tflops: float, build: Callable[[], object]):
-        key = (job, gpus, tflops)
+    def get(self, job: Job, gpus: tuple[str, ...], speeds: tuple, build: Callable[[], object]):
+        key = (job, gpus, speeds)
         seen = self._built.get(job.name)
         if seen is not None and seen[0] == key:
             return seen[1]
@@ -113,7 +113,7 @@ def simulate_jobs(
     from designer.workload.memory import memory_fit
     from designer.workload.placement import place
     from designer.workload.simulate import simulate
-    from designer.workload.traffic import gpu_tflops, iteration_traffic
+    from designer.workload.traffic import iteration_traffic, job_speeds
 
     t0 = time.perf_counter()
     snap = build_snapshot(capture)
@@ -127,16 +127,14 @@ def simulate_jobs(
         models = {str(snap.node_model[snap.gpus[r]]) for r in placement.ranks.tolist()}
         hbm = min(float(catalog.device(m).specs.get("memory_GB", 0) or 0) for m in models)
         fits.append(memory_fit(job, hbm))
-        tflops = job.tflops or (
-            0.0 if job.layer_times else gpu_tflops(snap, placement, job.config.dtype)
-        )
+        speeds = job_speeds(job, snap, placement)
         traffics.append(
             traffic.get(
                 job,
                 tuple(placement.gpus),
-                tflops,
-                lambda job=job, placement=placement, tflops=tflops: iteration_traffic(
-                    job, placement, tflops
+                speeds,
+                lambda job=job, placement=placement, speeds=speeds: iteration_traffic(
+                    job, placement, *speeds
                 ),
             )
         )

@@ -195,7 +195,7 @@ def chakra_files(topology: Topology) -> dict[str, bytes]:
     from designer.solver import take_snapshot
     from designer.workload.files import design_jobs
     from designer.workload.placement import place
-    from designer.workload.traffic import gpu_tflops, iteration_traffic
+    from designer.workload.traffic import iteration_traffic, job_speeds
 
     try:
         jobs = design_jobs(topology)
@@ -213,7 +213,7 @@ def chakra_files(topology: Topology) -> dict[str, bytes]:
     for job in jobs:
         try:
             placement = place(job, snap, taken)
-            traffic = iteration_traffic(job, placement, gpu_tflops(snap, placement))
+            traffic = iteration_traffic(job, placement, *job_speeds(job, snap, placement))
         except ValueError as err:
             raise ExportFormatError(str(err)) from err
         taken.update(dict.fromkeys(placement.gpus, job.name))
