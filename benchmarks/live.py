@@ -242,6 +242,16 @@ def workload_edit_to_colour(app: QApplication, repeats: int = 3) -> dict:
             raise RuntimeError("no workload result within the timeout")
         return done[-1]
 
+    def quiet() -> None:
+        """Every runner of the window idle (the scenario's solve and the design review
+        wait while the jobs simulate, then run): each edit starts from a settled window."""
+        others = [rig.runner, rig.window.review.runner]
+        t0 = time.perf_counter()
+        while any(r.busy or r.pending for r in others) and time.perf_counter() - t0 < 600:
+            app.processEvents()
+            time.sleep(0.0005)
+        _idle(app, 0.3)
+
     for name in WORKLOAD_PRESETS:
         wl.dock.add_job(name)
     t0 = time.perf_counter()
@@ -251,7 +261,7 @@ def workload_edit_to_colour(app: QApplication, repeats: int = 3) -> dict:
            "job_ms": [], "job_stall": [], "link_ms": [], "link_stall": []}
     ticks = _Ticks()
     for i in range(repeats):
-        _idle(app, 0.3)
+        quiet()
         jobs = list(wl.dock.jobs)
         edited = [job_to_dict(j) for j in jobs]
         edited[1]["mfu"] = 0.40 + 0.01 * (i % 2 + 1)
@@ -264,7 +274,7 @@ def workload_edit_to_colour(app: QApplication, repeats: int = 3) -> dict:
     spine = [lk.id for lk in topo.links()
              if {topo.node(lk.a).kind, topo.node(lk.b).kind} == {"leaf", "spine"}]
     for i in range(repeats):
-        _idle(app, 0.3)
+        quiet()
         done.clear()
         ticks.start()
         t1 = time.perf_counter()

@@ -14,19 +14,29 @@ both ended, every warning of the program, on any thread, went to the first worke
 A warning raised on a worker's thread still reaches that worker's ``warned`` signal:
 `warnings.showwarning` is replaced once, by a function that asks which worker, if any,
 runs on the current thread, and otherwise calls the one it replaced.
+
+`Deferral` is how one runner lets another's work go first: background threads share
+one interpreter, so two answers computed at once each come later than either alone.
 """
 
 from __future__ import annotations
 
 import inspect
 import threading
+import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from superqt.utils import FunctionWorker, GeneratorWorker
 from superqt.utils import create_worker as _superqt_create_worker
 
-__all__ = ["create_worker"]
+__all__ = ["DEFER_POLL_MS", "MAX_DEFER_MS", "Deferral", "create_worker"]
+
+#: How often a deferred start looks again whether the work it waits for is done.
+DEFER_POLL_MS = 50
+#: The longest a due start waits for other work.
+MAX_DEFER_MS = 5000
 
 _local = threading.local()
 _lock = threading.Lock()
@@ -95,3 +105,39 @@ def create_worker(func, *args: Any, **kwargs: Any):
             _GeneratorWorker if inspect.isgeneratorfunction(func) else _FunctionWorker
         )
     return _superqt_create_worker(func, *args, **kwargs)
+
+
+class Deferral:
+    """Whether due background work should wait for other work first.
+
+    A runner asks `holding` before starting (and, for long work, at its pause points);
+    while the predicate given to `wait_for` is true the answer is yes, for
+    ``max_ms`` at most from the first yes, so that a stuck predicate cannot starve it.
+    """
+
+    def __init__(self, max_ms: int = MAX_DEFER_MS) -> None:
+        self.max_ms = max_ms
+        self._busy: Callable[[], bool] | None = None
+        self._since: float | None = None
+
+    def wait_for(self, busy: Callable[[], bool] | None) -> None:
+        """Wait while ``busy()`` is true (None: never wait)."""
+        self._busy = busy
+
+    @property
+    def active(self) -> bool:
+        """Whether a predicate is set (a runner polls only then)."""
+        return self._busy is not None
+
+    def holding(self) -> bool:
+        """Whether the work should wait now."""
+        if self._busy is None or not self._busy():
+            self._since = None
+            return False
+        now = time.monotonic()
+        if self._since is None:
+            self._since = now
+        if (now - self._since) * 1000 >= self.max_ms:
+            self._since = None
+            return False
+        return True

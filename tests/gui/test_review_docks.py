@@ -179,7 +179,7 @@ def test_a_review_waits_for_the_solve_then_runs(qtbot, monkeypatch):
         reviewed(qtbot, win)
 
         # A solve that never ends holds the review back for MAX_DEFER_MS only.
-        monkeypatch.setattr(review_runner, "MAX_DEFER_MS", 300)
+        monkeypatch.setattr(runner._defer, "max_ms", 300)
         solving[0] = True
         started.clear()
         topo.update_link(link.id, failed=False)

@@ -227,3 +227,32 @@ def test_the_dock_shows_how_far_the_simulation_is(qtbot, monkeypatch):
         monkeypatch.undo()
     finally:
         close_window(window)
+
+
+def test_the_answer_on_the_canvas_starts_first_after_an_edit(qtbot):
+    """Both runners answer an edit of the links; the one whose colours the canvas shows
+    starts first and the other waits for it (they share one interpreter): the jobs'
+    simulation while the links show the jobs, the window's solve in collective mode."""
+    window, error = open_window(qtbot)
+    assert error is None
+    try:
+        wl, solve = window.workload, window.analysis.runner
+        wl.dock.add_job("tiny")
+        simulated(qtbot, window)
+        qtbot.waitUntil(lambda: _idle(solve), timeout=SOLVE_TIMEOUT_MS)
+        order: list[tuple[str, bool]] = []  # (who started, whether the other was busy)
+        wl.runner.started.connect(lambda _g: order.append(("simulation", solve.busy)))
+        solve.started.connect(lambda _g: order.append(("solve", wl.runner.busy)))
+        topo = window.document.topology
+        link = next(lk for lk in topo.links() if "spine" in lk.a + lk.b)
+        for mode, first in (("mean", "simulation"), ("collective", "solve")):
+            wl.overlay.set_link_mode(mode)
+            order.clear()
+            window.document.push(SetLinkProps([link.id], failed=not link.failed))
+            link = topo.link(link.id)
+            qtbot.waitUntil(lambda: len(order) == 2 and _idle(wl.runner) and _idle(solve),
+                            timeout=SOLVE_TIMEOUT_MS)
+            assert [who for who, _ in order] == [first, ({"simulation", "solve"} - {first}).pop()]
+            assert order[1][1] is False, mode  # the second waited for the first to end
+    finally:
+        close_window(window)

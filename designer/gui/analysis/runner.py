@@ -30,7 +30,7 @@ from superqt.utils import GeneratorWorker, qdebounced
 
 from designer.gui.document import Document
 from designer.gui.model_events import ModelSlot
-from designer.gui.workers import create_worker
+from designer.gui.workers import DEFER_POLL_MS, Deferral, create_worker
 from designer.model.errors import DesignError
 from designer.model.events import Edit
 from designer.model.scenario import Scenario, TrainingSpec
@@ -177,6 +177,13 @@ class SolveRunner(QObject):
         self._asked_posted = False
         self._asked.connect(self._on_asked, Qt.ConnectionType.QueuedConnection)
         self._topology: Topology | None = None
+        # Other live work the window puts first (`defer_while`), looked at again every
+        # DEFER_POLL_MS while a due solve waits for it.
+        self._defer = Deferral()
+        self._defer_timer = QTimer(self)
+        self._defer_timer.setSingleShot(True)
+        self._defer_timer.setInterval(DEFER_POLL_MS)
+        self._defer_timer.timeout.connect(self._start_solve)
         # Every edit of the design, one ``changed`` per command (`designer.model.events`).
         self._follow = ModelSlot(self, self._on_design_changed)
         # Routes carried from solve to solve of one design (used by one worker at a
@@ -237,6 +244,12 @@ class SolveRunner(QObject):
         if self.enabled and self._wanted:
             self._debounced_start()
 
+    def defer_while(self, busy: Callable[[], bool] | None) -> None:
+        """Hold a due solve while ``busy()`` is true (for `MAX_DEFER_MS` at most): the
+        window passes the jobs' simulation while the canvas shows its colours, so that
+        an edit's answer on screen does not share the interpreter with this one."""
+        self._defer.wait_for(busy)
+
     def set_selection(self, node_ids: list[str]) -> None:
         """GPU selection, for scenarios whose ranks are ``selection``."""
         self.selection = list(node_ids)
@@ -264,6 +277,9 @@ class SolveRunner(QObject):
             if not self._retrying:
                 self._retrying = True
                 QTimer.singleShot(RETRY_MS, self, self._on_retry_timeout)
+            return
+        if self._defer.holding():
+            self._defer_timer.start()
             return
         self._wanted = False
         topo = self.document.topology

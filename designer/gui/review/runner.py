@@ -17,7 +17,6 @@ one, fastest first, so the Problems and BOM docks do not wait for the bisection.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,17 +26,13 @@ from superqt.utils import GeneratorWorker
 
 from designer.gui.document import Document
 from designer.gui.model_events import ModelSlot
-from designer.gui.workers import create_worker
+from designer.gui.workers import DEFER_POLL_MS, MAX_DEFER_MS, Deferral, create_worker
 from designer.model.topology import Topology
 
 __all__ = ["DesignCopy", "ReviewRunner", "capture", "rebuild"]
 
 #: Quiet time after the last edit before the review runs again (ms).
 DEBOUNCE_MS = 400
-#: How often a deferred review looks again whether it may start (ms), and how long it
-#: waits at most for the work it defers to (a long solve does not starve the docks).
-DEFER_POLL_MS = 50
-MAX_DEFER_MS = 5000
 
 
 @dataclass(frozen=True)
@@ -200,8 +195,7 @@ class ReviewRunner(QObject):
         self._timer.setSingleShot(True)
         self._debounce_ms = debounce_ms
         self._timer.timeout.connect(self._start)
-        self._defer_while: Callable[[], bool] | None = None
-        self._deferred_since: float | None = None
+        self._defer = Deferral(MAX_DEFER_MS)
         # While a review runs: holds it at its pause points when the deferred-to work
         # starts again (an edit's solve while the last edit's review runs).
         self._gate = QTimer(self)
@@ -234,7 +228,7 @@ class ReviewRunner(QObject):
         """Hold a due review while ``busy()`` is true (checked every `DEFER_POLL_MS`,
         for `MAX_DEFER_MS` at most): the window passes its solve's state, so that an
         edit's new link colours do not share the interpreter with the review."""
-        self._defer_while = busy
+        self._defer.wait_for(busy)
 
     def schedule(self) -> None:
         """Review the design once edits pause for the debounce interval."""
@@ -276,7 +270,7 @@ class ReviewRunner(QObject):
         )
         self._worker = worker
         worker.start()
-        if self._defer_while is not None:
+        if self._defer.active:
             self._gate.start()
 
     def _on_gate_timeout(self) -> None:
@@ -290,16 +284,7 @@ class ReviewRunner(QObject):
 
     def _deferring(self) -> bool:
         """Whether a due review waits for the work `defer_while` names."""
-        if self._defer_while is None or not self._defer_while():
-            self._deferred_since = None
-            return False
-        now = time.monotonic()
-        if self._deferred_since is None:
-            self._deferred_since = now
-        if (now - self._deferred_since) * 1000 >= MAX_DEFER_MS:
-            self._deferred_since = None
-            return False
-        return True
+        return self._defer.holding()
 
     def _on_yielded(self, item: tuple[int, str, Any]) -> None:
         generation, what, value = item

@@ -71,6 +71,7 @@ def install_workload(window: QMainWindow) -> Workload:
             doc, scene, view, runner, dock, getattr(analysis, "overlay", None), window
         )
         overlay.message.connect(window.show_message)
+        _answer_on_screen_first(overlay, runner, getattr(analysis, "runner", None))
         # Under the jobs' list, in the part that scrolls: at 1280 x 720 the list keeps
         # its rows above it.
         body = dock.table.parentWidget()
@@ -92,6 +93,16 @@ def install_workload(window: QMainWindow) -> Workload:
     window.destroyed.connect(lambda *_: runner.shutdown())
     runner.schedule()
     return Workload(runner, dock, panel, stats, overlay, controls)
+
+
+def _answer_on_screen_first(overlay, simulation, solve) -> None:
+    """The runner whose colours the canvas shows starts first after an edit; the other
+    waits for it (both share one interpreter, so running together delays both)."""
+    if solve is None:
+        return
+    showing = overlay.shows_jobs
+    solve.defer_while(lambda: showing() and (simulation.busy or simulation.pending))
+    simulation.defer_while(lambda: not showing() and (solve.busy or solve.pending))
 
 
 def _clear_progress_when_done(window, runner) -> None:

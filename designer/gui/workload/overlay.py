@@ -149,6 +149,11 @@ class WorkloadOverlay(QObject):
         """The links show the workload's utilisation now."""
         return self.link_mode != "collective" and self._links() is not None
 
+    def shows_jobs(self) -> bool:
+        """The links are to show the jobs' utilisation: the design has jobs and the
+        mode is not ``"collective"`` (whether or not a simulation has answered yet)."""
+        return self.link_mode != "collective" and bool(self.dock.jobs)
+
     def _links(self):
         r = self.result
         if r is None or r.snapshot is None:

@@ -29,7 +29,7 @@ from superqt.utils import GeneratorWorker, qdebounced
 
 from designer.gui.document import Document
 from designer.gui.model_events import ModelSlot
-from designer.gui.workers import create_worker
+from designer.gui.workers import DEFER_POLL_MS, Deferral, create_worker
 from designer.gui.workload.build import TrafficCache, WorkloadResult, simulate_jobs
 from designer.gui.workload.timeline import BARS, workload_bars
 from designer.model.errors import DesignError
@@ -153,6 +153,12 @@ class WorkloadRunner(QObject):
         self._wanted = False
         self._retrying = False
         self._debounced_start = qdebounced(self._start, timeout=debounce_ms, leading=True)
+        # Other live work the window puts first (`defer_while`).
+        self._defer = Deferral()
+        self._defer_timer = QTimer(self)
+        self._defer_timer.setSingleShot(True)
+        self._defer_timer.setInterval(DEFER_POLL_MS)
+        self._defer_timer.timeout.connect(self._start)
         self._asked_posted = False
         self._asked.connect(self._on_asked, Qt.ConnectionType.QueuedConnection)
         self._follow = ModelSlot(self, self._on_topology_changed)
@@ -219,6 +225,11 @@ class WorkloadRunner(QObject):
         return self._wanted
 
     # ------------------------------------------------------------ running
+    def defer_while(self, busy: Callable[[], bool] | None) -> None:
+        """Hold a due simulation while ``busy()`` is true (for `MAX_DEFER_MS` at most):
+        the window passes its solve while the canvas shows the solve's colours."""
+        self._defer.wait_for(busy)
+
     def _start(self) -> None:
         if not (self.enabled and self._wanted):
             return
@@ -226,6 +237,9 @@ class WorkloadRunner(QObject):
             if not self._retrying:
                 self._retrying = True
                 QTimer.singleShot(RETRY_MS, self, self._on_retry_timeout)
+            return
+        if self._defer.holding():
+            self._defer_timer.start()
             return
         self._wanted = False
         topo = self.document.topology
