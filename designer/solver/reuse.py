@@ -136,9 +136,12 @@ class RouteMemo:
     ----------
     last : dict
         What the last `plans` call did: ``patched`` and ``fresh`` plan counts,
-        ``failed`` planners (not applicable), ``rows`` recomputed, and ``change``:
+        ``failed`` planners (not applicable), ``rows`` recomputed, ``change``:
         "same", "none" (nothing routed changed), "capacity", "live" (links failed or
-        restored) or "new" (from scratch).
+        restored) or "new" (from scratch), and ``unchanged``: the plans are the
+        previous snapshot's, array for array (each patched with nothing computed anew,
+        the same planners failing), so a result computed from them alone stands if none
+        of their arcs changed capacity.
     """
 
     def __init__(self, seed: int = 0, max_plans: int = 8, max_bytes: int = 256 << 20):
@@ -196,7 +199,7 @@ class RouteMemo:
             if entry is not None and entry.snap is snap:
                 self._entries.move_to_end(key)
                 self.last = {"patched": 0, "fresh": 0, "failed": 0, "rows": 0,
-                             "change": "same"}
+                             "change": "same", "unchanged": False}
                 return list(entry.plans)
             patcher = None
             if entry is not None and self._prev is not None and entry.snap is self._prev[0]:
@@ -228,13 +231,27 @@ class RouteMemo:
                 stats["fresh"] += 1
                 return plan
 
+            stats["unchanged"] = False
             try:
                 plans = candidate_plans(router, ranks, collective, algorithm, build=build)
             finally:
                 stats["rows"] = 0 if patcher is None else patcher.rows
                 self.last = stats
-            self._entries[key] = _Entry(snap, outcomes, plans,
-                                        held_nbytes(outcomes) if self.max_plans else 0)
+            stats["unchanged"] = (
+                patcher is not None
+                and stats["fresh"] == 0
+                and not patcher.altered
+                and outcomes.keys() == entry.outcomes.keys()
+                and all(
+                    isinstance(v, Plan) == isinstance(entry.outcomes[k], Plan)
+                    for k, v in outcomes.items()
+                )
+            )
+            same = entry is not None and all(
+                outcomes.get(k) is v for k, v in entry.outcomes.items() if isinstance(v, Plan)
+            ) and outcomes.keys() == entry.outcomes.keys()
+            nbytes = entry.nbytes if same else held_nbytes(outcomes) if self.max_plans else 0
+            self._entries[key] = _Entry(snap, outcomes, plans, nbytes)
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_plans or (
                     len(self._entries) > 1 and self.nbytes > self.max_bytes):
@@ -253,6 +270,10 @@ class _Patcher:
         self.old, self.new, self.change = old, new, change
         self.kind = ("none" if change.empty else "live" if change.live else "capacity")
         self.rows = 0
+        #: Whether anything of a patched plan was computed anew (rows recomputed, or
+        #: the ranks' access legs taken from a new table): otherwise it is the plan it
+        #: was patched from, array for array.
+        self.altered = False
         s = change.new
         # Per arc whether a route crossing it must be recomputed: its link died, or
         # (a DAG's split) its capacity changed.
@@ -292,13 +313,20 @@ class _Patcher:
         return self._classes_same
 
     def plan(self, plan: Plan) -> Plan:
-        return replace(plan, phases=tuple(self.phase(ph) for ph in plan.phases))
+        """``plan`` patched; the very object when no phase changed."""
+        phases = tuple(self.phase(ph) for ph in plan.phases)
+        if all(a is b for a, b in zip(phases, plan.phases, strict=True)):
+            return plan
+        return replace(plan, phases=phases)
 
     def phase(self, ph: Phase) -> Phase:
+        """``ph`` patched; the very object when none of its pieces changed."""
         rec = ph.recipe
         pieces = tuple(self.piece(p) for p in rec.pieces)
         shared = tuple(self.shared(s) for s in rec.shared)
         same_pairs = all(a is b for a, b in zip(pieces, rec.pieces, strict=True))
+        if same_pairs and all(a is b for a, b in zip(shared, rec.shared, strict=True)):
+            return ph
         # Rows of the same lengths taken by the same flows: the same flow of each pair.
         same_flows = all(a.flows is b.flows and a.rows.ptr is b.rows.ptr
                          for a, b in zip(pieces, rec.pieces, strict=True))
@@ -314,7 +342,11 @@ class _Patcher:
         if p.kind == "raw":  # NVLink arcs alone, unchanged (`can_patch`)
             return p
         if p.kind == "legs":
-            return replace(p, rows=self.new.access_legs().take(p.keys[0]))
+            legs = self.new.access_legs()
+            if legs is self.old._legs_started():
+                return p  # the ranks' ways to the fabric kept (`Router.rebased`)
+            self.altered = True
+            return replace(p, rows=legs.take(p.keys[0]))
         rows = p.rows
         if p.kind == "nv":
             rows = self._nv_patched(rows, *p.keys)
@@ -356,11 +388,13 @@ class _Patcher:
                     mid = s.mid.spliced(at, new.middles)
                     new = new.own
                 self.rows += len(at)
+                self.altered = True
                 if legs is old_legs:  # the legs stay: splice the table once
                     return s.spliced(at, new, mid)
                 fab = splice(fab, at, new)
         if fab is s.fab and legs is old_legs:
             return s
+        self.altered |= legs is not old_legs
         return s.with_tables(legs, fab, old_legs, mid)
 
     @staticmethod
@@ -374,6 +408,7 @@ class _Patcher:
 
     def _splice(self, rows: RouteBatch, at: np.ndarray, new: RouteBatch) -> RouteBatch:
         self.rows += len(at)
+        self.altered = True
         return splice(rows, at, new)
 
     # ---------------------------------------------------------------- NVLink

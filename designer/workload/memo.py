@@ -11,7 +11,10 @@ change.  Each result knows every arc of every algorithm weighed for it
   that cross the arc, and the rates of the flows that do: results touching the arc are
   dropped;
 * a failure or a restore re-routes through the switches at the link's ends: results
-  touching any arc at those nodes are dropped.
+  touching any arc at those nodes are dropped, and then kept after all (`still`) when
+  the route memo patches every plan weighed for them with no row recomputed and none
+  of their arcs changed: the plans are the same arrays, and a result is computed from
+  its plans and the capacities of their arcs.
 
 Anything else (nodes or links added or removed, another routing setting) starts afresh,
 and so does an edit that moves the design's switch-hop latency
@@ -31,7 +34,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SimulationMemo"]
+from designer.solver import SolverError
+
+__all__ = ["PLAN_BYTES", "SimulationMemo"]
+
+#: Bytes of plans the memo keeps (the least recently used go first): four jobs on a
+#: 1,024-GPU SuperPOD hold ~56 MB.
+PLAN_BYTES = 128 << 20
 
 
 class SimulationMemo:
@@ -41,9 +50,10 @@ class SimulationMemo:
     def __init__(self) -> None:
         from designer.solver import RouteMemo
 
-        #: The routers of successive snapshots, each rebased from the last (its plans
-        #: are not kept: the results built on them are).
-        self.routes = RouteMemo(max_plans=0)
+        #: The routers of successive snapshots, each rebased from the last, and the
+        #: plans of the lone collectives (a what-if failure patches them to tell which
+        #: results it leaves as they were: `still`).
+        self.routes = RouteMemo(max_plans=1 << 20, max_bytes=PLAN_BYTES)
         self.snap = None
         self.hop = 0.0  # `switch_latency` of `snap`
         self._pending_hop: tuple | None = None  # (snapshot, its hop) from `carry`
@@ -124,6 +134,22 @@ class SimulationMemo:
         if any(self.changed[p.arcs].any() for p in old.phases) or not _same_lone(old, lone):
             return lone
         return old
+
+    def still(self, snap, key: tuple):
+        """The result `carry` dropped for ``key`` (``(collective, ranks, size)``) when
+        the edit left it as it was (see the module), else None; asks the route memo
+        for the group's plans on ``snap``, which a solve then finds ready."""
+        old = self.before.get(key)
+        if old is None or old.touched is None or self.changed is None:
+            return None
+        if self.changed[old.touched].any() or any(self.changed[p.arcs].any() for p in old.phases):
+            return None
+        collective, ranks, _size = key
+        try:
+            self.routes.plans(snap, np.asarray(ranks, dtype=np.int64), collective)
+        except SolverError:
+            return None
+        return old if self.routes.last.get("unchanged") else None
 
     def keep(self, snap, settings: tuple, known: dict, joined: dict, rates,
              jobs: tuple, sets: set[tuple[int, ...]]) -> None:

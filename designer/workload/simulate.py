@@ -132,10 +132,13 @@ class _Lones:
         self.tasks: dict[tuple, list[LoneCollective]] = {}
         self.joined: dict[tuple, list[LoneCollective]] = {}
         self.used: list[set[int]] = [set() for _ in jobs]
-        self.counts = {"solved": 0, "revived": 0}
+        self.counts = {"solved": 0, "revived": 0, "kept": 0}
         #: ``revive(key, lone)``: the result to use for a lone solved again (a memo's:
         #: the one it dropped, when the same).
         self.revive = None
+        #: ``still(snap, key)``: a dropped result the edit left as it was, or None
+        #: (a memo's), asked before solving again.
+        self.still = None
 
     def known_ids(self) -> set[int]:
         """The ids of the lone results in use (what was built on them holds)."""
@@ -189,6 +192,11 @@ class _Lones:
         for group, ranks in zip(comm.groups, groups, strict=True):
             key = (comm.collective, ranks, size)
             lone = self.known.get(key)
+            if lone is None and self.still is not None:
+                lone = self.still(self.snap, key)
+                if lone is not None:
+                    self.known[key] = lone
+                    self.counts["kept"] += 1
             if lone is None:
                 try:
                     lone = self._alone(comm.collective, ranks, size)
@@ -315,6 +323,7 @@ def simulate(
         lones.known = memo.carry(snap, settings)
         lones.joined = dict(memo.joined)
         lones.revive = memo.revive
+        lones.still = memo.still
         rates = memo.rates
     if rates is None:
         rates = SharedRates(snap.arc_cap, reuse=reuse)
@@ -422,6 +431,7 @@ def simulate(
             "lone_collectives": len(lones.known),
             "solved_alone": lones.counts["solved"],
             "revived": lones.counts["revived"],
+            "unchanged": lones.counts["kept"],
             "runs": len(parts),
             "runs_reused": reused,
         },

@@ -409,17 +409,23 @@ def test_a_memo_runs_again_only_the_jobs_an_edit_reaches():
     assert halved.jobs[2].iteration_s == edited.jobs[2].iteration_s
 
 
-def test_a_collective_solved_again_the_same_after_an_edit_keeps_what_was_built_on_it():
+@pytest.mark.parametrize("plans_kept", [True, False])
+def test_a_collective_solved_again_the_same_after_an_edit_keeps_what_was_built_on_it(
+    plans_kept,
+):
     """Failing leaf 1's link to spine 1 drops every result through spine 1 or leaf 1
-    (their routes may change); solved again, those that cross neither that link nor a
-    changed choice of next hops come out the same and are used as before, so the runs
-    built on them are kept. The answer is a fresh simulation's."""
+    (their routes may change); those that cross neither that link nor a changed choice
+    of next hops are used as before, so the runs built on them are kept: told by their
+    plans patched unchanged (no solve), or, without the plans, solved again and found
+    the same. The answer is a fresh simulation's."""
     topo = build_template("leaf-spine", leaves=3, spines=2, hosts_per_leaf=4, uplinks=1)
     snap = take_snapshot(topo)
     a = _dp_job("a", (_gpus(snap, (0, 8)),), 1 << 28)  # leaf 0 <-> leaf 2
     b = _dp_job("b", (_gpus(snap, (4, 5)),), 1 << 28, lead=1e-3)  # inside leaf 1
     c = _dp_job("c", (_gpus(snap, (6, 9)),), 1 << 27, lead=2e-3)  # leaf 1 <-> leaf 2
     memo = SimulationMemo()
+    if not plans_kept:
+        memo.routes.max_plans = 0
     first = simulate(snap, [a, b, c], memo=memo)
     assert first.stats["runs"] == 2  # a and c share leaf 2's links; b is apart
     topo.update_link("leaf-1:spine-1", failed=True)
@@ -427,8 +433,11 @@ def test_a_collective_solved_again_the_same_after_an_edit_keeps_what_was_built_o
     again = simulate(after, [a, b, c], memo=memo)
     fresh = simulate(after, [a, b, c])
     assert memo.last["dropped"] >= 3
-    assert again.stats["revived"] >= 2  # a's and b's, not c's
-    assert again.stats["revived"] < memo.last["dropped"]
+    # a's and b's, not c's
+    used = again.stats["unchanged"] if plans_kept else again.stats["revived"]
+    assert again.stats["unchanged" if not plans_kept else "revived"] == 0
+    assert 2 <= used < memo.last["dropped"]
+    assert again.stats["solved_alone"] == memo.last["dropped"] - (used if plans_kept else 0)
     assert again.stats["runs_reused"] == 1  # b's; a's runs with c, whose route changed
     assert again.to_json() | {"timing_ms": {}} == fresh.to_json() | {"timing_ms": {}}
     assert again.jobs[1].iteration_s == first.jobs[1].iteration_s
