@@ -59,6 +59,7 @@ from designer.solver.flows.collectives import PLANNERS, Plan, candidate_plans
 from designer.solver.flows.phases import Phase
 from designer.solver.flows.recipe import Piece, SharedPiece, materialize, splice
 from designer.solver.routing.change import SnapshotChange, diff_snapshots
+from designer.solver.routing.middles import Middles
 from designer.solver.routing.router import Router
 from designer.solver.snapshot.build import NVLINK, Snapshot
 
@@ -262,6 +263,12 @@ class RouteMemo:
             return list(plans)
 
 
+def _marked_entries(rows: RouteBatch, marked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(row, arc)`` of every entry of ``rows`` whose arc is ``marked``."""
+    entry = np.flatnonzero(marked[rows.arcs])
+    return np.searchsorted(rows.ptr, entry, side="right") - 1, rows.arcs[entry]
+
+
 class _Patcher:
     """Patches plans of ``change.old`` (routed by ``old``) into plans of ``change.new``
     (routed by ``new``): see the module docstring for what is recomputed."""
@@ -377,9 +384,9 @@ class _Patcher:
                 of = s.mid.of
                 hit = np.append(self._rows_crossing(s.mid.table, self.bad_arc), False)
                 dirty |= hit[of]    # (-1: the False at the end)
-            if self.change.live:   # the whole class rows, middles written in
-                rows = fab if s.mid is None else s.mid.whole(fab)
-                dirty |= self._fabric_dirty(rows, s.la, s.lb)
+            if self.change.live:   # the class rows with their middles
+                own = fab.done() if fab.arcs is None else fab
+                dirty |= self._fabric_dirty(own, s.la, s.lb, s.mid)
             dirty &= s.la != s.lb
             if dirty.any():
                 at = np.flatnonzero(dirty)
@@ -443,11 +450,14 @@ class _Patcher:
         return np.where(d >= 0, self._dirty_dom[d], True)
 
     # ---------------------------------------------------------------- fabric
-    def _fabric_dirty(self, rows: RouteBatch, la: np.ndarray, lb: np.ndarray) -> np.ndarray:
+    def _fabric_dirty(self, rows: RouteBatch, la: np.ndarray, lb: np.ndarray,
+                      mid: Middles | None = None) -> np.ndarray:
         """After a fail or restore: rows (routes from switch ``la[i]`` to ``lb[i]``) that
         pass a switch whose next hops towards the target may differ: the switch or one
         of its neighbours is at another distance from the target, or a changed arc
-        x -> y out of it leads one step closer (``d(y) = d(x) - 1``)."""
+        x -> y out of it leads one step closer (``d(y) = d(x) - 1``).  With ``mid``,
+        ``rows`` are the classes' own rows and each also crosses its middle (read
+        from the middles' table, not written out per class)."""
         differ = la != lb
         fab0, fab1 = self.old.fabric_groups(), self.new.fabric_groups()
         if not np.array_equal(fab0.switches, fab1.switches):
@@ -484,11 +494,21 @@ class _Patcher:
         pos, _ = self.new.net.neighbours(watch)
         marked = np.zeros(s.n_arcs, dtype=bool)
         marked[self.new.net.arcs[pos]] = True
-        entry = np.flatnonzero(marked[rows.arcs])
-        row = np.searchsorted(rows.ptr, entry, side="right") - 1
+        row, arc = _marked_entries(rows, marked)
+        if mid is not None:
+            mrow, marc = _marked_entries(mid.table, marked)
+            # Each marked middle entry, once for every class crossing that middle.
+            crossing = np.flatnonzero(mid.of >= 0)
+            by = crossing[np.argsort(mid.of[crossing], kind="stable")]
+            lo = np.searchsorted(mid.of[by], mrow)
+            hi = np.searchsorted(mid.of[by], mrow, side="right")
+            k = hi - lo
+            take = np.repeat(lo - np.cumsum(k) + k, k) + np.arange(int(k.sum()))
+            row = np.concatenate([row, by[take]])
+            arc = np.concatenate([arc, np.repeat(marc, k)])
         keep = differ[row] & ~dirty[row]
-        entry, row = entry[keep], row[keep]
-        pairs = distinct(row * s.n_nodes + s.arc_src[rows.arcs[entry]])
+        row, arc = row[keep], arc[keep]
+        pairs = distinct(row * s.n_nodes + s.arc_src[arc])
         row, node = pairs // s.n_nodes, pairs % s.n_nodes
         if moved_t.size and row.size:
             slot = np.full(len(targets), -1, dtype=np.int64)

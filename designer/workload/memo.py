@@ -67,7 +67,12 @@ class SimulationMemo:
         self.runs: dict[tuple[int, ...], tuple] = {}
         #: Per job (its id): (the job, its run's start times, its stages, its timeline).
         self.told: dict[int, tuple] = {}
-        #: Per job (its id): (the job, the lone collectives it used, the arcs they load).
+        #: The last merged timeline: (ids of the jobs' timelines, those lists, the
+        #: merged tuple), used again while every job's timeline is the same list.
+        self.merged: tuple | None = None
+        #: Per job (its id): (the job, the lone collectives it used, the arcs they load,
+        #: one of its tasks per (collective, groups, size), which `_job_links` asks again
+        #: when some of those collectives were dropped).
         self.links: dict[int, tuple] = {}
         #: The results the last `carry` dropped, by key (alive until `keep`, so that
         #: their ids stay theirs), and the arcs whose capacity or family changed: a
@@ -100,7 +105,7 @@ class SimulationMemo:
         ):
             self.last = {"kept": 0, "dropped": len(known)}
             self.joined, self.rates, self.alone, self.runs = {}, None, {}, {}
-            self.links, self.told = {}, {}
+            self.links, self.told, self.merged = {}, {}, None
             return {}
         changed = (old.arc_cap != snap.arc_cap) | (old.arc_family != snap.arc_family)
         moved = changed & (

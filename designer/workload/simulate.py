@@ -412,7 +412,17 @@ def simulate(
         for jx, job in enumerate(jobs)
     )
     links = link_stats(snap, together, [j.job for j in jobs])
-    events = timeline(jobs, together, [got[3] for got in each])
+    lists = [got[3] for got in each]
+    key = tuple(id(x) for x in lists)
+    merged = None if memo is None else memo.merged
+    if merged is not None and merged[0] == key and all(
+        a is b for a, b in zip(merged[1], lists, strict=True)
+    ):
+        events = merged[2]  # every job's timeline as before: the same merged tuple
+    else:
+        events = timeline(jobs, together, lists)
+    if memo is not None:
+        memo.merged = (key, lists, events)
     t3 = time.perf_counter()
     return SimulationResult(
         jobs=results,
@@ -480,15 +490,23 @@ def _job_links(jobs: list[JobTraffic], lones: _Lones, memo: SimulationMemo | Non
                 lones.used[jx].update(got[1])  # as if asked again: the runs memo reads it
                 out.append(got[2])
                 continue
+            comms = got[3]  # a task of each (collective, groups, size): the same answers
+        else:
+            # Tasks share their groups' tuples: keyed by identity, not by content (a
+            # content hash reads every GPU name of every group of every task).
+            first: dict[tuple, Comm] = {}
+            for t in job.tasks:
+                if isinstance(t, Comm):
+                    first.setdefault((t.collective, id(t.groups), t.nbytes), t)
+            comms = tuple(first.values())
         seen: dict[int, LoneCollective] = {}
-        for task in job.tasks:
-            if isinstance(task, Comm):
-                for lone in lones(jx, task):
-                    seen.setdefault(id(lone), lone)
+        for task in comms:
+            for lone in lones(jx, task):
+                seen.setdefault(id(lone), lone)
         arcs = [p.arcs for lone in seen.values() for p in lone.phases]
         mine = np.unique(np.concatenate(arcs)) if arcs else np.zeros(0, dtype=np.int64)
         if memo is not None:
-            memo.links[id(job)] = (job, frozenset(lones.used[jx]), mine)
+            memo.links[id(job)] = (job, frozenset(lones.used[jx]), mine, comms)
         out.append(mine)
     if memo is not None:
         memo.links = {id(job): memo.links[id(job)] for job in jobs}
@@ -509,7 +527,9 @@ def _check(jobs: list[JobTraffic], gpus_of: dict[int, list[str]], seen: dict) ->
         if job.job in names:
             raise ValueError(f"two jobs are named {job.job!r}")
         names.add(job.job)
-        for gpu in gpus_of.setdefault(jx, _gpus(job)):
+        if jx not in gpus_of:
+            gpus_of[jx] = _gpus(job)
+        for gpu in gpus_of[jx]:
             other = owner.setdefault(gpu, job.job)
             if other != job.job:
                 raise ValueError(f"GPU {gpu!r} is in job {other!r} and in job {job.job!r}")

@@ -79,3 +79,20 @@ def test_idle_spans(compute, end, idle):
     events.append(_ev("j", 99, "pp", 0.0, end))
     bars, _ = workload_bars(_result(events, [("j", end)]))
     assert [(b.start_s, b.end_s) for b in bars if b.lane == "idle"] == idle
+
+
+def test_the_runner_lays_out_bars_again_only_for_a_new_timeline_or_new_times():
+    from designer.gui.workload.runner import _bars
+
+    last: dict = {}
+    first = _result(EVENTS, [("b", 3.0), ("a", 5.0)])
+    bars = _bars(last, first)
+    assert bars[1] == workload_bars(first)[1]
+    # The same timeline tuple and the same jobs' times: the very bars.
+    assert _bars(last, _result(first.simulation.timeline, [("b", 3.0), ("a", 5.0)])) is bars
+    # A job's iteration time moved (its idle span ends there): laid out again.
+    longer = _result(first.simulation.timeline, [("b", 4.0), ("a", 5.0)])
+    again = _bars(last, longer)
+    assert again is not bars and again[1] == workload_bars(longer)[1]
+    # An equal but new timeline: laid out again (the memo hands on the same tuple).
+    assert _bars(last, _result(tuple(EVENTS), [("b", 4.0), ("a", 5.0)])) is not again

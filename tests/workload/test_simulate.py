@@ -516,3 +516,22 @@ def test_progress_rises_to_one_over_the_tasks_simulated(rail, monkeypatch):
     simulate(snap, [job], memo=memo)
     simulate(snap, [job], memo=memo, progress=again.append)
     assert again == [1.0]
+
+
+def test_a_memo_hands_on_the_merged_timeline_while_no_run_changed():
+    """A failure that no job's run notices gives the very timeline tuple of the last
+    simulation (the GUI then keeps its laid-out bars); one that re-runs a job gives a
+    new one, equal to a fresh simulation's."""
+    topo = build_template("leaf-spine", leaves=3, spines=2, hosts_per_leaf=4, uplinks=1)
+    snap = take_snapshot(topo)
+    a = _dp_job("a", (_gpus(snap, (0, 1)),), 1 << 28)  # inside leaf 0
+    c = _dp_job("c", (_gpus(snap, (6, 9)),), 1 << 27, lead=2e-3)  # leaf 1 <-> leaf 2
+    memo = SimulationMemo()
+    first = simulate(snap, [a, c], memo=memo)
+    topo.update_link("leaf-0:spine-0", failed=True)  # neither a's nor c's routes
+    same = simulate(take_snapshot(topo), [a, c], memo=memo)
+    assert same.stats["runs_reused"] == 2 and same.timeline is first.timeline
+    topo.update_link("leaf-1:spine-0", failed=True)  # c's: c runs again
+    moved = simulate(take_snapshot(topo), [a, c], memo=memo)
+    assert moved.stats["runs_reused"] == 1 and moved.timeline is not first.timeline
+    assert moved.timeline == simulate(take_snapshot(topo), [a, c]).timeline
