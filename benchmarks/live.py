@@ -41,7 +41,7 @@ os.environ.setdefault("FABRIC_DESIGNER_LOG_DIR", tempfile.mkdtemp(prefix="fabric
 os.environ.setdefault("XDG_CONFIG_HOME", tempfile.mkdtemp(prefix="fabric-bench-config-"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from PySide6.QtCore import QElapsedTimer, QTimer
+from PySide6.QtCore import QElapsedTimer, QEventLoop, QTimer
 from PySide6.QtWidgets import QApplication
 
 from designer.gui.app import application
@@ -84,11 +84,8 @@ class Rig:
         self.coloured_at = time.perf_counter()
 
     def wait(self, app: QApplication, timeout: float = 600.0, full: bool = False) -> float:
-        t0 = time.perf_counter()
-        while (self.coloured_at is None or (full and self.runner.busy)) \
-                and time.perf_counter() - t0 < timeout:
-            app.processEvents()
-            time.sleep(0.0005)
+        _run_until(lambda: self.coloured_at is not None and not (full and self.runner.busy),
+                   timeout)
         if self.coloured_at is None:
             raise RuntimeError("no result within the timeout")
         return self.coloured_at
@@ -99,11 +96,32 @@ class Rig:
         self.window.close()
 
 
+def _run_until(condition, timeout: float) -> None:
+    """Run the event loop until ``condition()`` holds (looked at every 2 ms) or
+    ``timeout`` seconds pass.  A nested `QEventLoop.exec`, as the application runs:
+    Qt waits for events, paints and lays out without the interpreter, which the worker
+    threads then have.  (A Python loop around ``processEvents`` holds the interpreter
+    while Qt works, and slowed every worker it waited for.)"""
+    if condition():
+        return
+    loop = QEventLoop()
+    t0 = time.perf_counter()
+
+    def check() -> None:
+        if condition() or time.perf_counter() - t0 >= timeout:
+            loop.quit()
+
+    poll = QTimer()
+    poll.setInterval(2)
+    poll.timeout.connect(check)
+    poll.start()
+    loop.exec()
+    poll.stop()
+
+
 def _idle(app: QApplication, seconds: float) -> None:
     end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        app.processEvents()
-        time.sleep(0.001)
+    _run_until(lambda: time.perf_counter() >= end, seconds + 1)
 
 
 def edit_to_colour(app: QApplication, template: str, params: dict,
@@ -233,11 +251,7 @@ def workload_edit_to_colour(app: QApplication, repeats: int = 3) -> dict:
     wl.runner.result_ready.connect(lambda r: done.append(time.perf_counter()) if r else None)
 
     def settle(timeout: float = 600.0) -> float:
-        t0 = time.perf_counter()
-        while (not done or wl.runner.busy or wl.runner.pending) and \
-                time.perf_counter() - t0 < timeout:
-            app.processEvents()
-            time.sleep(0.0005)
+        _run_until(lambda: done and not (wl.runner.busy or wl.runner.pending), timeout)
         if not done:
             raise RuntimeError("no workload result within the timeout")
         return done[-1]
@@ -246,10 +260,7 @@ def workload_edit_to_colour(app: QApplication, repeats: int = 3) -> dict:
         """Every runner of the window idle (the scenario's solve and the design review
         wait while the jobs simulate, then run): each edit starts from a settled window."""
         others = [rig.runner, rig.window.review.runner]
-        t0 = time.perf_counter()
-        while any(r.busy or r.pending for r in others) and time.perf_counter() - t0 < 600:
-            app.processEvents()
-            time.sleep(0.0005)
+        _run_until(lambda: not any(r.busy or r.pending for r in others), 600)
         _idle(app, 0.3)
 
     for name in WORKLOAD_PRESETS:

@@ -61,7 +61,14 @@ class JobTint(QGraphicsItem):
         self.hide()
 
     def set_jobs(self, jobs: list[tuple[str, QColor, list[str]]], outlines: bool) -> None:
-        """Tint these jobs' GPUs (none hides the item)."""
+        """Tint these jobs' GPUs (none hides the item); the same jobs on the same GPUs
+        (a new result after an edit of the links, say) keep what is drawn."""
+        same = outlines == self.outlines and len(jobs) == len(self.jobs) and all(
+            a[0] == b[0] and a[1] == b[1] and list(a[2]) == list(b[2])
+            for a, b in zip(jobs, self.jobs, strict=True)
+        )
+        if same and self.isVisible() == any(gpus for _, _, gpus in self.jobs):
+            return
         self.jobs, self.outlines = list(jobs), outlines
         self._key = ()
         self.sync()
