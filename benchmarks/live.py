@@ -97,7 +97,7 @@ class Rig:
 
 
 def _run_until(condition, timeout: float) -> None:
-    """Run the event loop until ``condition()`` holds (looked at every 2 ms) or
+    """Run the event loop until ``condition()`` holds (looked at every 20 ms) or
     ``timeout`` seconds pass.  A nested `QEventLoop.exec`, as the application runs:
     Qt waits for events, paints and lays out without the interpreter, which the worker
     threads then have.  (A Python loop around ``processEvents`` holds the interpreter
@@ -112,7 +112,7 @@ def _run_until(condition, timeout: float) -> None:
             loop.quit()
 
     poll = QTimer()
-    poll.setInterval(2)
+    poll.setInterval(20)
     poll.timeout.connect(check)
     poll.start()
     loop.exec()

@@ -65,10 +65,12 @@ class SimulationMemo:
         #: Per set of jobs run together (their ids): (the jobs, their `events.Run`,
         #: the ids of the lone collectives it used).
         self.runs: dict[tuple[int, ...], tuple] = {}
-        #: Per job (its id): (the job, its run's start times, its stages, its timeline).
+        #: Per job (its id): (the job, its run's start times, its stages, its timeline,
+        #: the timeline's columns).
         self.told: dict[int, tuple] = {}
         #: The last merged timeline: (ids of the jobs' timelines, those lists, the
-        #: merged tuple), used again while every job's timeline is the same list.
+        #: merged tuple and its columns), used again while every job's timeline is the
+        #: same list.
         self.merged: tuple | None = None
         #: Per job (its id): (the job, the lone collectives it used, the arcs they load,
         #: one of its tasks per (collective, groups, size), which `_job_links` asks again

@@ -61,8 +61,10 @@ from designer.workload.report import (
     BUSIEST,
     JobResult,
     LinkStats,
+    TimelineColumns,
     TimelineEvent,
     breakdown,
+    job_columns,
     job_timeline,
     link_stats,
     mean_of_stages,
@@ -97,6 +99,8 @@ class SimulationResult:
     trace : LinkTrace or None
         With ``simulate(..., trace=True)``: any link's load over the iteration and the
         collectives that crossed it (`designer.workload.linktrace`).
+    timeline_columns : TimelineColumns or None
+        ``timeline`` as columns (job, lane, start, end), for plots.
     """
 
     jobs: tuple[JobResult, ...]
@@ -106,6 +110,7 @@ class SimulationResult:
     timing_ms: dict[str, float] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=dict)
     trace: LinkTrace | None = None
+    timeline_columns: TimelineColumns | None = None
 
     def to_json(self, *, timeline: bool = True) -> dict:
         """The JSON contract: ``{"jobs", "links", "busiest", "timeline", "timing_ms"}``
@@ -403,7 +408,8 @@ def simulate(
         got = told.get(id(job))
         if got is None or got[0] is not job or got[1] is not together.start[jx]:
             start, end = together.start[jx], together.end[jx]
-            got = (job, start, stage_times(job, start, end), job_timeline(job, start, end))
+            got = (job, start, stage_times(job, start, end), job_timeline(job, start, end),
+                   job_columns(job, start, end))
         each.append(got)
     if memo is not None:
         memo.told = {id(got[0]): got for got in each}
@@ -418,16 +424,17 @@ def simulate(
     if merged is not None and merged[0] == key and all(
         a is b for a, b in zip(merged[1], lists, strict=True)
     ):
-        events = merged[2]  # every job's timeline as before: the same merged tuple
+        events, columns = merged[2]  # every job's timeline as before: the same merge
     else:
-        events = timeline(jobs, together, lists)
+        events, columns = timeline(jobs, together, lists, [got[4] for got in each])
     if memo is not None:
-        memo.merged = (key, lists, events)
+        memo.merged = (key, lists, (events, columns))
     t3 = time.perf_counter()
     return SimulationResult(
         jobs=results,
         links=links,
         timeline=events,
+        timeline_columns=columns,
         busiest=links.busiest(BUSIEST),
         timing_ms={
             "together": (t1 - t0) * 1e3,

@@ -96,3 +96,38 @@ def test_the_runner_lays_out_bars_again_only_for_a_new_timeline_or_new_times():
     assert again is not bars and again[1] == workload_bars(longer)[1]
     # An equal but new timeline: laid out again (the memo hands on the same tuple).
     assert _bars(last, _result(tuple(EVENTS), [("b", 4.0), ("a", 5.0)])) is not again
+
+
+def test_bars_from_the_simulations_columns_are_the_bars_from_its_events():
+    """A result carries its timeline as columns too; the bars laid out from them are
+    those laid out event by event."""
+    import dataclasses
+
+    import numpy as np
+
+    from designer.model.templates import build_template
+    from designer.solver import take_snapshot
+    from designer.workload.job import Job
+    from designer.workload.placement import place
+    from designer.workload.presets import preset
+    from designer.workload.simulate import simulate
+    from designer.workload.traffic import iteration_traffic
+
+    snap = take_snapshot(build_template("rail-cluster", nodes=2))
+    taken: dict = {}
+    traffics = []
+    for name in ("tiny", "tiny-moe"):
+        job = Job.from_preset(name, preset(name), tflops=100.0)
+        placement = place(job, snap, taken)
+        taken.update(dict.fromkeys(placement.gpus, name))
+        traffics.append(iteration_traffic(job, placement))
+    sim = simulate(snap, traffics)
+    assert sim.timeline_columns is not None and len(sim.timeline_columns.job) == len(sim.timeline)
+    with_cols = workload_bars(SimpleNamespace(simulation=sim))
+    without = workload_bars(SimpleNamespace(
+        simulation=dataclasses.replace(sim, timeline_columns=None)))
+    assert with_cols[1] == without[1]
+    a, b = with_cols[0], without[0]
+    assert a.lanes == b.lanes and a.jobs == b.jobs
+    for name in ("row", "start", "end", "lane", "job", "source"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name

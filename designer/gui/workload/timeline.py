@@ -176,15 +176,23 @@ def workload_bars(result) -> tuple[WorkloadBars, list[tuple[int, str]]]:
     sim = result.simulation
     events = sim.timeline
     jobs = tuple(j.name for j in sim.jobs)
-    job_index = {name: k for k, name in enumerate(jobs)}
     n = len(events)
-    job = np.fromiter((job_index.get(e.job, -1) for e in events), dtype=np.int64, count=n)
-    names = [e.lane for e in events]
+    cols = getattr(sim, "timeline_columns", None)
+    if cols is not None and len(cols.job) == n:  # the simulation's columns: no event read
+        job, start, end = cols.job, cols.start, cols.end
+        names, lane_of = np.unique(cols.lane.astype(str), return_inverse=True)
+        names = names.tolist()
+    else:
+        job_index = {name: k for k, name in enumerate(jobs)}
+        job = np.fromiter((job_index.get(e.job, -1) for e in events), dtype=np.int64, count=n)
+        names, lane_of = np.unique(np.array([e.lane for e in events], dtype=str),
+                                   return_inverse=True)
+        names = names.tolist()
+        start = np.fromiter((e.start_s for e in events), dtype=float, count=n)
+        end = np.fromiter((e.end_s for e in events), dtype=float, count=n)
     lanes = (*LANE_ORDER, *sorted(set(names) - set(LANE_ORDER)))
     lane_index = {name: k for k, name in enumerate(lanes)}
-    lane = np.fromiter((lane_index[x] for x in names), dtype=np.int64, count=n)
-    start = np.fromiter((e.start_s for e in events), dtype=float, count=n)
-    end = np.fromiter((e.end_s for e in events), dtype=float, count=n)
+    lane = np.array([lane_index[x] for x in names], dtype=np.int64)[lane_of.reshape(-1)]
     source = np.arange(n, dtype=np.int64)
     idle = lane_index["idle"]
     keep = job >= 0  # events of a job the result does not list are not drawn
