@@ -238,19 +238,13 @@ class RouteMemo:
             finally:
                 stats["rows"] = 0 if patcher is None else patcher.rows
                 self.last = stats
-            stats["unchanged"] = (
-                patcher is not None
-                and stats["fresh"] == 0
-                and not patcher.altered
-                and outcomes.keys() == entry.outcomes.keys()
-                and all(
-                    isinstance(v, Plan) == isinstance(entry.outcomes[k], Plan)
-                    for k, v in outcomes.items()
-                )
+            # A patch that changed nothing hands back the very plan (`_Patcher.plan`).
+            same = entry is not None and outcomes.keys() == entry.outcomes.keys() and all(
+                v is entry.outcomes[k] if isinstance(v, Plan)
+                else not isinstance(entry.outcomes[k], Plan)
+                for k, v in outcomes.items()
             )
-            same = entry is not None and all(
-                outcomes.get(k) is v for k, v in entry.outcomes.items() if isinstance(v, Plan)
-            ) and outcomes.keys() == entry.outcomes.keys()
+            stats["unchanged"] = same
             nbytes = entry.nbytes if same else held_nbytes(outcomes) if self.max_plans else 0
             self._entries[key] = _Entry(snap, outcomes, plans, nbytes)
             self._entries.move_to_end(key)
@@ -277,10 +271,6 @@ class _Patcher:
         self.old, self.new, self.change = old, new, change
         self.kind = ("none" if change.empty else "live" if change.live else "capacity")
         self.rows = 0
-        #: Whether anything of a patched plan was computed anew (rows recomputed, or
-        #: the ranks' access legs taken from a new table): otherwise it is the plan it
-        #: was patched from, array for array.
-        self.altered = False
         s = change.new
         # Per arc whether a route crossing it must be recomputed: its link died, or
         # (a DAG's split) its capacity changed.
@@ -352,7 +342,6 @@ class _Patcher:
             legs = self.new.access_legs()
             if legs is self.old._legs_started():
                 return p  # the ranks' ways to the fabric kept (`Router.rebased`)
-            self.altered = True
             return replace(p, rows=legs.take(p.keys[0]))
         rows = p.rows
         if p.kind == "nv":
@@ -395,13 +384,11 @@ class _Patcher:
                     mid = s.mid.spliced(at, new.middles)
                     new = new.own
                 self.rows += len(at)
-                self.altered = True
                 if legs is old_legs:  # the legs stay: splice the table once
                     return s.spliced(at, new, mid)
                 fab = splice(fab, at, new)
         if fab is s.fab and legs is old_legs:
             return s
-        self.altered |= legs is not old_legs
         return s.with_tables(legs, fab, old_legs, mid)
 
     @staticmethod
@@ -415,7 +402,6 @@ class _Patcher:
 
     def _splice(self, rows: RouteBatch, at: np.ndarray, new: RouteBatch) -> RouteBatch:
         self.rows += len(at)
-        self.altered = True
         return splice(rows, at, new)
 
     # ---------------------------------------------------------------- NVLink

@@ -137,7 +137,7 @@ class _Lones:
         self.tasks: dict[tuple, list[LoneCollective]] = {}
         self.joined: dict[tuple, list[LoneCollective]] = {}
         self.used: list[set[int]] = [set() for _ in jobs]
-        self.counts = {"solved": 0, "revived": 0, "kept": 0}
+        self.counts = {"solved": 0, "revived": 0, "unchanged": 0}
         #: ``revive(key, lone)``: the result to use for a lone solved again (a memo's:
         #: the one it dropped, when the same).
         self.revive = None
@@ -201,7 +201,7 @@ class _Lones:
                 lone = self.still(self.snap, key)
                 if lone is not None:
                     self.known[key] = lone
-                    self.counts["kept"] += 1
+                    self.counts["unchanged"] += 1
             if lone is None:
                 try:
                     lone = self._alone(comm.collective, ranks, size)
@@ -448,7 +448,7 @@ def simulate(
             "lone_collectives": len(lones.known),
             "solved_alone": lones.counts["solved"],
             "revived": lones.counts["revived"],
-            "unchanged": lones.counts["kept"],
+            "unchanged": lones.counts["unchanged"],
             "runs": len(parts),
             "runs_reused": reused,
         },
