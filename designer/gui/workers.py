@@ -28,6 +28,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from PySide6.QtCore import QObject, QTimer
 from superqt.utils import FunctionWorker, GeneratorWorker
 from superqt.utils import create_worker as _superqt_create_worker
 
@@ -113,12 +114,21 @@ class Deferral:
     A runner asks `holding` before starting (and, for long work, at its pause points);
     while the predicate given to `wait_for` is true the answer is yes, for
     ``max_ms`` at most from the first yes, so that a stuck predicate cannot starve it.
+    With ``retry``, each yes also arms a single-shot timer (owned by ``parent``) that
+    calls it `DEFER_POLL_MS` later: the runner's start, asked again.
     """
 
-    def __init__(self, max_ms: int = MAX_DEFER_MS) -> None:
+    def __init__(self, max_ms: int = MAX_DEFER_MS, retry: Callable[[], None] | None = None,
+                 parent: QObject | None = None) -> None:
         self.max_ms = max_ms
         self._busy: Callable[[], bool] | None = None
         self._since: float | None = None
+        self._timer: QTimer | None = None
+        if retry is not None:
+            self._timer = QTimer(parent)
+            self._timer.setSingleShot(True)
+            self._timer.setInterval(DEFER_POLL_MS)
+            self._timer.timeout.connect(retry)
 
     def wait_for(self, busy: Callable[[], bool] | None) -> None:
         """Wait while ``busy()`` is true (None: never wait)."""
@@ -140,4 +150,6 @@ class Deferral:
         if (now - self._since) * 1000 >= self.max_ms:
             self._since = None
             return False
+        if self._timer is not None:
+            self._timer.start()
         return True

@@ -30,7 +30,7 @@ from superqt.utils import GeneratorWorker, qdebounced
 
 from designer.gui.document import Document
 from designer.gui.model_events import ModelSlot
-from designer.gui.workers import DEFER_POLL_MS, Deferral, create_worker
+from designer.gui.workers import Deferral, create_worker
 from designer.model.errors import DesignError
 from designer.model.events import Edit
 from designer.model.scenario import Scenario, TrainingSpec
@@ -179,11 +179,7 @@ class SolveRunner(QObject):
         self._topology: Topology | None = None
         # Other live work the window puts first (`defer_while`), looked at again every
         # DEFER_POLL_MS while a due solve waits for it.
-        self._defer = Deferral()
-        self._defer_timer = QTimer(self)
-        self._defer_timer.setSingleShot(True)
-        self._defer_timer.setInterval(DEFER_POLL_MS)
-        self._defer_timer.timeout.connect(self._start_solve)
+        self._defer = Deferral(retry=self._start_solve, parent=self)
         # Every edit of the design, one ``changed`` per command (`designer.model.events`).
         self._follow = ModelSlot(self, self._on_design_changed)
         # Routes carried from solve to solve of one design (used by one worker at a
@@ -278,8 +274,7 @@ class SolveRunner(QObject):
                 self._retrying = True
                 QTimer.singleShot(RETRY_MS, self, self._on_retry_timeout)
             return
-        if self._defer.holding():
-            self._defer_timer.start()
+        if self._defer.holding():  # asked again shortly (its retry)
             return
         self._wanted = False
         topo = self.document.topology

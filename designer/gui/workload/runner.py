@@ -29,7 +29,7 @@ from superqt.utils import GeneratorWorker, qdebounced
 
 from designer.gui.document import Document
 from designer.gui.model_events import ModelSlot
-from designer.gui.workers import DEFER_POLL_MS, Deferral, create_worker
+from designer.gui.workers import Deferral, create_worker
 from designer.gui.workload.build import TrafficCache, WorkloadResult, simulate_jobs
 from designer.gui.workload.timeline import BARS, workload_bars
 from designer.model.errors import DesignError
@@ -169,11 +169,7 @@ class WorkloadRunner(QObject):
         self._retrying = False
         self._debounced_start = qdebounced(self._start, timeout=debounce_ms, leading=True)
         # Other live work the window puts first (`defer_while`).
-        self._defer = Deferral()
-        self._defer_timer = QTimer(self)
-        self._defer_timer.setSingleShot(True)
-        self._defer_timer.setInterval(DEFER_POLL_MS)
-        self._defer_timer.timeout.connect(self._start)
+        self._defer = Deferral(retry=self._start, parent=self)
         self._asked_posted = False
         self._asked.connect(self._on_asked, Qt.ConnectionType.QueuedConnection)
         self._follow = ModelSlot(self, self._on_topology_changed)
@@ -255,8 +251,7 @@ class WorkloadRunner(QObject):
                 self._retrying = True
                 QTimer.singleShot(RETRY_MS, self, self._on_retry_timeout)
             return
-        if self._defer.holding():
-            self._defer_timer.start()
+        if self._defer.holding():  # asked again shortly (its retry)
             return
         self._wanted = False
         topo = self.document.topology
