@@ -75,13 +75,12 @@ def repeated(traffic, n: int):
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from designer.model.catalog import default_catalog
     from designer.solver import SolverError, take_snapshot
     from designer.workload.files import design_jobs, read_workload
     from designer.workload.memory import memory_fit
     from designer.workload.placement import place
     from designer.workload.simulate import simulate
-    from designer.workload.traffic import iteration_traffic, job_speeds
+    from designer.workload.traffic import gpu_memory_gb, iteration_traffic, job_speeds
 
     if args.iterations < 1:
         raise DesignError(f"--iterations must be at least 1, got {args.iterations}")
@@ -98,7 +97,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.routing:
         topo.set_setting("routing", args.routing)
     snap = take_snapshot(topo)
-    catalog = default_catalog()
     taken: dict[str, str] = {}
     traffics, fits = [], []
     try:
@@ -109,9 +107,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             names.add(job.name)
             placement = place(job, snap, taken)
             taken.update(dict.fromkeys(placement.gpus, job.name))
-            models = {str(snap.node_model[snap.gpus[r]]) for r in placement.ranks.tolist()}
-            hbm = min(float(catalog.device(m).specs.get("memory_GB", 0) or 0) for m in models)
-            fits.append(memory_fit(job, hbm))
+            fits.append(memory_fit(job, gpu_memory_gb(snap, placement)))
             traffic = iteration_traffic(job, placement, *job_speeds(job, snap, placement))
             traffics.append(repeated(traffic, args.iterations))
         t_built = time.perf_counter()

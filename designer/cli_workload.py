@@ -171,27 +171,30 @@ def check_jobs(topo, jobs) -> list[dict]:
     ValueError
         One line naming the job, when one does not fit or is inconsistent.
     """
-    from designer.model.catalog import default_catalog
     from designer.solver import take_snapshot
     from designer.workload.memory import memory_fit
     from designer.workload.placement import place
-    from designer.workload.traffic import iteration_traffic, job_speeds, lane_volumes
+    from designer.workload.traffic import (
+        gpu_memory_gb,
+        gpu_models,
+        iteration_traffic,
+        job_speeds,
+        lane_volumes,
+    )
 
     snap = take_snapshot(topo)
     taken: dict[str, str] = {}
     names: set[str] = set()
     rows = []
-    catalog = default_catalog()
     for job in jobs:
         if job.name in names:
             raise ValueError(f"two jobs are named {job.name!r}")
         names.add(job.name)
         placement = place(job, snap, taken)
         taken.update(dict.fromkeys(placement.gpus, job.name))
-        models = sorted({str(snap.node_model[snap.gpus[r]]) for r in placement.ranks.tolist()})
-        hbm = min(float(catalog.device(m).specs.get("memory_GB", 0) or 0) for m in models)
+        models = gpu_models(snap, placement)
         tflops, hbm_gbps = job_speeds(job, snap, placement)
-        fit = memory_fit(job, hbm)
+        fit = memory_fit(job, gpu_memory_gb(snap, placement))
         traffic = iteration_traffic(job, placement, tflops, hbm_gbps)
         traffic.validate()
         lanes = lane_volumes(traffic)

@@ -68,9 +68,8 @@ class SimulationMemo:
         #: Per job (its id): (the job, its run's start times, its stages, its timeline,
         #: the timeline's columns).
         self.told: dict[int, tuple] = {}
-        #: The last merged timeline: (ids of the jobs' timelines, those lists, the
-        #: merged tuple and its columns), used again while every job's timeline is the
-        #: same list.
+        #: The last merged timeline: (the jobs' timelines, (the merged tuple, its
+        #: columns)), used again while every job's timeline is the same list.
         self.merged: tuple | None = None
         #: Per job (its id): (the job, the lone collectives it used, the arcs they load,
         #: one of its tasks per (collective, groups, size), which `_job_links` asks again

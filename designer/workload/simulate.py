@@ -419,16 +419,15 @@ def simulate(
     )
     links = link_stats(snap, together, [j.job for j in jobs])
     lists = [got[3] for got in each]
-    key = tuple(id(x) for x in lists)
     merged = None if memo is None else memo.merged
-    if merged is not None and merged[0] == key and all(
-        a is b for a, b in zip(merged[1], lists, strict=True)
+    if merged is not None and len(merged[0]) == len(lists) and all(
+        a is b for a, b in zip(merged[0], lists, strict=True)
     ):
-        events, columns = merged[2]  # every job's timeline as before: the same merge
+        events, columns = merged[1]  # every job's timeline as before: the same merge
     else:
         events, columns = timeline(jobs, together, lists, [got[4] for got in each])
     if memo is not None:
-        memo.merged = (key, lists, (events, columns))
+        memo.merged = (lists, (events, columns))
     t3 = time.perf_counter()
     return SimulationResult(
         jobs=results,

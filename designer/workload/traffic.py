@@ -81,6 +81,8 @@ from designer.workload.tasks import Comm, Compute, JobTraffic
 
 __all__ = [
     "gpu_hbm_gbps",
+    "gpu_memory_gb",
+    "gpu_models",
     "gpu_tflops",
     "iteration_traffic",
     "job_speeds",
@@ -89,13 +91,25 @@ __all__ = [
 ]
 
 
-def _slowest(snap, placement: Placement, key: str) -> dict[str, float | None]:
-    """Each GPU model the placement uses -> its catalog figure ``key`` (None: none)."""
-    from designer.model.catalog import default_catalog
+def gpu_models(snap, placement: Placement) -> list[str]:
+    """The GPU models the placement uses, sorted."""
+    return sorted({str(snap.node_model[snap.gpus[r]]) for r in placement.ranks.tolist()})
 
-    catalog = default_catalog()
-    models = sorted({str(snap.node_model[snap.gpus[r]]) for r in placement.ranks.tolist()})
-    return {m: catalog.device(m).specs.get(key) or None for m in models}
+
+def _per_model(snap, placement: Placement, key: str, catalog=None) -> dict[str, float | None]:
+    """Each GPU model the placement uses -> its catalog figure ``key`` (None: none);
+    ``catalog`` defaults to the shipped one."""
+    if catalog is None:
+        from designer.model.catalog import default_catalog
+
+        catalog = default_catalog()
+    return {m: catalog.device(m).specs.get(key) or None for m in gpu_models(snap, placement)}
+
+
+def gpu_memory_gb(snap, placement: Placement, catalog=None) -> float:
+    """HBM capacity (GB) of the smallest GPU model the placement uses (the catalog's
+    ``memory_GB``; 0 when a model has none)."""
+    return min(float(v or 0) for v in _per_model(snap, placement, "memory_GB", catalog).values())
 
 
 def gpu_tflops(snap, placement: Placement, dtype: str = "bf16") -> float:
@@ -107,9 +121,9 @@ def gpu_tflops(snap, placement: Placement, dtype: str = "bf16") -> float:
     ValueError
         When the catalog gives no figure for a GPU model (set the job's ``tflops``).
     """
-    fp8 = _slowest(snap, placement, "fp8_tflops") if dtype == "fp8" else {}
+    fp8 = _per_model(snap, placement, "fp8_tflops") if dtype == "fp8" else {}
     best = []
-    for m, value in _slowest(snap, placement, "bf16_tflops").items():
+    for m, value in _per_model(snap, placement, "bf16_tflops").items():
         value = fp8.get(m) or value
         if not value:
             raise ValueError(
@@ -124,7 +138,7 @@ def gpu_hbm_gbps(snap, placement: Placement) -> float:
     """Memory bandwidth (GB/s) of the slowest GPU model the placement uses, from the
     catalog's ``hbm_GBps``; 0 when a model has none (the compute spans then leave out
     their memory-bound part)."""
-    values = _slowest(snap, placement, "hbm_GBps").values()
+    values = _per_model(snap, placement, "hbm_GBps").values()
     return 0.0 if None in values else float(min(values))
 
 

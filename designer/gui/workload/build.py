@@ -113,20 +113,17 @@ def simulate_jobs(
     from designer.workload.memory import memory_fit
     from designer.workload.placement import place
     from designer.workload.simulate import simulate
-    from designer.workload.traffic import iteration_traffic, job_speeds
+    from designer.workload.traffic import gpu_memory_gb, iteration_traffic, job_speeds
 
     t0 = time.perf_counter()
     snap = build_snapshot(capture)
-    catalog = capture.catalog
     taken: dict[str, str] = {}
     traffics, fits, placements = [], [], []
     for job in jobs:
         placement = place(job, snap, taken)
         placements.append(placement)
         taken.update(dict.fromkeys(placement.gpus, job.name))
-        models = {str(snap.node_model[snap.gpus[r]]) for r in placement.ranks.tolist()}
-        hbm = min(float(catalog.device(m).specs.get("memory_GB", 0) or 0) for m in models)
-        fits.append(memory_fit(job, hbm))
+        fits.append(memory_fit(job, gpu_memory_gb(snap, placement, capture.catalog)))
         speeds = job_speeds(job, snap, placement)
         traffics.append(
             traffic.get(

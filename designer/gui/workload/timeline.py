@@ -179,17 +179,15 @@ def workload_bars(result) -> tuple[WorkloadBars, list[tuple[int, str]]]:
     n = len(events)
     cols = getattr(sim, "timeline_columns", None)
     if cols is not None and len(cols.job) == n:  # the simulation's columns: no event read
-        job, start, end = cols.job, cols.start, cols.end
-        names, lane_of = np.unique(cols.lane.astype(str), return_inverse=True)
-        names = names.tolist()
+        job, lane_names, start, end = cols.job, cols.lane, cols.start, cols.end
     else:
         job_index = {name: k for k, name in enumerate(jobs)}
         job = np.fromiter((job_index.get(e.job, -1) for e in events), dtype=np.int64, count=n)
-        names, lane_of = np.unique(np.array([e.lane for e in events], dtype=str),
-                                   return_inverse=True)
-        names = names.tolist()
+        lane_names = [e.lane for e in events]
         start = np.fromiter((e.start_s for e in events), dtype=float, count=n)
         end = np.fromiter((e.end_s for e in events), dtype=float, count=n)
+    names, lane_of = np.unique(np.asarray(lane_names, dtype=str), return_inverse=True)
+    names = names.tolist()
     lanes = (*LANE_ORDER, *sorted(set(names) - set(LANE_ORDER)))
     lane_index = {name: k for k, name in enumerate(lanes)}
     lane = np.array([lane_index[x] for x in names], dtype=np.int64)[lane_of.reshape(-1)]
