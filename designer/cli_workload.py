@@ -37,7 +37,7 @@ SET_KEYS: dict[str, tuple[str, type]] = {
     "seq_len": ("training", int), "dtype": ("training", str), "zero": ("training", str),
     "recompute": ("training", str), "sequence_parallel": ("training", bool),
     "grad_dtype": ("training", str), "bucket_mb": ("training", float),
-    "flash_attention": ("training", bool),
+    "flash_attention": ("training", bool), "ep_dispatcher": ("training", str),
 }
 
 

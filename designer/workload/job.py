@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from designer.workload.experts import DISPATCHERS
 from designer.workload.model import ModelSpec
 
 __all__ = [
@@ -83,6 +84,9 @@ class TrainingConfig:
         Fused attention (FlashAttention, Dao et al. 2022): the ``s x s`` attention
         scores never reach HBM, so they neither take memory nor memory traffic.  Off
         for the unfused kernels of 2021-era Megatron-LM.
+    ep_dispatcher : str
+        How a mixture-of-experts layer's tokens reach their experts
+        (`designer.workload.experts.DISPATCHERS`): ``"alltoall"`` or ``"deepep"``.
     """
 
     global_batch: int
@@ -95,6 +99,7 @@ class TrainingConfig:
     seq_len: int = 0
     bucket_mb: float = 160.0
     flash_attention: bool = True
+    ep_dispatcher: str = "alltoall"
 
     def check(self, job: str, par: Parallelism) -> None:
         """Raise ``ValueError`` (one line naming ``job`` and the field) if this
@@ -107,6 +112,7 @@ class TrainingConfig:
             ("grad_dtype", self.grad_dtype, DTYPE_BYTES),
             ("zero", self.zero, ZERO),
             ("recompute", self.recompute, RECOMPUTE),
+            ("ep_dispatcher", self.ep_dispatcher, DISPATCHERS),
         ):
             if value not in allowed:
                 raise ValueError(

@@ -34,7 +34,7 @@ import numpy as np
 
 from designer.solver import SolverError, solve_collective
 
-__all__ = ["LoneCollective", "PhaseFlows", "lone_collective"]
+__all__ = ["LoneCollective", "PhaseFlows", "lone_collective", "slowed"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -300,4 +300,36 @@ def _joined(parts: list[PhaseFlows]) -> PhaseFlows:
         parts[0].seconds,
         arcs,
         load,
+    )
+
+
+def slowed(lone: LoneCollective, efficiency: float) -> LoneCollective:
+    """``lone`` run by kernels that reach ``efficiency`` of the link rates: the same
+    fixed part and flows, every flow at ``efficiency`` of its pace, so the bandwidth
+    term (and each phase) takes ``1 / efficiency`` as long and moves the same bytes."""
+    if efficiency == 1.0:
+        return lone
+    phases = tuple(
+        PhaseFlows(
+            p.pair_flow,
+            p.pair_arc,
+            p.pair_weight,
+            p.pace_GBps * efficiency,
+            p.seconds / efficiency,
+            p.arcs,
+            p.load_GBps * efficiency,
+        )
+        for p in lone.phases
+    )
+    bandwidth = lone.bandwidth_s / efficiency
+    return LoneCollective(
+        lone.collective,
+        lone.algorithm,
+        lone.protocol,
+        lone.fixed_s + bandwidth,
+        lone.fixed_s,
+        bandwidth,
+        phases,
+        lone.pipelined,
+        lone.touched,
     )

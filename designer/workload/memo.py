@@ -60,6 +60,9 @@ class SimulationMemo:
         self.settings: tuple = ()
         self.known: dict = {}
         self.joined: dict = {}
+        #: (ids of lone results, efficiency) -> those results joined and slowed
+        #: (`designer.workload.lone.slowed`), kept like `joined`.
+        self.slowed: dict = {}
         self.rates = None
         self.alone: dict[int, tuple] = {}
         #: Per set of jobs run together (their ids): (the jobs, their `events.Run`,
@@ -106,6 +109,7 @@ class SimulationMemo:
         ):
             self.last = {"kept": 0, "dropped": len(known)}
             self.joined, self.rates, self.alone, self.runs = {}, None, {}, {}
+            self.slowed = {}
             self.links, self.told, self.merged = {}, {}, None
             return {}
         changed = (old.arc_cap != snap.arc_cap) | (old.arc_family != snap.arc_family)
@@ -158,7 +162,7 @@ class SimulationMemo:
         return old if self.routes.last.get("unchanged") else None
 
     def keep(self, snap, settings: tuple, known: dict, joined: dict, rates,
-             jobs: tuple, sets: set[tuple[int, ...]]) -> None:
+             jobs: tuple, sets: set[tuple[int, ...]], slowed: dict | None = None) -> None:
         """Remember what a simulation of ``snap`` built, and forget what was built on
         results no longer in use, and for jobs (``jobs``) and sets of jobs (``sets``,
         their ids) this simulation no longer has."""
@@ -171,6 +175,7 @@ class SimulationMemo:
         ids = {id(v) for v in known.values()}  # what was built on these holds
         mine = {id(job) for job in jobs}
         self.joined = {k: v for k, v in joined.items() if ids.issuperset(k)}
+        self.slowed = {k: v for k, v in (slowed or {}).items() if ids.issuperset(k[0])}
         self.alone = {
             k: v for k, v in self.alone.items() if k in mine and ids.issuperset(v[2])
         }

@@ -46,6 +46,10 @@ class ModelSpec:
         each expert's MLP inner size.
     shared_experts : int
         Experts every token goes to besides the routed ones (DeepSeek).
+    expert_groups, topk_groups : int
+        Group-limited routing (DeepSeek-V3's ``n_group`` and ``topk_group``): the routed
+        experts in ``expert_groups`` equal groups, each token's ``top_k`` drawn from its
+        best ``topk_groups`` groups (`designer.workload.experts`); 0: no limit.
     dense_layers : int
         The first layers of an MoE model that have a dense MLP of size ``ffn``.
     q_lora_rank, kv_lora_rank, rope_head_dim : int
@@ -72,6 +76,8 @@ class ModelSpec:
     top_k: int = 0
     expert_ffn: int = 0
     shared_experts: int = 0
+    expert_groups: int = 0
+    topk_groups: int = 0
     dense_layers: int = 0
     q_lora_rank: int = 0
     kv_lora_rank: int = 0
@@ -98,6 +104,21 @@ class ModelSpec:
             )
         if self.experts and not 1 <= self.top_k <= self.experts:
             raise ValueError(f"model: top_k ({self.top_k}) must be 1..experts ({self.experts})")
+        if self.expert_groups or self.topk_groups:
+            if not self.experts or not self.expert_groups or self.experts % self.expert_groups:
+                raise ValueError(
+                    f"model: expert_groups ({self.expert_groups}) must divide experts "
+                    f"({self.experts})"
+                )
+            if not 1 <= self.topk_groups <= self.expert_groups:
+                raise ValueError(
+                    f"model: topk_groups ({self.topk_groups}) must be 1..expert_groups "
+                    f"({self.expert_groups})"
+                )
+            if self.top_k > self.topk_groups * (self.experts // self.expert_groups):
+                raise ValueError(
+                    f"model: top_k ({self.top_k}) exceeds the experts of topk_groups groups"
+                )
         if self.experts and self.expert_ffn < 1:
             raise ValueError("model: an MoE model needs expert_ffn >= 1")
         if self.dense_layers > self.layers:

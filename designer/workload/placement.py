@@ -71,6 +71,8 @@ class Placement:
     tp_split : int
         TP groups that span more than one NVLink domain.
     warnings : tuple of str
+    rank_domain : ndarray
+        NVLink domain (server, or rack of an NVL72) of each job rank.
     """
 
     job: str
@@ -79,6 +81,7 @@ class Placement:
     domains: int
     tp_split: int
     warnings: tuple[str, ...]
+    rank_domain: np.ndarray
 
     def summary(self) -> str:
         """One line for the CLI and tooltips."""
@@ -208,6 +211,7 @@ def place(job: Job, design, taken: Mapping[str, str] | None = None) -> Placement
         domains=len(np.unique(domain[ranks])),
         tp_split=tp_split,
         warnings=tuple(warnings),
+        rank_domain=domain[ranks],
     )
 
 

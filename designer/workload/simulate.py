@@ -54,7 +54,7 @@ from designer.solver import SolverError
 from designer.workload.domains import DomainMaps, moved
 from designer.workload.events import Run, merge_runs, run_jobs
 from designer.workload.linktrace import LinkTrace
-from designer.workload.lone import LoneCollective, lone_collective, merged
+from designer.workload.lone import LoneCollective, lone_collective, merged, slowed
 from designer.workload.memo import SimulationMemo
 from designer.workload.pairs import lone_pairs
 from designer.workload.report import (
@@ -136,6 +136,9 @@ class _Lones:
         self.alike: dict[tuple, tuple[int, LoneCollective]] = {}
         self.tasks: dict[tuple, list[LoneCollective]] = {}
         self.joined: dict[tuple, list[LoneCollective]] = {}
+        #: (ids of a task's lone results, efficiency) -> the joined results slowed
+        #: (`lone.slowed`), like `joined` handed on by a memo.
+        self.slowed: dict[tuple, list[LoneCollective]] = {}
         self.used: list[set[int]] = [set() for _ in jobs]
         self.counts = {"solved": 0, "revived": 0, "unchanged": 0}
         #: ``revive(key, lone)``: the result to use for a lone solved again (a memo's:
@@ -152,7 +155,7 @@ class _Lones:
     def __call__(self, jx: int, comm: Comm) -> list[LoneCollective]:
         if not comm.nbytes > 0:
             return []
-        key = (comm.collective, comm.groups, float(comm.nbytes))
+        key = (comm.collective, comm.groups, float(comm.nbytes), comm.efficiency)
         got = self.tasks.get(key)
         if got is None:
             each = self._each(jx, comm)
@@ -163,6 +166,11 @@ class _Lones:
             got = self.joined.get(ids)
             if got is None:
                 got = self.joined[ids] = merged(each)
+            if comm.efficiency != 1.0:
+                slow = (ids, comm.efficiency)
+                if slow not in self.slowed:
+                    self.slowed[slow] = [slowed(lone, comm.efficiency) for lone in got]
+                got = self.slowed[slow]
             self.tasks[key] = got
         return got
 
@@ -327,6 +335,7 @@ def simulate(
         lones.solver_cache["memo"] = memo.routes
         lones.known = memo.carry(snap, settings)
         lones.joined = dict(memo.joined)
+        lones.slowed = dict(memo.slowed)
         lones.revive = memo.revive
         lones.still = memo.still
         rates = memo.rates
@@ -399,7 +408,7 @@ def simulate(
     if memo is not None:
         # Only what the jobs of this call can ask for again (old jobs' runs held theirs).
         memo.keep(snap, settings, lones.known, lones.joined, rates, tuple(jobs),
-                  {tuple(id(jobs[jx]) for jx in part) for part in parts})
+                  {tuple(id(jobs[jx]) for jx in part) for part in parts}, lones.slowed)
     t2 = time.perf_counter()
     # A job's stages and timeline follow from its run alone: kept while the run is.
     told = {} if memo is None else memo.told

@@ -80,6 +80,10 @@ class Comm:
         Tasks that must finish before it starts.
     label : str
         What it is, for the timeline (``"tp fwd layer 3 mb0"``).
+    efficiency : float
+        Fraction of the link rates its kernels reach (0 < e <= 1): its bandwidth term
+        alone is ``1 / e`` of the collective's (`designer.workload.lone.slowed`); 1 for
+        NCCL, whose figures already are what it reaches.
     """
 
     id: int
@@ -89,6 +93,7 @@ class Comm:
     nbytes: float
     deps: tuple[int, ...] = ()
     label: str = ""
+    efficiency: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,8 @@ class JobTraffic:
                 raise ValueError(f"{where}: unknown collective {t.collective!r}")
             if not t.nbytes >= 0:
                 raise ValueError(f"{where}: nbytes must be >= 0")
+            if not 0 < t.efficiency <= 1:
+                raise ValueError(f"{where}: efficiency must be in (0, 1]")
             if id(t.groups) in stage_ok:  # tasks share their groups' tuple: check once
                 continue
             seen: set[str] = set()

@@ -75,11 +75,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from designer.workload.experts import DEEPEP_EFFICIENCY, deepep_bytes, dispatch_odds
 from designer.workload.job import DTYPE_BYTES, Job
 from designer.workload.placement import Placement, rank_grid
 from designer.workload.tasks import Comm, Compute, JobTraffic
 
 __all__ = [
+    "ep_dispatch",
     "gpu_hbm_gbps",
     "gpu_memory_gb",
     "gpu_models",
@@ -172,11 +174,57 @@ class _Graph:
         self.tasks.append(Compute(len(self.tasks), "compute", seconds, tuple(deps), label, gpus))
         return len(self.tasks) - 1
 
-    def comm(self, lane: str, kind: str, groups, nbytes: float, deps, label: str) -> int:
+    def comm(self, lane: str, kind: str, groups, nbytes: float, deps, label: str,
+             efficiency: float = 1.0) -> int:
         self.tasks.append(
-            Comm(len(self.tasks), lane, kind, groups, float(nbytes), tuple(deps), label)
+            Comm(len(self.tasks), lane, kind, groups, float(nbytes), tuple(deps), label,
+                 efficiency)
         )
         return len(self.tasks) - 1
+
+
+def ep_dispatch(job: Job, placement: Placement, ep_groups: tuple, tokens: float,
+             token_bytes: float) -> list[tuple[str, tuple, float]]:
+    """One dispatch's all-to-alls under ``job``'s dispatcher, for the EP groups of one
+    stage: ``(label, groups, size)`` each (groups of one leg run together).
+
+    ``alltoall``: one of ``tokens x top_k`` rows.  ``deepep``: per group, its GPUs by
+    NVLink domain (server); on one server one all-to-all of the tokens each rank
+    needs, across servers the RDMA leg (each local index's GPUs) and the NVLink leg
+    (each server's GPUs) of `experts.deepep_bytes`.  A group whose servers hold unequal
+    shares of it is sent as ``alltoall``.
+    """
+    model = job.model
+    plain = ("a2a", ep_groups, tokens * model.top_k * token_bytes)
+    if job.config.ep_dispatcher != "deepep" or not ep_groups:
+        return [plain]
+    domain_of = dict(zip(placement.gpus, placement.rank_domain.tolist(), strict=True))
+    ep = len(ep_groups[0])
+    legs: dict[tuple[str, int, int], list] = {}
+    odd: list[tuple] = []
+    for group in ep_groups:
+        servers: dict[int, list[str]] = {}
+        for gpu in group:
+            servers.setdefault(domain_of[gpu], []).append(gpu)
+        rows = list(servers.values())
+        n, per = len(rows), len(rows[0])
+        if any(len(r) != per for r in rows):
+            odd.append(group)
+        elif n == 1:
+            legs.setdefault(("nvl", 1, per), []).append(group)
+        else:
+            legs.setdefault(("rdma", n, per), []).extend(
+                tuple(r[i] for r in rows) for i in range(per)
+            )
+            if per > 1:  # one GPU per server: the network delivers to the rank itself
+                legs.setdefault(("nvl", n, per), []).extend(tuple(r) for r in rows)
+    out = []
+    for (leg, n, per), members in legs.items():
+        rdma, nvlink = deepep_bytes(tokens, token_bytes, n, per, *dispatch_odds(model, ep, per))
+        out.append((f"deepep {leg}", tuple(members), rdma if leg == "rdma" else nvlink))
+    if odd:
+        out.append(("a2a", tuple(odd), plain[2]))
+    return out
 
 
 def _schedule(pp: int, vp: int, m: int, x: int) -> list[tuple[str, int, int]]:
@@ -255,6 +303,9 @@ def iteration_traffic(
         groups(np.moveaxis(g, (0, 2), (-2, -1)).reshape(ep * t, (dp // ep) * c)) for g in ep_grid
     ]
 
+    ep_tokens = b * s / c / (t if sp else 1)  # tokens a GPU dispatches per MoE layer
+    ep_legs = [ep_dispatch(job, placement, ep_groups[x], ep_tokens, h * a) for x in range(pp)]
+    efficiency = DEEPEP_EFFICIENCY if cfg.ep_dispatcher == "deepep" else 1.0
     memory_s = 1 / (hbm_gbps * 1e9) if hbm_gbps > 0 else 0.0  # per byte
     scores = not cfg.flash_attention
 
@@ -382,16 +433,13 @@ def iteration_traffic(
                     graph.comm("tp", "allreduce", tp_groups[x], count * act, last, f"tp ar {tag}")
                 ]
         if ep_groups[x] and ci["moe"]:
-            size = (b * s / c / (t if sp else 1)) * model.top_k * h * a
+            passes = 2 * ci["moe"] * (1 if kind == "F" else (2 if full else 1))
             last = [
                 graph.comm(
-                    "ep",
-                    "alltoall",
-                    ep_groups[x],
-                    2 * ci["moe"] * (1 if kind == "F" else (2 if full else 1)) * size,
-                    last,
-                    f"ep a2a {tag}",
+                    "ep", "alltoall", groups_, passes * size, last, f"ep {leg} {tag}",
+                    efficiency,
                 )
+                for leg, groups_, size in ep_legs[x]
             ]
         if len(last) > 1:
             last = [graph.compute(0.0, last, f"{tag} end", mine)]

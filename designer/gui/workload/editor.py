@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from designer.gui.wheel import guard_wheel
+from designer.workload.experts import DISPATCHERS
 from designer.workload.files import job_from_dict, job_to_dict
 from designer.workload.job import (
     DTYPE_BYTES,
@@ -56,6 +57,7 @@ _CHOICES = {
     ("training", "grad_dtype"): tuple(DTYPE_BYTES),
     ("training", "zero"): ZERO,
     ("training", "recompute"): RECOMPUTE,
+    ("training", "ep_dispatcher"): DISPATCHERS,
 }
 _JOB_FIELDS = (
     ("name", str),
