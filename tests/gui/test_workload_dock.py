@@ -83,6 +83,13 @@ def test_a_preset_too_big_for_the_design_is_cut_to_its_gpus(dock):
     assert dock.table.item(0, COL["Parallelism"]).text() == parallel_text(job)
 
 
+def test_an_expert_parallel_preset_is_cut_with_its_expert_parallelism(dock):
+    job = dock.add_job("deepseek-v3")  # 2,048 GPUs, EP 64; the design has 8
+    assert job.n_gpus <= 8
+    assert job.parallel.dp % job.parallel.ep == 0
+    job.check()
+
+
 def test_a_bad_value_shows_an_inline_error_naming_the_field_and_changes_nothing(dock, qtbot):
     doc = dock.document
     dock.add_job("tiny")

@@ -441,12 +441,15 @@ class WorkloadDock(QDockWidget):
 def _fit_gpus(job: Job, free: int) -> Job:
     """``job`` with its data, then pipeline, then context parallelism halved while it
     wants more than ``free`` GPUs and halving keeps the layout valid (a preset's layout
-    is for its own cluster; tensor parallelism, an NVLink domain's, is kept)."""
+    is for its own cluster; tensor parallelism, an NVLink domain's, is kept).  Expert
+    parallelism, carved out of data parallelism, is halved with it when it must be."""
     from dataclasses import replace
 
     for name in ("dp", "pp", "cp"):
         while job.n_gpus > free and getattr(job.parallel, name) % 2 == 0:
             par = replace(job.parallel, **{name: getattr(job.parallel, name) // 2})
+            if name == "dp" and par.dp % par.ep and par.ep % 2 == 0:
+                par = replace(par, ep=par.ep // 2)
             if par.vp > 1 and par.pp == 1:
                 par = replace(par, vp=1)
             candidate = replace(job, parallel=par)
