@@ -27,6 +27,18 @@ def test_copy_equals_the_design_and_ignores_later_edits():
     assert again.node(gpu).name != "renamed"
 
 
+def test_a_copy_rebuilt_in_slices_equals_the_design(monkeypatch):
+    from designer.gui.review import runner
+
+    topo = build_template("example")
+    text = dumps(topo)
+    seen = []
+    monkeypatch.setattr(runner, "REBUILD_SLICE", 7)  # many slices of nodes and of links
+    again = rebuild(capture(topo), progress=seen.append)
+    assert dumps(again) == text
+    assert len(seen) > 2 * (topo.graph.number_of_nodes() // 7)
+
+
 def test_an_event_without_a_change_does_not_review_again(qtbot):
     from tests.gui.conftest import close_window, open_window
 
