@@ -242,7 +242,6 @@ def run_jobs(
     left = [[0] * len(j.tasks) for j in jobs]  # groups still running
     clock: list[tuple[float, int, int]] = []  # compute ends: (time, job, task)
     groups: list[_Group] = []
-    peak = np.zeros(n_arcs)
     now, events = 0.0, 0
     loads = _Loads(n_arcs, SpanLog() if trace else None)
     ready: list[tuple[int, int]] = [
@@ -289,8 +288,7 @@ def run_jobs(
             if g.current:
                 flowing.append(g)
                 flat.extend(g.current)
-        speed_of = rates.speeds(flat)
-        each = speed_of.tolist()
+        each = rates.speed_tuple(flat)
         speed: list[float] = []  # each group at the pace of its most slowed phase
         need: list[float] = []
         k = 0
@@ -307,7 +305,7 @@ def run_jobs(
         else:
             until = now + dt
         if flat and dt > 0:
-            loads.add(now, flowing, flat, speed_of, dt, peak)
+            loads.add(now, flowing, flat, each, dt)
         now = until
         done: list[_Group] = []
         close = dt * (1 + _SAME_TIME) + 1e-18
@@ -331,7 +329,7 @@ def run_jobs(
         start,
         end,
         loads.bytes(n_jobs),
-        peak,
+        loads.peak(),
         max((float(e.max()) for e in end if e.size), default=0.0),
         events,
         loads.close(),
@@ -344,7 +342,8 @@ class _Loads:
     A phase's load only scales with its speed, so its bytes are its load times the
     integral of its speed (one number per phase, added up event by event and spread
     over its arcs once, at the end).  The peak is the largest load of any moment; the
-    speeds follow from the set of running phases, so each set is looked at once.
+    speeds follow from the set of running phases, so it is the largest over the sets
+    that ran, each summed once at the end (a few thousand sets for 10^5 steps).
     With a `SpanLog`, each phase's run is logged once per speed it kept.
     """
 
@@ -354,10 +353,6 @@ class _Loads:
         # The same list always runs at the same speeds (`SharedRates.speeds`), so its
         # time is summed and spread over its phases once, at the end.
         self.spans: dict[tuple[int, ...], list] = {}
-        # The load of the moment, kept up to date by what changed since the last step
-        # (phases that started, stopped or changed speed), so that a step costs the arcs
-        # of what changed rather than those of everything running.
-        self.now = np.zeros(n_arcs)
         # (job, task, id(phase)) -> [phase, speed, since when at that speed]
         self.running: dict[tuple[int, int, int], list] = {}
         self.log = log
@@ -370,9 +365,8 @@ class _Loads:
         at: float,
         flowing: list[_Group],
         flat: list,
-        speed_of: np.ndarray,
+        speed_of: tuple[float, ...],
         dt: float,
-        peak: np.ndarray,
     ) -> None:
         """``dt`` (> 0) seconds from ``at`` of the running phases ``flat`` (of the
         groups ``flowing``, in order) at their speeds."""
@@ -380,8 +374,10 @@ class _Loads:
         span = self.spans.get(key)
         if span is None:
             jobs = [g.job for g in flowing for _ in g.current]
-            span = self.spans[key] = [jobs, list(flat), np.asarray(speed_of, float).copy(), 0.0]
+            span = self.spans[key] = [jobs, list(flat), speed_of, 0.0]
         span[3] += dt
+        if self.log is None:
+            return  # bytes and peaks follow from the spans alone
         last = self.flowing
         if key == self.key and len(last) == len(flowing) and all(
             a is b for a, b in zip(last, flowing, strict=True)
@@ -391,7 +387,7 @@ class _Loads:
             self.last_end = at + dt
             return
         self.key, self.flowing = key, flowing  # held: their ids stay theirs
-        speeds = span[2].tolist()
+        speeds = span[2]
         running: dict[tuple[int, int, int], list] = {}
         i = 0
         for g in flowing:
@@ -401,26 +397,27 @@ class _Loads:
                 # A phase listed twice (two collectives with the same flows) loads twice.
                 running[k] = [p, speeds[i] if was is None else was[1] + speeds[i], at]
                 i += 1
-        changed = []
-        now, log, end = self.now, self.log, self.last_end
+        log, end = self.log, self.last_end
         for k, (p, old, since) in self.running.items():
             new = running.get(k)
             if new is not None and new[1] == old:
                 new[2] = since  # runs on at the same speed: one entry
-                continue
-            now[p.arcs] += p.load_GBps * ((0.0 if new is None else new[1]) - old)
-            changed.append(p.arcs)
-            if log is not None:
+            elif log is not None:
                 log.add(since, end - since, p, old, k[0], k[1])
-        for k, (p, speed, _since) in running.items():
-            if k not in self.running:
-                now[p.arcs] += p.load_GBps * speed
-                changed.append(p.arcs)
         self.running = running
         self.last_end = at + dt
-        if changed:
-            arcs = changed[0] if len(changed) == 1 else np.concatenate(changed)
-            peak[arcs] = np.maximum(peak[arcs], now[arcs])
+
+    def peak(self) -> np.ndarray:
+        """The largest load each arc carried at any moment (GB/s)."""
+        peak = np.zeros(self.n_arcs)
+        load = np.zeros(self.n_arcs)
+        for _jobs, flat, speeds, _seconds in self.spans.values():
+            for p, speed in zip(flat, speeds, strict=True):
+                load[p.arcs] += p.load_GBps * speed
+            arcs = flat[0].arcs if len(flat) == 1 else np.concatenate([p.arcs for p in flat])
+            peak[arcs] = np.maximum(peak[arcs], load[arcs])
+            load[arcs] = 0.0
+        return peak
 
     def close(self) -> SpanLog | None:
         """Log what still runs (up to the end of the last step); the log."""
@@ -434,7 +431,7 @@ class _Loads:
         """Bytes each job put on each arc, shape (jobs, arcs)."""
         spent: dict[tuple[int, int], list] = {}  # (job, id(phase)) -> [phase, s*dt]
         for jobs, flat, speeds, seconds in self.spans.values():
-            for job, p, speed in zip(jobs, flat, speeds.tolist(), strict=True):
+            for job, p, speed in zip(jobs, flat, speeds, strict=True):
                 entry = spent.get((job, id(p)))
                 if entry is None:
                     entry = spent[(job, id(p))] = [p, 0.0]

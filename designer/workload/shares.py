@@ -80,6 +80,7 @@ class SharedRates:
         self._shapes: dict[bytes, int] = {}
         self._whole: dict[tuple[int, ...], np.ndarray] = {}
         self._exact: dict[tuple[int, ...], np.ndarray] = {}
+        self._tuples: dict[tuple[int, ...], tuple[float, ...]] = {}
         self._parts: dict[tuple, np.ndarray] = {}
         self._overlaps: dict[tuple[int, int], bool] = {}
         self._sharing: dict[tuple[int, ...], bytes] = {}
@@ -132,6 +133,17 @@ class SharedRates:
         out[order] = got
         self._exact[exact] = out.copy()
         return out
+
+    def speed_tuple(self, phases: Sequence[PhaseFlows]) -> tuple[float, ...]:
+        """`speeds` as a tuple of floats, kept per list of phases (the event loop's
+        form: nothing to copy, and the loop asks for the same lists again and again)."""
+        if not self.reuse:
+            return tuple(self.speeds(phases).tolist())
+        key = tuple(map(id, phases))
+        got = self._tuples.get(key)
+        if got is None:
+            got = self._tuples[key] = tuple(self.speeds(phases).tolist())
+        return got
 
     def _overlap(self, i: int, j: int) -> bool:
         """Whether items ``i`` and ``j`` share an arc (kept: sets of running phases

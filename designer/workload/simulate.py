@@ -134,6 +134,7 @@ class _Lones:
         self.known: dict[tuple, LoneCollective] = {}
         self.maps: DomainMaps | None = None
         self.alike: dict[tuple, tuple[int, LoneCollective]] = {}
+        #: (collective, id(groups), size, efficiency) -> the task's joined results.
         self.tasks: dict[tuple, list[LoneCollective]] = {}
         self.joined: dict[tuple, list[LoneCollective]] = {}
         #: (ids of a task's lone results, efficiency) -> the joined results slowed
@@ -155,7 +156,10 @@ class _Lones:
     def __call__(self, jx: int, comm: Comm) -> list[LoneCollective]:
         if not comm.nbytes > 0:
             return []
-        key = (comm.collective, comm.groups, float(comm.nbytes), comm.efficiency)
+        # Tasks share their groups' tuple: keyed by identity (a tuple's hash is not
+        # kept, and hashing every GPU name at every task start costs more than the rest
+        # of the call); another tuple of the same groups only misses this dict.
+        key = (comm.collective, id(comm.groups), float(comm.nbytes), comm.efficiency)
         got = self.tasks.get(key)
         if got is None:
             each = self._each(jx, comm)
