@@ -68,11 +68,11 @@ class SimulationMemo:
         #: Per set of jobs run together (their ids): (the jobs, their `events.Run`,
         #: the ids of the lone collectives it used).
         self.runs: dict[tuple[int, ...], tuple] = {}
-        #: Per job (its id): (the job, its run's start times, its stages, its timeline,
-        #: the timeline's columns).
+        #: Per job (its id): (the job, its run's start times, its stages, its
+        #: timeline's columns).
         self.told: dict[int, tuple] = {}
-        #: The last merged timeline: (the jobs' timelines, (the merged tuple, its
-        #: columns)), used again while every job's timeline is the same list.
+        #: The last merged timeline: (the jobs' timeline columns, (the merged
+        #: timeline, its columns)), used again while every job's columns are the same.
         self.merged: tuple | None = None
         #: Per job (its id): (the job, the lone collectives it used, the arcs they load,
         #: one of its tasks per (collective, groups, size), which `_job_links` asks again

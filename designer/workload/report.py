@@ -21,7 +21,7 @@ doing nothing), and the job's breakdown is the mean over its GPUs.  A 1F1B pipel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -33,11 +33,11 @@ __all__ = [
     "BUSIEST",
     "JobResult",
     "LinkStats",
+    "Timeline",
     "TimelineColumns",
     "TimelineEvent",
     "breakdown",
     "job_columns",
-    "job_timeline",
     "link_stats",
     "mean_of_stages",
     "stage_times",
@@ -287,26 +287,6 @@ def mean_of_stages(stages: Sequence[dict]) -> dict[str, float]:
     return {k: sum(st[k] * st["gpus"] for st in stages) / gpus for k in BREAKDOWN}
 
 
-def job_timeline(job: JobTraffic, start: np.ndarray, end: np.ndarray) -> list[TimelineEvent]:
-    """Every task of one job as it ran (``start``, ``end``: per task, in task order)."""
-    out = []
-    for t, s, e in zip(job.tasks, start.tolist(), end.tolist(), strict=True):
-        comm = isinstance(t, Comm)
-        out.append(
-            TimelineEvent(
-                job.job,
-                t.id,
-                t.lane,
-                t.label,
-                s,
-                e,
-                float(t.nbytes) if comm else 0.0,
-                len(t.groups) if comm else 0,
-            )
-        )
-    return out
-
-
 @dataclass(frozen=True, eq=False)
 class TimelineColumns:
     """A timeline as columns, entry ``i`` describing its event ``i``: what a plot of
@@ -329,35 +309,81 @@ class TimelineColumns:
 
 
 def job_columns(job: JobTraffic, start: np.ndarray, end: np.ndarray) -> tuple:
-    """``(task ids, lanes, start, end)`` of `job_timeline`'s events, in its order."""
+    """``(task ids, lanes, start, end)`` of the job's tasks, in its task order."""
     ids = np.fromiter((t.id for t in job.tasks), dtype=np.int64, count=len(job.tasks))
     lanes = np.array([t.lane for t in job.tasks], dtype=object)
     return ids, lanes, np.asarray(start, dtype=float), np.asarray(end, dtype=float)
 
 
+class Timeline(Sequence[TimelineEvent]):
+    """Every task of every job as it ran, as a sequence of `TimelineEvent`, each made
+    when read.
+
+    A result of 80,000 tasks holds four columns here rather than 80,000 event objects,
+    which the garbage collector would walk (on the GUI thread, in the application) and
+    which plots do not read (`TimelineColumns`).  Two timelines are equal when their
+    events are.
+    """
+
+    __slots__ = ("_end", "_job", "_jobs", "_pos", "_start")
+
+    def __init__(self, jobs: Sequence[JobTraffic], job: np.ndarray, pos: np.ndarray,
+                 start: np.ndarray, end: np.ndarray):
+        self._jobs = tuple(jobs)
+        self._job, self._pos, self._start, self._end = job, pos, start, end
+
+    def __len__(self) -> int:
+        return len(self._job)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError("timeline index out of range")
+        i %= n
+        return self._event(int(self._job[i]), int(self._pos[i]), float(self._start[i]),
+                           float(self._end[i]))
+
+    def __iter__(self) -> Iterator[TimelineEvent]:
+        for args in zip(self._job.tolist(), self._pos.tolist(), self._start.tolist(),
+                        self._end.tolist(), strict=True):
+            yield self._event(*args)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def _event(self, jx: int, pos: int, start: float, end: float) -> TimelineEvent:
+        job = self._jobs[jx]
+        t = job.tasks[pos]
+        comm = isinstance(t, Comm)
+        return TimelineEvent(job.job, t.id, t.lane, t.label, start, end,
+                             float(t.nbytes) if comm else 0.0, len(t.groups) if comm else 0)
+
+
 def timeline(
     jobs: Sequence[JobTraffic],
     run,
-    each: Sequence[list[TimelineEvent]] | None = None,
     columns: Sequence[tuple] | None = None,
-) -> tuple[tuple[TimelineEvent, ...], TimelineColumns]:
-    """Every task of every job, by start time (then job name and task id), and the same
-    as columns; ``each`` and ``columns``: the jobs' `job_timeline` lists and
-    `job_columns` when already made."""
-    if each is None:
-        each = [job_timeline(job, run.start[jx], run.end[jx]) for jx, job in enumerate(jobs)]
+) -> tuple[Timeline, TimelineColumns]:
+    """Every task of every job, by start time (then job name and task id), as events
+    and as columns; ``columns``: the jobs' `job_columns` when already made."""
     if columns is None:
         columns = [
             job_columns(job, run.start[jx], run.end[jx]) for jx, job in enumerate(jobs)
         ]
-    events = [e for mine in each for e in mine]
     names = sorted({job.job for job in jobs})
     rank = {n: k for k, n in enumerate(names)}
-    sizes = [len(m) for m in each]
+    sizes = [len(c[0]) for c in columns]
     task, lane, start, end = (
         np.concatenate([c[k] for c in columns]) if columns else np.zeros(0) for k in range(4)
     )
     job = np.repeat(np.arange(len(jobs), dtype=np.int64), sizes)
+    pos = np.concatenate([np.arange(n, dtype=np.int64) for n in sizes]) if sizes else job
     order = np.lexsort((task, np.repeat([rank[j.job] for j in jobs], sizes), start))
     cols = TimelineColumns(job[order], lane[order], start[order], end[order])
-    return tuple(events[k] for k in order.tolist()), cols
+    return Timeline(jobs, job[order], pos[order], start[order], end[order]), cols

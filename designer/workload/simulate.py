@@ -61,11 +61,10 @@ from designer.workload.report import (
     BUSIEST,
     JobResult,
     LinkStats,
+    Timeline,
     TimelineColumns,
-    TimelineEvent,
     breakdown,
     job_columns,
-    job_timeline,
     link_stats,
     mean_of_stages,
     stage_times,
@@ -88,8 +87,9 @@ class SimulationResult:
     links : LinkStats
         Per link: utilisation (time-averaged over the longest iteration, and peak),
         bytes, and each job's bytes.
-    timeline : tuple of TimelineEvent
-        Every task of every job as it ran together.
+    timeline : Timeline
+        Every task of every job as it ran together (a sequence of `TimelineEvent`,
+        each made when read).
     busiest : tuple of (str, float)
         The most utilised links (link id, time-averaged utilisation), busiest first.
     timing_ms : dict
@@ -105,7 +105,7 @@ class SimulationResult:
 
     jobs: tuple[JobResult, ...]
     links: LinkStats
-    timeline: tuple[TimelineEvent, ...]
+    timeline: Timeline
     busiest: tuple[tuple[str, float], ...]
     timing_ms: dict[str, float] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=dict)
@@ -421,8 +421,7 @@ def simulate(
         got = told.get(id(job))
         if got is None or got[0] is not job or got[1] is not together.start[jx]:
             start, end = together.start[jx], together.end[jx]
-            got = (job, start, stage_times(job, start, end), job_timeline(job, start, end),
-                   job_columns(job, start, end))
+            got = (job, start, stage_times(job, start, end), job_columns(job, start, end))
         each.append(got)
     if memo is not None:
         memo.told = {id(got[0]): got for got in each}
@@ -438,7 +437,7 @@ def simulate(
     ):
         events, columns = merged[1]  # every job's timeline as before: the same merge
     else:
-        events, columns = timeline(jobs, together, lists, [got[4] for got in each])
+        events, columns = timeline(jobs, together, lists)
     if memo is not None:
         memo.merged = (lists, (events, columns))
     t3 = time.perf_counter()
