@@ -110,14 +110,18 @@ def rebuild(copy: DesignCopy, progress: Callable[[int], None] | None = None) -> 
     # In slices: the bulk loader's column passes run at C speed and hold the
     # interpreter for their whole length (~100 ms for the 115,000 links of a 16k-GPU
     # design in one call), which the GUI thread would wait out mid-paint.
-    topo.add_parts(copy.groups, progress=progress)
-    for section, items in ((1, fields), (2, links)):
-        for start in range(0, len(items), REBUILD_SLICE):
-            part = items[start:start + REBUILD_SLICE]
-            topo.add_parts(nodes=part if section == 1 else (),
-                           links=part if section == 2 else (), progress=progress)
-            if progress is not None:
-                progress(start + len(part))
+    try:
+        topo.add_parts(copy.groups, progress=progress)
+        for section, items in ((1, fields), (2, links)):
+            for start in range(0, len(items), REBUILD_SLICE):
+                part = items[start:start + REBUILD_SLICE]
+                topo.add_parts(nodes=part if section == 1 else (),
+                               links=part if section == 2 else (), progress=progress)
+                if progress is not None:
+                    progress(start + len(part))
+    except BaseException:
+        topo.discard()  # freed here, not by the GUI thread's collector
+        raise
     return topo
 
 
@@ -144,6 +148,7 @@ def _review(run: _Run) -> Generator[tuple[int, str, Any], None, None]:
 
     run.entered.set()
     gen = run.copy.generation
+    topo = None
 
     def pause(*_) -> None:
         """Between two pieces of work: wait while the review is held, stop when
@@ -174,6 +179,8 @@ def _review(run: _Run) -> Generator[tuple[int, str, Any], None, None]:
                 answer = ("error", f"{type(exc).__name__}: {exc}")
             yield gen, what, answer
     finally:
+        if topo is not None:
+            topo.discard()  # the copy is freed on this thread (see `Topology.discard`)
         run.done.set()
 
 
