@@ -230,13 +230,8 @@ def run_jobs(
         Called every `PROGRESS_EVENTS` events with the number of tasks ended so far.
     """
     n_jobs = len(jobs)
-    pos = [{t.id: i for i, t in enumerate(j.tasks)} for j in jobs]
     waiting = [[len(t.deps) for t in j.tasks] for j in jobs]
-    after: list[list[list[int]]] = [[[] for _ in j.tasks] for j in jobs]
-    for jx, j in enumerate(jobs):
-        for i, t in enumerate(j.tasks):
-            for d in t.deps:
-                after[jx][pos[jx][d]].append(i)
+    after = [_successors(j) for j in jobs]
     start = [[math.nan] * len(j.tasks) for j in jobs]
     end = [[math.nan] * len(j.tasks) for j in jobs]
     left = [[0] * len(j.tasks) for j in jobs]  # groups still running
@@ -254,7 +249,8 @@ def run_jobs(
         ended[0] += 1
         end[jx][i] = now
         wait = waiting[jx]
-        for k in after[jx][i]:
+        offsets, succ = after[jx]
+        for k in succ[offsets[i]:offsets[i + 1]]:
             wait[k] -= 1
             if wait[k] == 0:
                 ready.append((jx, k))
@@ -334,6 +330,21 @@ def run_jobs(
         events,
         loads.close(),
     )
+
+
+def _successors(job: JobTraffic) -> tuple[list[int], list[int]]:
+    """Each task's dependants (positions), as offsets into one flat list: task ``i``'s
+    are ``succ[offsets[i]:offsets[i + 1]]``, in task order.  Two lists rather than a
+    list per task: the run holds them throughout, and the garbage collector (on the
+    GUI thread, in the application) would walk 10^5 small lists on every pass."""
+    pos = {t.id: i for i, t in enumerate(job.tasks)}
+    dep = np.fromiter((pos[d] for t in job.tasks for d in t.deps), dtype=np.int64)
+    mine = np.repeat(np.arange(len(job.tasks), dtype=np.int64),
+                     [len(t.deps) for t in job.tasks]) if job.tasks else dep
+    order = np.argsort(dep, kind="stable")  # by dependency, dependants in task order
+    offsets = np.zeros(len(job.tasks) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dep, minlength=len(job.tasks)), out=offsets[1:])
+    return offsets.tolist(), mine[order].tolist()
 
 
 class _Loads:
