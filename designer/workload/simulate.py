@@ -51,7 +51,7 @@ from itertools import chain
 import numpy as np
 
 from designer.solver import SolverError
-from designer.workload.domains import DomainMaps, moved
+from designer.workload.domains import DomainMaps, ServerMaps, moved
 from designer.workload.events import Run, merge_runs, run_jobs
 from designer.workload.linktrace import LinkTrace
 from designer.workload.lone import LoneCollective, lone_collective, merged, slowed
@@ -133,6 +133,10 @@ class _Lones:
         self.solver_cache: dict = {}
         self.known: dict[tuple, LoneCollective] = {}
         self.maps: DomainMaps | None = None
+        self.servers: ServerMaps | None = None
+        #: (collective, size, twin classes, local positions, domain pattern, order)
+        #: -> (the domains of the group solved, its result): see `_across`.
+        self.twins: dict[tuple, tuple[list[int], LoneCollective]] = {}
         self.alike: dict[tuple, tuple[int, LoneCollective]] = {}
         #: (collective, id(groups), size, efficiency) -> the task's joined results.
         self.tasks: dict[tuple, list[LoneCollective]] = {}
@@ -238,11 +242,14 @@ class _Lones:
         )
 
     def _alone(self, collective: str, ranks: tuple[int, ...], size: float) -> LoneCollective:
-        """One group alone: solved, or translated from an alike NVLink domain."""
+        """One group alone: solved, or translated from an alike NVLink domain or from
+        the group at the same positions in twin servers."""
         snap = self.snap
         dom = snap.gpu_domain[list(ranks)]
-        if not self.batch or np.any(dom != dom[0]):
+        if not self.batch:
             return self._solve(collective, ranks, size)
+        if np.any(dom != dom[0]):
+            return self._across(collective, ranks, size, dom)
         if self.maps is None:
             self.maps = DomainMaps(snap)
         d = int(dom[0])
@@ -258,6 +265,34 @@ class _Lones:
         lone = self._solve(collective, ranks, size)
         if all(self.maps.inside(p.pair_arc, d) for p in lone.phases):
             self.alike[key] = (d, lone)
+        return lone
+
+    def _across(self, collective: str, ranks: tuple[int, ...], size: float,
+                dom: np.ndarray) -> LoneCollective:
+        """A group spanning NVLink domains: translated from the group at the same local
+        positions in twin servers, listed in the same order (`domains.ServerMaps`),
+        when the routing reads only the structure; else solved."""
+        snap = self.snap
+        if snap.routing != "adaptive":
+            return self._solve(collective, ranks, size)
+        if self.maps is None:
+            self.maps = DomainMaps(snap)
+        if self.servers is None:
+            self.servers = ServerMaps(snap, self.maps)
+        twin = self.servers.twin_class[dom]
+        if np.any(twin < 0):
+            return self._solve(collective, ranks, size)
+        local = snap.gpu_local[list(ranks)]
+        order = np.argsort(dom * (int(local.max()) + 1) + local, kind="stable")
+        key = (collective, size, tuple(twin.tolist()), tuple(local.tolist()),
+               tuple(np.unique(dom, return_inverse=True)[1].tolist()), tuple(order.tolist()))
+        seen = self.twins.get(key)
+        if seen is not None:
+            lone = self.servers.moved(seen[1], seen[0], dom.tolist())
+            if lone is not None:
+                return lone
+        lone = self._solve(collective, ranks, size)
+        self.twins.setdefault(key, (dom.tolist(), lone))
         return lone
 
 

@@ -305,6 +305,43 @@ def test_groups_in_alike_nvlink_domains_are_solved_once_and_moved():
     )
 
 
+@pytest.mark.parametrize(("routing", "broken"),
+                         [("adaptive", False), ("adaptive", True), ("ecmp", False)])
+def test_groups_across_twin_servers_are_solved_once_and_moved(routing, broken):
+    """Groups of one GPU per server in the servers of one SU (twins: the same leaves):
+    solved once per pattern and moved under adaptive routing, solved each under ECMP
+    (its hash reads indices); a server whose NIC link failed is no twin.  Either way
+    the same times and bytes as solving every group alone."""
+    topo = build_template("superpod", gpu="B200", sus=1)
+    topo.set_setting("routing", routing)
+    if broken:  # server 6's first NIC loses its leaf link
+        link = next(lk.id for lk in topo.links() if "n06-nic0" in (lk.a, lk.b)
+                    and topo.node(lk.b if lk.a == "n06-nic0" else lk.a).kind == "leaf")
+        topo.update_link(link, failed=True)
+    snap = take_snapshot(topo)
+    groups = [
+        _gpus(snap, [8 * s + t for s in servers])
+        for t, servers in ((1, range(0, 8)), (1, range(8, 16)), (1, range(16, 24)),
+                           (2, range(24, 32)), (2, range(1, 32, 4)), (0, range(0, 8)),
+                           (0, range(8, 16)), (3, range(15, 7, -1)))
+    ]
+    job = JobTraffic(
+        "dp", tuple(Comm(k, "dp", "allreduce", (g,), 64 << 20) for k, g in enumerate(groups))
+    )
+    fast = simulate(snap, [job], reuse=True)
+    plain = simulate(snap, [job], reuse=False)
+    assert fast.jobs[0].iteration_s == pytest.approx(plain.jobs[0].iteration_s, rel=1e-12)
+    assert np.allclose(fast.links.job_bytes, plain.links.job_bytes, rtol=1e-12, atol=1e-6)
+    assert np.allclose(fast.links.peak_util, plain.links.peak_util, rtol=1e-12)
+    if routing == "adaptive":
+        # Solved: the first group of each (local position, server order) pattern,
+        # and every group holding server 6 when it is no twin (then also the next of
+        # its pattern); the others moved.
+        assert fast.stats["solved_alone"] == (7 if broken else 4)
+    else:
+        assert fast.stats["solved_alone"] == plain.stats["solved_alone"] == len(groups)
+
+
 @pytest.mark.parametrize(
     ("spines", "uplinks", "link", "edit"),
     [(1, 2, "leaf-1:spine-0", {"count": 1}), (2, 1, "leaf-1:spine-1", {"failed": True})],
