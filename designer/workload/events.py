@@ -354,7 +354,7 @@ class _Loads:
     integral of its speed (one number per phase, added up event by event and spread
     over its arcs once, at the end).  The peak is the largest load of any moment; the
     speeds follow from the set of running phases, so it is the largest over the sets
-    that ran, each summed once at the end (a few thousand sets for 10^5 steps).
+    that ran, looked at once each at the end (a few thousand sets for 10^5 steps).
     With a `SpanLog`, each phase's run is logged once per speed it kept.
     """
 
@@ -419,15 +419,34 @@ class _Loads:
         self.last_end = at + dt
 
     def peak(self) -> np.ndarray:
-        """The largest load each arc carried at any moment (GB/s)."""
+        """The largest load each arc carried at any moment (GB/s).
+
+        The sets are visited in the order they first ran, the load carried from one to
+        the next by what differs (phases that start, stop or change speed: a large
+        phase running through many sets is added once), the peak raised on the arcs
+        that changed."""
         peak = np.zeros(self.n_arcs)
         load = np.zeros(self.n_arcs)
+        before: dict[int, tuple] = {}  # id(phase) -> (phase, its summed speed)
         for _jobs, flat, speeds, _seconds in self.spans.values():
+            now: dict[int, tuple] = {}
             for p, speed in zip(flat, speeds, strict=True):
-                load[p.arcs] += p.load_GBps * speed
-            arcs = flat[0].arcs if len(flat) == 1 else np.concatenate([p.arcs for p in flat])
-            peak[arcs] = np.maximum(peak[arcs], load[arcs])
-            load[arcs] = 0.0
+                was = now.get(id(p))  # a phase listed twice loads twice
+                now[id(p)] = (p, speed if was is None else was[1] + speed)
+            changed = []
+            for k, (p, old) in before.items():
+                new = now.get(k)
+                if new is None or new[1] != old:
+                    load[p.arcs] += p.load_GBps * ((0.0 if new is None else new[1]) - old)
+                    changed.append(p.arcs)
+            for k, (p, speed) in now.items():
+                if k not in before:
+                    load[p.arcs] += p.load_GBps * speed
+                    changed.append(p.arcs)
+            if changed:
+                arcs = changed[0] if len(changed) == 1 else np.concatenate(changed)
+                peak[arcs] = np.maximum(peak[arcs], load[arcs])
+            before = now
         return peak
 
     def close(self) -> SpanLog | None:
