@@ -32,6 +32,8 @@ Example
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from designer.solver import SolverError
@@ -160,6 +162,14 @@ class SimulationMemo:
         except SolverError:
             return None
         return old if self.routes.last.get("unchanged") else None
+
+    def plan(self, snap, key: tuple) -> None:
+        """Have the route memo plan ``key``'s group (``(collective, ranks, size)``) on
+        ``snap``, for a result made without solving (moved from twin servers): `still`
+        then finds its plans after the next edit, as it does for a solved group's."""
+        collective, ranks, _size = key
+        with contextlib.suppress(SolverError):  # a solve would have said so: nothing kept
+            self.routes.plans(snap, np.asarray(ranks, dtype=np.int64), collective)
 
     def keep(self, snap, settings: tuple, known: dict, joined: dict, rates,
              jobs: tuple, sets: set[tuple[int, ...]], slowed: dict | None = None) -> None:

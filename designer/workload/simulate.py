@@ -152,6 +152,9 @@ class _Lones:
         #: ``still(snap, key)``: a dropped result the edit left as it was, or None
         #: (a memo's), asked before solving again.
         self.still = None
+        #: ``plan(snap, key)``: a memo's route memo plans a group whose result was
+        #: moved, not solved (its plans are what `still` checks after an edit).
+        self.plan = None
 
     def known_ids(self) -> set[int]:
         """The ids of the lone results in use (what was built on them holds)."""
@@ -290,6 +293,8 @@ class _Lones:
         if seen is not None:
             lone = self.servers.moved(seen[1], seen[0], dom.tolist())
             if lone is not None:
+                if self.plan is not None:
+                    self.plan(snap, (collective, ranks, size))
                 return lone
         lone = self._solve(collective, ranks, size)
         self.twins.setdefault(key, (dom.tolist(), lone))
@@ -377,6 +382,7 @@ def simulate(
         lones.slowed = dict(memo.slowed)
         lones.revive = memo.revive
         lones.still = memo.still
+        lones.plan = memo.plan
         rates = memo.rates
     if rates is None:
         rates = SharedRates(snap.arc_cap, reuse=reuse)

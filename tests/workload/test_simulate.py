@@ -342,6 +342,30 @@ def test_groups_across_twin_servers_are_solved_once_and_moved(routing, broken):
         assert fast.stats["solved_alone"] == plain.stats["solved_alone"] == len(groups)
 
 
+def test_groups_moved_from_twin_servers_are_kept_by_a_memo_after_an_edit():
+    """A memo checks a moved group's plans after an edit as a solved group's: an edit
+    at a switch the groups pass through re-solves none of them when nothing changed
+    for them, and the answer is a fresh simulation's."""
+    topo = build_template("superpod", gpu="B200", sus=1)
+    snap = take_snapshot(topo)
+    groups = [_gpus(snap, [8 * s + 1 for s in servers])
+              for servers in (range(0, 8), range(8, 16), range(16, 24), range(24, 32))]
+    job = JobTraffic(
+        "dp", tuple(Comm(k, "dp", "allreduce", (g,), 64 << 20) for k, g in enumerate(groups))
+    )
+    memo = SimulationMemo()
+    first = simulate(snap, [job], memo=memo)
+    assert first.stats["solved_alone"] == 1  # the other three moved from twins
+    # A spine link of the groups' own rail leaf: their switch, none of their arcs.
+    link = next(lk.id for lk in topo.links() if "su1-leaf-r1" in (lk.a, lk.b)
+                and "spine" in lk.a + lk.b)
+    topo.update_link(link, failed=True)
+    again = simulate(take_snapshot(topo), [job], memo=memo)
+    assert again.stats["solved_alone"] == 0 and again.stats["unchanged"] == len(groups)
+    fresh = simulate(take_snapshot(topo), [job])
+    assert again.jobs[0].iteration_s == fresh.jobs[0].iteration_s
+
+
 @pytest.mark.parametrize(
     ("spines", "uplinks", "link", "edit"),
     [(1, 2, "leaf-1:spine-0", {"count": 1}), (2, 1, "leaf-1:spine-1", {"failed": True})],
