@@ -342,6 +342,27 @@ def test_groups_across_twin_servers_are_solved_once_and_moved(routing, broken):
         assert fast.stats["solved_alone"] == plain.stats["solved_alone"] == len(groups)
 
 
+def test_groups_across_sus_and_collectives_move_between_twin_servers():
+    """Groups spanning two SUs (two servers in each), for an all-reduce, an all-to-all
+    and an all-gather: each collective solved once for its pattern and moved to the
+    twins, with the times and bytes of solving every group."""
+    topo = build_template("superpod", gpu="B200", sus=2)
+    snap = take_snapshot(topo)
+    comms = []
+    for s in (0, 4, 8):
+        for local, collective in ((0, "allreduce"), (3, "alltoall"), (5, "allgather")):
+            servers = (s, s + 2, 32 + s, 32 + s + 1)
+            group = _gpus(snap, [8 * d + local for d in servers])
+            comms.append(Comm(len(comms), "dp", collective, (group,), 16 << 20))
+    job = JobTraffic("dp", tuple(comms))
+    fast = simulate(snap, [job], reuse=True)
+    plain = simulate(snap, [job], reuse=False)
+    assert fast.stats["solved_alone"] == 3 and plain.stats["solved_alone"] == 9
+    assert fast.jobs[0].iteration_s == pytest.approx(plain.jobs[0].iteration_s, rel=1e-12)
+    assert np.allclose(fast.links.job_bytes, plain.links.job_bytes, rtol=1e-12, atol=1e-6)
+    assert np.allclose(fast.links.peak_util, plain.links.peak_util, rtol=1e-12)
+
+
 def test_groups_moved_from_twin_servers_are_kept_by_a_memo_after_an_edit():
     """A memo checks a moved group's plans after an edit as a solved group's: an edit
     at a switch the groups pass through re-solves none of them when nothing changed
