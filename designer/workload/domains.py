@@ -125,8 +125,8 @@ class ServerMaps:
     A *server* is an NVLink domain with the nodes only it reaches: its NICs and host
     (outside every domain, not switches, every neighbour a node of that domain or a
     switch).  Two servers are *twins* when, node for node in a canonical order, they
-    have the same attributes (order of structural position inside the server, NIC
-    assignment, in-switch reduction)
+    have the same attributes (device model, order of structural position inside the
+    server, NIC assignment, in-switch reduction)
     and the same arcs: the same ends outside the server (the very same leaf switches),
     capacities, families, latencies, jitter and link state.  Swapping twins then maps the
     fabric onto itself, arc for arc; a rail-optimised SU's servers are twins.
@@ -240,9 +240,12 @@ class ServerMaps:
         pos_rank = np.empty(n_nodes, dtype=np.int64)
         pos_rank[by_pos] = np.arange(len(by_pos)) - np.searchsorted(server[by_pos],
                                                                    server[by_pos])
+        # The device model (the time model reads a GPU's generation, not only its links).
+        model = np.unique(np.asarray(snap.node_model)[nodes].astype(str), return_inverse=True)[1]
         node_rows = np.stack(
             [
                 canon[nodes],
+                model.reshape(-1),
                 pos_rank[nodes],
                 switch[nodes],
                 np.asarray(snap.node_sharp, dtype=bool)[nodes],

@@ -363,6 +363,24 @@ def test_groups_across_sus_and_collectives_move_between_twin_servers():
     assert np.allclose(fast.links.peak_util, plain.links.peak_util, rtol=1e-12)
 
 
+def test_servers_of_another_gpu_model_are_no_twins():
+    """Two servers wired alike but with another GPU model are not twins: the time
+    model reads the GPU's generation."""
+    from designer.model.commands import SetNodeProps
+    from designer.workload.domains import DomainMaps, ServerMaps
+
+    topo = build_template("rail-cluster", nodes=4)
+    snap = take_snapshot(topo)
+    alike = ServerMaps(snap, DomainMaps(snap)).twin_class
+    assert len(set(alike.tolist())) == 1
+    gpus = [n.id for n in topo.nodes("gpu") if n.id.startswith("n02-")]
+    SetNodeProps(gpus, model="H200").do(topo)
+    snap = take_snapshot(topo)
+    twins = ServerMaps(snap, DomainMaps(snap)).twin_class
+    server = int(snap.node_domain[snap.node_ids.index(gpus[0])])
+    assert len(set(twins.tolist())) == 2 and (twins == twins[server]).sum() == 1
+
+
 def test_groups_moved_from_twin_servers_are_kept_by_a_memo_after_an_edit():
     """A memo checks a moved group's plans after an edit as a solved group's: an edit
     at a switch the groups pass through re-solves none of them when nothing changed
