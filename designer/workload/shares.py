@@ -79,8 +79,7 @@ class SharedRates:
         self._shape_of: list[int] = []  # item number -> shape number
         self._shapes: dict[bytes, int] = {}
         self._whole: dict[tuple[int, ...], np.ndarray] = {}
-        self._exact: dict[tuple[int, ...], np.ndarray] = {}
-        self._tuples: dict[tuple[int, ...], tuple[float, ...]] = {}
+        self._exact: dict[tuple[int, ...], tuple[float, ...]] = {}
         self._parts: dict[tuple, np.ndarray] = {}
         self._overlaps: dict[tuple[int, int], bool] = {}
         self._sharing: dict[tuple[int, ...], bytes] = {}
@@ -111,38 +110,31 @@ class SharedRates:
     def speeds(self, phases: Sequence[PhaseFlows]) -> np.ndarray:
         """Speed (0, 1] of each of ``phases`` (a phase may appear twice: two
         collectives with the same flows at once), all sharing the links."""
+        return np.array(self.speed_tuple(phases), dtype=float)
+
+    def speed_tuple(self, phases: Sequence[PhaseFlows]) -> tuple[float, ...]:
+        """`speeds` as a tuple of floats: the event loop's form (nothing to copy)."""
         n = len(phases)
         if n == 0:
-            return np.zeros(0)
+            return ()
         if not self.reuse:
-            return self._max_min(list(phases))
+            return tuple(self._max_min(list(phases)).tolist())
         # The event loop asks for the same list of phases again and again: keyed by
         # the phases themselves (each held in `_held` once seen, so ids stay theirs).
         exact = tuple(map(id, phases))
         got = self._exact.get(exact)
         if got is not None:
-            return got.copy()
+            return got
         items = np.array([self._item(p) for p in phases], dtype=np.int64)
         order = np.argsort(items, kind="stable")
         whole = tuple(items[order].tolist())
-        got = self._whole.get(whole)
-        if got is None:
-            got = self._solve_parts([phases[i] for i in order.tolist()], items[order])
-            self._whole[whole] = got
+        solved = self._whole.get(whole)
+        if solved is None:
+            solved = self._solve_parts([phases[i] for i in order.tolist()], items[order])
+            self._whole[whole] = solved
         out = np.empty(n)
-        out[order] = got
-        self._exact[exact] = out.copy()
-        return out
-
-    def speed_tuple(self, phases: Sequence[PhaseFlows]) -> tuple[float, ...]:
-        """`speeds` as a tuple of floats, kept per list of phases (the event loop's
-        form: nothing to copy, and the loop asks for the same lists again and again)."""
-        if not self.reuse:
-            return tuple(self.speeds(phases).tolist())
-        key = tuple(map(id, phases))
-        got = self._tuples.get(key)
-        if got is None:
-            got = self._tuples[key] = tuple(self.speeds(phases).tolist())
+        out[order] = solved
+        got = self._exact[exact] = tuple(out.tolist())
         return got
 
     def _overlap(self, i: int, j: int) -> bool:
